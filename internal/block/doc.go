@@ -1,0 +1,20 @@
+// Package block writes and reads Aerie's immutable on-disk blocks: one
+// directory per closed time partition holding meta.json, index and data
+// (Heracles' on-disk group model, Peregreen's block metrics, CloudTS'
+// per-partition metadata over the global TagDict).
+//
+// Invariants:
+//  1. A block directory is complete or absent: it is written under a
+//     temporary name, every file fsync'd, renamed, and the parent fsync'd.
+//  2. data holds, per group, one contiguous extent: the group's scaled
+//     timestamp column followed by its series' value columns. Every byte
+//     offset inside an extent is computed from the index; reading k series
+//     of one group over a time range issues at most 1 + k reads of data.
+//  3. Every file starts with magic and version; every index section and
+//     every data extent carries a CRC32C checked when the block is opened.
+//     A mismatch is a *CorruptionError naming the file and byte offset.
+//  4. Label pairs are stored as codes of the global TagDict, which is
+//     synced before the block that references its codes is written.
+//  5. Block metrics are per series per metric interval and combine into
+//     any coarser aligned interval without reading data.
+package block

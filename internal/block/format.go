@@ -1,0 +1,61 @@
+package block
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// File names inside a block directory.
+const (
+	MetaFilename  = "meta.json"
+	IndexFilename = "index"
+	DataFilename  = "data"
+	TmpSuffix     = ".tmp"
+)
+
+// Format constants (docs/format/block.md).
+const (
+	DataMagic    uint32 = 0xAE1BDA7A
+	DataVersion  uint8  = 1
+	IndexMagic   uint32 = 0xAE1B1D8C
+	IndexVersion uint8  = 1
+	MetaMagic           = "aerie-block"
+	MetaVersion         = 1
+	HeaderLen           = 8 // magic(4) version(1) reserved(3)
+	FooterLen           = numSections*20 + 8
+	numSections         = 4
+
+	// DefaultMetricInterval is the interval of block metrics in ms.
+	DefaultMetricInterval = int64(3600 * 1000)
+)
+
+// Index sections, in file order. Persisted: explicit numbers.
+const (
+	SectionTags    = 0 // TagArray + TTMapping (internal/index)
+	SectionGroups  = 1
+	SectionSeries  = 2
+	SectionMetrics = 3
+)
+
+var sectionNames = [numSections]string{"tags", "groups", "series", "metrics"}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func crc(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// ErrCorrupt is wrapped by every CorruptionError.
+var ErrCorrupt = errors.New("corrupt block")
+
+// CorruptionError reports a damaged block file.
+type CorruptionError struct {
+	File   string
+	Offset int64
+	Err    error
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("corrupt block file %s at byte offset %d: %v", e.File, e.Offset, e.Err)
+}
+
+func (e *CorruptionError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }

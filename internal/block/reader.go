@@ -1,0 +1,578 @@
+package block
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/aerie-db/aerie/internal/encoding"
+	"github.com/aerie-db/aerie/internal/index"
+	"github.com/aerie-db/aerie/internal/seriesiter"
+)
+
+// ReaderOptions configure Open.
+type ReaderOptions struct {
+	// WrapData, if set, wraps the data file's reader (tests count reads).
+	WrapData func(io.ReaderAt) io.ReaderAt
+}
+
+type colInfo struct {
+	series uint32
+	meta   encoding.ColumnMeta
+	off    int64 // absolute offset of the column's data
+}
+
+type groupInfo struct {
+	off, tsLen int64
+	rows       int
+	minT, maxT int64
+	crc        uint32
+	cols       []colInfo
+}
+
+// Reader is an open block. It is safe for concurrent use; it is
+// reference-counted so a block being deleted waits for its readers.
+type Reader struct {
+	dir     string
+	meta    Meta
+	bi      *index.BlockIndex
+	groups  []groupInfo
+	series  [][]loc
+	metrics []byte // metrics section, decoded on demand
+	mOffs   []int  // per series offset into metrics
+	f       *os.File
+	data    io.ReaderAt
+	size    int64
+
+	refs    atomic.Int64
+	closeMu sync.Mutex // guards closed
+	closed  bool
+}
+
+// Open opens the block in dir and verifies every checksum.
+func Open(dir string, dict *index.TagDict, opts ReaderOptions) (*Reader, error) {
+	r := &Reader{dir: dir}
+	mb, err := os.ReadFile(filepath.Join(dir, MetaFilename))
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeMeta(mb, &r.meta); err != nil {
+		return nil, &CorruptionError{File: filepath.Join(dir, MetaFilename), Offset: 0, Err: err}
+	}
+	ipath := filepath.Join(dir, IndexFilename)
+	ib, err := os.ReadFile(ipath)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.decodeIndex(ib, dict); err != nil {
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			ce.File = ipath
+			return nil, ce
+		}
+		var ic *index.CorruptionError
+		if errors.As(err, &ic) {
+			return nil, &CorruptionError{File: ipath, Offset: ic.Offset, Err: err}
+		}
+		return nil, &CorruptionError{File: ipath, Err: err}
+	}
+	dpath := filepath.Join(dir, DataFilename)
+	f, err := os.Open(dpath)
+	if err != nil {
+		return nil, err
+	}
+	r.f = f
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.size = st.Size()
+	if err := r.verifyData(dpath); err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.data = f
+	if opts.WrapData != nil {
+		r.data = opts.WrapData(f)
+	}
+	r.refs.Store(1)
+	return r, nil
+}
+
+func decodeMeta(b []byte, m *Meta) error {
+	if err := json.Unmarshal(b, m); err != nil {
+		return err
+	}
+	if m.Magic != MetaMagic {
+		return fmt.Errorf("bad magic %q", m.Magic)
+	}
+	if m.Version != MetaVersion {
+		return fmt.Errorf("unsupported meta version %d", m.Version)
+	}
+	want := m.CRC32C
+	check := *m
+	re, err := encodeMeta(&check)
+	if err != nil {
+		return err
+	}
+	if check.CRC32C != want {
+		return fmt.Errorf("checksum mismatch: stored %s, computed %s", want, check.CRC32C)
+	}
+	_ = re
+	if m.TupleSize <= 0 || m.TupleSize > seriesiter.MaxRows || m.BlockTuples <= 0 || m.MetricInterval <= 0 || m.MaxTime <= m.MinTime {
+		return fmt.Errorf("invalid parameters")
+	}
+	return nil
+}
+
+// verifyData checks the data header and every extent's CRC32C, reading the
+// file once sequentially.
+func (r *Reader) verifyData(path string) error {
+	br := bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), 1<<20)
+	hdr := make([]byte, HeaderLen)
+	if _, err := io.ReadFull(br, hdr); err != nil {
+		return &CorruptionError{File: path, Offset: 0, Err: fmt.Errorf("short header: %w", err)}
+	}
+	if binary.BigEndian.Uint32(hdr) != DataMagic {
+		return &CorruptionError{File: path, Offset: 0, Err: fmt.Errorf("bad magic %#x", binary.BigEndian.Uint32(hdr))}
+	}
+	if hdr[4] != DataVersion {
+		return &CorruptionError{File: path, Offset: 4, Err: fmt.Errorf("unsupported data version %d", hdr[4])}
+	}
+	pos := int64(HeaderLen)
+	for i, g := range r.groups {
+		if g.off != pos {
+			return &CorruptionError{File: path, Offset: pos, Err: fmt.Errorf("group %d extent starts at %d, index says %d", i, pos, g.off)}
+		}
+		end := g.off + g.tsLen
+		for _, c := range g.cols {
+			end += c.meta.DataLen()
+		}
+		h := crc32.New(castagnoli)
+		if _, err := io.CopyN(h, br, end-g.off); err != nil {
+			return &CorruptionError{File: path, Offset: pos, Err: fmt.Errorf("group %d extent truncated: %w", i, err)}
+		}
+		if h.Sum32() != g.crc {
+			return &CorruptionError{File: path, Offset: g.off, Err: fmt.Errorf("group %d extent [%d, %d): checksum mismatch", i, g.off, end)}
+		}
+		pos = end
+	}
+	if pos != r.size {
+		return &CorruptionError{File: path, Offset: pos, Err: fmt.Errorf("%d trailing bytes", r.size-pos)}
+	}
+	return nil
+}
+
+type decbuf struct {
+	b   []byte
+	pos int
+	err error
+	sec string
+	at  int // section offset in the file
+}
+
+func (d *decbuf) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.pos:])
+	if n <= 0 {
+		d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section %s: bad varint", d.sec)}
+		return 0
+	}
+	d.pos += n
+	return v
+}
+
+func (d *decbuf) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b[d.pos:])
+	if n <= 0 {
+		d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section %s: bad varint", d.sec)}
+		return 0
+	}
+	d.pos += n
+	return v
+}
+
+func (d *decbuf) u32() uint32 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b)-d.pos < 4 {
+		d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section %s: truncated", d.sec)}
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(d.b[d.pos:])
+	d.pos += 4
+	return v
+}
+
+// count reads a count that each element needs at least min bytes for.
+func (d *decbuf) count(min int) int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64((len(d.b)-d.pos)/min+1) {
+		d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section %s: count %d exceeds section", d.sec, n)}
+		return 0
+	}
+	return int(n)
+}
+
+func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
+	if len(b) < HeaderLen+FooterLen {
+		return &CorruptionError{Offset: 0, Err: fmt.Errorf("index too short: %d bytes", len(b))}
+	}
+	if binary.BigEndian.Uint32(b) != IndexMagic {
+		return &CorruptionError{Offset: 0, Err: fmt.Errorf("bad magic %#x", binary.BigEndian.Uint32(b))}
+	}
+	if b[4] != IndexVersion {
+		return &CorruptionError{Offset: 4, Err: fmt.Errorf("unsupported index version %d", b[4])}
+	}
+	fstart := len(b) - FooterLen
+	if binary.BigEndian.Uint32(b[len(b)-4:]) != IndexMagic {
+		return &CorruptionError{Offset: int64(len(b) - 4), Err: fmt.Errorf("bad trailing magic")}
+	}
+	fcrc := binary.LittleEndian.Uint32(b[len(b)-8:])
+	if crc(b[fstart:len(b)-8]) != fcrc {
+		return &CorruptionError{Offset: int64(fstart), Err: fmt.Errorf("footer checksum mismatch")}
+	}
+	var secs [numSections][]byte
+	var at [numSections]int
+	for s := 0; s < numSections; s++ {
+		p := fstart + s*20
+		off := binary.LittleEndian.Uint64(b[p:])
+		ln := binary.LittleEndian.Uint64(b[p+8:])
+		want := binary.LittleEndian.Uint32(b[p+16:])
+		if off < HeaderLen || off > uint64(fstart) || ln > uint64(fstart)-off {
+			return &CorruptionError{Offset: int64(p), Err: fmt.Errorf("section %s out of bounds", sectionNames[s])}
+		}
+		secs[s] = b[off : off+ln]
+		at[s] = int(off)
+		if crc(secs[s]) != want {
+			return &CorruptionError{Offset: int64(off), Err: fmt.Errorf("section %s [%d, %d): checksum mismatch", sectionNames[s], off, off+ln)}
+		}
+	}
+	bi, err := index.DecodeBlockIndex(secs[SectionTags], dict)
+	if err != nil {
+		var ic *index.CorruptionError
+		if errors.As(err, &ic) {
+			return &CorruptionError{Offset: int64(at[SectionTags]) + ic.Offset, Err: err}
+		}
+		return &CorruptionError{Offset: int64(at[SectionTags]), Err: err}
+	}
+	r.bi = bi
+	ns := bi.NumSeries()
+
+	d := &decbuf{b: secs[SectionGroups], sec: "groups", at: at[SectionGroups]}
+	ng := d.count(8)
+	r.groups = make([]groupInfo, 0, ng)
+	for i := 0; i < ng && d.err == nil; i++ {
+		g := groupInfo{off: int64(d.uvarint()), tsLen: int64(d.uvarint()), rows: int(d.uvarint())}
+		g.minT = d.varint()
+		g.maxT = g.minT + d.varint()
+		g.crc = d.u32()
+		nc := d.count(3)
+		pos := g.off + g.tsLen
+		for j := 0; j < nc && d.err == nil; j++ {
+			c := colInfo{series: uint32(d.uvarint())}
+			if d.err != nil {
+				break
+			}
+			m, n, err := encoding.DecodeColumnMeta(d.b[d.pos:])
+			if err != nil {
+				d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section groups: column meta: %w", err)}
+				break
+			}
+			d.pos += n
+			if int(c.series) >= ns || int(m.Rows) != g.rows || m.TupleSize != uint8(r.meta.TupleSize) {
+				d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section groups: column of group %d inconsistent", i)}
+				break
+			}
+			c.meta, c.off = m, pos
+			pos += m.DataLen()
+			g.cols = append(g.cols, c)
+		}
+		r.groups = append(r.groups, g)
+	}
+	if d.err != nil {
+		return d.err
+	}
+
+	d = &decbuf{b: secs[SectionSeries], sec: "series", at: at[SectionSeries]}
+	if n := d.count(1); d.err == nil && n != ns {
+		return &CorruptionError{Offset: int64(d.at), Err: fmt.Errorf("section series: %d series, tags section has %d", n, ns)}
+	}
+	r.series = make([][]loc, ns)
+	for i := 0; i < ns && d.err == nil; i++ {
+		nl := d.count(2)
+		for j := 0; j < nl && d.err == nil; j++ {
+			l := loc{group: uint32(d.uvarint()), col: uint32(d.uvarint())}
+			if d.err == nil && (int(l.group) >= len(r.groups) || int(l.col) >= len(r.groups[l.group].cols)) {
+				d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section series: location out of range")}
+			}
+			r.series[i] = append(r.series[i], l)
+		}
+	}
+	if d.err != nil {
+		return d.err
+	}
+
+	d = &decbuf{b: secs[SectionMetrics], sec: "metrics", at: at[SectionMetrics]}
+	if iv := int64(d.uvarint()); d.err == nil && iv != r.meta.MetricInterval {
+		return &CorruptionError{Offset: int64(d.at), Err: fmt.Errorf("section metrics: interval %d, meta says %d", iv, r.meta.MetricInterval)}
+	}
+	r.metrics = d.b
+	r.mOffs = make([]int, ns)
+	base := floorDiv(r.meta.MinTime, r.meta.MetricInterval)
+	for i := 0; i < ns && d.err == nil; i++ {
+		r.mOffs[i] = d.pos
+		_, n, err := decodeMetrics(d.b[d.pos:], base)
+		if err != nil {
+			return &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section metrics: %w", err)}
+		}
+		d.pos += n
+	}
+	return d.err
+}
+
+// Meta returns the block's meta.json content.
+func (r *Reader) Meta() Meta { return r.meta }
+
+// Dir returns the block's directory.
+func (r *Reader) Dir() string { return r.dir }
+
+// Index returns the block's label index.
+func (r *Reader) Index() *index.BlockIndex { return r.bi }
+
+// Metrics returns the block metrics of local series id.
+func (r *Reader) Metrics(id uint32) ([]IntervalMetrics, error) {
+	if int(id) >= len(r.mOffs) {
+		return nil, fmt.Errorf("series %d out of range", id)
+	}
+	ms, _, err := decodeMetrics(r.metrics[r.mOffs[id]:], floorDiv(r.meta.MinTime, r.meta.MetricInterval))
+	return ms, err
+}
+
+// Acquire takes a reference; it returns false if the block is closed.
+func (r *Reader) Acquire() bool {
+	for {
+		n := r.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if r.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// Release drops a reference; the last one closes the file.
+func (r *Reader) Release() {
+	n := r.refs.Add(-1)
+	if n < 0 {
+		panic("block: negative reference count")
+	}
+	if n == 0 {
+		r.f.Close()
+	}
+}
+
+// Close drops the opener's reference.
+func (r *Reader) Close() error {
+	r.closeMu.Lock()
+	defer r.closeMu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.Release()
+	return nil
+}
+
+// Series is a series of a block selection.
+type Series struct {
+	ID     uint32
+	Labels labels.Labels
+	q      *Selection
+}
+
+// Selection is the result of Select: the series and a per-selection cache
+// of the timestamp columns read so far (one read per group).
+type Selection struct {
+	r          *Reader
+	mint, maxt int64
+	Series     []Series
+	mu         sync.Mutex
+	ts         map[uint32]*encoding.ScaledTimestamps
+}
+
+// Select returns the series matching ms with locations overlapping
+// [mint, maxt]. Data are read lazily by the iterators.
+func (r *Reader) Select(mint, maxt int64, ms ...*labels.Matcher) (*Selection, error) {
+	ids, err := index.Select(r.bi, ms...)
+	if err != nil {
+		return nil, err
+	}
+	q := &Selection{r: r, mint: mint, maxt: maxt, ts: map[uint32]*encoding.ScaledTimestamps{}}
+	if maxt < r.meta.MinTime || mint >= r.meta.MaxTime {
+		return q, nil
+	}
+	var sb labels.ScratchBuilder
+	it := ids.Iterator()
+	for it.HasNext() {
+		id := it.Next()
+		overlap := false
+		for _, l := range r.series[id] {
+			g := &r.groups[l.group]
+			if g.minT <= maxt && g.maxT >= mint {
+				overlap = true
+			}
+		}
+		if !overlap {
+			continue
+		}
+		q.Series = append(q.Series, Series{ID: id, Labels: r.bi.Labels(id, &sb), q: q})
+	}
+	return q, nil
+}
+
+func (q *Selection) timestamps(gi uint32) (*encoding.ScaledTimestamps, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if ts, ok := q.ts[gi]; ok {
+		return ts, nil
+	}
+	g := &q.r.groups[gi]
+	buf := make([]byte, g.tsLen)
+	if _, err := q.r.data.ReadAt(buf, g.off); err != nil {
+		return nil, fmt.Errorf("block %s: read timestamps of group %d: %w", q.r.dir, gi, err)
+	}
+	ts, _, err := encoding.ParseScaledTimestamps(buf)
+	if err != nil {
+		return nil, &CorruptionError{File: filepath.Join(q.r.dir, DataFilename), Offset: g.off, Err: err}
+	}
+	if ts.Len() != g.rows {
+		return nil, &CorruptionError{File: filepath.Join(q.r.dir, DataFilename), Offset: g.off, Err: fmt.Errorf("%d timestamps, index says %d rows", ts.Len(), g.rows)}
+	}
+	q.ts[gi] = &ts
+	return &ts, nil
+}
+
+// Iterator returns an iterator over the series' samples in the selection's
+// range. A series with several locations (it moved groups) merges them.
+func (s *Series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
+	locs := s.q.r.series[s.ID]
+	if len(locs) == 1 {
+		src, err := s.q.source(locs[0])
+		if err != nil {
+			return &errIterator{err: err}
+		}
+		return seriesiter.NewIterator(it, src, nil, s.q.mint, s.q.maxt)
+	}
+	its := make([]chunkenc.Iterator, 0, len(locs))
+	for _, l := range locs {
+		src, err := s.q.source(l)
+		if err != nil {
+			return &errIterator{err: err}
+		}
+		its = append(its, seriesiter.NewIterator(nil, src, nil, s.q.mint, s.q.maxt))
+	}
+	return seriesiter.Merge(its...)
+}
+
+// source reads the byte range of the column covering the selection.
+func (q *Selection) source(l loc) (seriesiter.TupleSource, error) {
+	g := &q.r.groups[l.group]
+	c := &g.cols[l.col]
+	ts, err := q.timestamps(l.group)
+	if err != nil {
+		return nil, err
+	}
+	r0 := ts.Search(q.mint)
+	r1 := ts.Search(q.maxt+1) - 1
+	if q.maxt == math.MaxInt64 {
+		r1 = ts.Len() - 1
+	}
+	src := &colSource{ts: ts, meta: &c.meta, tupleSize: int(c.meta.TupleSize)}
+	if r0 > r1 {
+		return src, nil
+	}
+	src.t0 = r0 / src.tupleSize
+	src.n = r1/src.tupleSize - src.t0 + 1
+	off, end := c.meta.TupleRange(src.t0, src.t0+src.n-1)
+	if end > off {
+		src.buf = make([]byte, end-off)
+		if _, err := q.r.data.ReadAt(src.buf, c.off+off); err != nil {
+			return nil, fmt.Errorf("block %s: read column: %w", q.r.dir, err)
+		}
+	}
+	src.off0 = off
+	src.file = filepath.Join(q.r.dir, DataFilename)
+	src.fileOff = c.off
+	return src, nil
+}
+
+// colSource is a seriesiter.TupleSource over the tuples [t0, t0+n) of one
+// column, whose bytes were read in one piece.
+type colSource struct {
+	ts        *encoding.ScaledTimestamps
+	meta      *encoding.ColumnMeta
+	tupleSize int
+	t0, n     int
+	buf       []byte
+	off0      int64
+	file      string
+	fileOff   int64
+	vals      []float64
+	pres      []bool
+}
+
+func (s *colSource) NumTuples() int    { return s.n }
+func (s *colSource) First(k int) int64 { return s.ts.At((s.t0 + k) * s.tupleSize) }
+func (s *colSource) Load(k int, ts []int64, vs []float64) (int, uint32, error) {
+	i := s.t0 + k
+	off, end := s.meta.TupleRange(i, i)
+	var tuple []byte
+	if end > off {
+		tuple = s.buf[off-s.off0 : end-s.off0]
+	}
+	var err error
+	s.vals, s.pres, err = encoding.DecodeColumnTuple(s.vals[:0], s.pres[:0], s.meta, tuple, i)
+	if err != nil {
+		return 0, 0, &CorruptionError{File: s.file, Offset: s.fileOff + off, Err: err}
+	}
+	var p uint32
+	base := i * s.tupleSize
+	for j, v := range s.vals {
+		ts[j] = s.ts.At(base + j)
+		vs[j] = v
+		if s.pres[j] {
+			p |= 1 << j
+		}
+	}
+	return len(s.vals), p, nil
+}
+
+type errIterator struct {
+	seriesiter.Iterator
+	err error
+}
+
+func (e *errIterator) Next() chunkenc.ValueType      { return chunkenc.ValNone }
+func (e *errIterator) Seek(int64) chunkenc.ValueType { return chunkenc.ValNone }
+func (e *errIterator) Err() error                    { return e.err }

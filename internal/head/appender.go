@@ -1,0 +1,400 @@
+package head
+
+import (
+	"math"
+	"sort"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/aerie-db/aerie/internal/model"
+	"github.com/aerie-db/aerie/internal/wal"
+)
+
+// Appender buffers samples and, at Commit, forms them into group rows:
+// the samples of one group with one timestamp are one row. An Appender is
+// not safe for concurrent use; use one per goroutine.
+type Appender struct {
+	h    *Head
+	pend []pending
+	rej  AppendError // rejections found at Append time
+}
+
+type pending struct {
+	s *memSeries
+	t int64
+	v float64
+}
+
+// Appender returns a new appender.
+func (h *Head) Appender() *Appender { return &Appender{h: h} }
+
+// Append buffers one sample. It returns an error only for an invalid label
+// set or a series limit; time checks happen at Commit.
+func (a *Appender) Append(lset labels.Labels, t int64, v float64) error {
+	if err := ValidateLabels(lset); err != nil {
+		a.rej.add(lset, t, err)
+		return err
+	}
+	s, err := a.h.getOrCreate(lset)
+	if err != nil {
+		a.rej.add(lset, t, err)
+		return err
+	}
+	a.pend = append(a.pend, pending{s: s, t: t, v: v})
+	return nil
+}
+
+// Rollback drops the buffered samples.
+func (a *Appender) Rollback() error {
+	a.pend = a.pend[:0]
+	a.rej = AppendError{}
+	return nil
+}
+
+// Commit validates the buffered samples, writes the accepted rows to the
+// WAL (returning only once they are durable, per the WAL's sync mode) and
+// applies them to the head. Rejected samples are reported in an
+// *AppendError; every other sample is stored. A WAL error stores nothing.
+func (a *Appender) Commit() error {
+	defer a.Rollback()
+	rej := a.rej
+	if len(a.pend) > 0 {
+		for {
+			err := a.h.commit(a.pend, &rej)
+			if err == errRetry {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			break
+		}
+	}
+	if rej.Rejected > 0 {
+		return &rej
+	}
+	return nil
+}
+
+// row is a group row: samples of one group at one timestamp, by slot order.
+type row struct {
+	t      int64
+	slots  []model.Slot
+	vals   []float64
+	series []*memSeries
+}
+
+func (h *Head) commit(pend []pending, rej *AppendError) error {
+	// 1. Bucket the samples by their series' current group.
+	byGroup := map[*group][]pending{}
+	h.regMu.RLock()
+	for _, p := range pend {
+		byGroup[p.s.cur] = append(byGroup[p.s.cur], p)
+	}
+	h.regMu.RUnlock()
+	gs := make([]*group, 0, len(byGroup))
+	for g := range byGroup {
+		gs = append(gs, g)
+	}
+	sortGroups(gs)
+	for _, g := range gs {
+		g.appendMu.Lock()
+	}
+	defer func() {
+		for _, g := range gs {
+			g.appendMu.Unlock()
+		}
+	}()
+	h.regMu.RLock()
+	for g, ps := range byGroup {
+		for _, p := range ps {
+			if p.s.cur != g {
+				h.regMu.RUnlock()
+				return errRetry
+			}
+		}
+	}
+	h.regMu.RUnlock()
+
+	// 2. Validate and form rows, per group.
+	headMaxT := h.maxT.Load()
+	minValid := h.minValid.Load()
+	minInOrder := minValid
+	if headMaxT != math.MinInt64 && headMaxT-h.opts.PartitionRange/2 > minInOrder {
+		minInOrder = headMaxT - h.opts.PartitionRange/2
+	}
+	oooMin := int64(math.MinInt64)
+	if headMaxT != math.MinInt64 {
+		oooMin = headMaxT - h.opts.OOOWindow
+	}
+	type batch struct {
+		g    *group
+		rows []row
+	}
+	batches := make([]batch, 0, len(gs))
+	var recs [][]byte
+	var moves []*memSeries
+	for _, g := range gs {
+		ps := byGroup[g]
+		slotOf := h.assignSlots(g, ps, rej)
+		sort.SliceStable(ps, func(i, j int) bool {
+			if ps[i].t != ps[j].t {
+				return ps[i].t < ps[j].t
+			}
+			return slotOf[ps[i].s] < slotOf[ps[j].s]
+		})
+		lastT := map[*memSeries]int64{}
+		lastV := map[*memSeries]uint64{}
+		var rows []row
+		for _, p := range ps {
+			slot, ok := slotOf[p.s]
+			if !ok {
+				continue // rejected by assignSlots
+			}
+			sl, seen := lastT[p.s]
+			if !seen {
+				sl = p.s.lastT.Load()
+				lastV[p.s] = p.s.lastV.Load()
+			}
+			var err error
+			switch {
+			case p.t < minValid:
+				err = ErrOutOfBounds
+			case p.t > sl:
+				if p.t < minInOrder {
+					err = ErrOutOfBounds
+				}
+			case p.t == sl:
+				if math.Float64bits(p.v) != lastV[p.s] {
+					err = ErrDuplicateValue
+				} else {
+					rej.Accepted++ // identical duplicate: stored already
+					continue
+				}
+			default: // out of order for the series
+				switch {
+				case h.opts.OOOWindow > 0 && p.t >= oooMin:
+				case h.opts.OOOWindow > 0:
+					err = ErrTooOld
+				case p.t < minInOrder:
+					err = ErrOutOfBounds
+				default:
+					err = ErrOutOfOrder
+				}
+			}
+			if err != nil {
+				rej.add(p.s.lset, p.t, err)
+				continue
+			}
+			if p.t > sl {
+				lastT[p.s] = p.t
+				lastV[p.s] = math.Float64bits(p.v)
+			}
+			if n := len(rows); n > 0 && rows[n-1].t == p.t {
+				r := &rows[n-1]
+				if r.slots[len(r.slots)-1] == slot {
+					// The same series twice in one row: keep the first,
+					// as a duplicate would be treated later.
+					if math.Float64bits(r.vals[len(r.vals)-1]) != math.Float64bits(p.v) {
+						rej.add(p.s.lset, p.t, ErrDuplicateValue)
+					} else {
+						rej.Accepted++
+					}
+					continue
+				}
+				r.slots = append(r.slots, slot)
+				r.vals = append(r.vals, p.v)
+				r.series = append(r.series, p.s)
+			} else {
+				rows = append(rows, row{t: p.t, slots: []model.Slot{slot}, vals: []float64{p.v}, series: []*memSeries{p.s}})
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		moves = append(moves, h.trackMisfits(g, rows)...)
+		g.mu.RLock()
+		width := len(g.slots)
+		g.mu.RUnlock()
+		if h.wal != nil {
+			recs = g.appendDefsLocked(recs, width)
+			recs = append(recs, wal.AppendRows(nil, rowsRecord(g.id, width, rows)))
+		}
+		batches = append(batches, batch{g: g, rows: rows})
+	}
+
+	// 3. Make it durable.
+	if h.wal != nil && len(recs) > 0 {
+		if err := h.wal.Log(recs...); err != nil {
+			return err
+		}
+		for _, b := range batches {
+			b.g.loggedDef = true
+			b.g.mu.RLock()
+			b.g.loggedSlots = len(b.g.slots)
+			b.g.mu.RUnlock()
+		}
+	}
+
+	// 4. Apply.
+	for _, b := range batches {
+		h.applyRows(b.g, b.rows, rej)
+	}
+	if len(moves) > 0 {
+		h.moveSeries(moves)
+	}
+	return nil
+}
+
+// assignSlots gives every series of ps a slot in g. Series that do not fit
+// (group too wide) are rejected and left out of the returned map.
+func (h *Head) assignSlots(g *group, ps []pending, rej *AppendError) map[*memSeries]model.Slot {
+	out := make(map[*memSeries]model.Slot, len(ps))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range ps {
+		if _, ok := out[p.s]; ok {
+			continue
+		}
+		slot, ok := g.slotOf[p.s]
+		if !ok {
+			if len(g.slots) >= h.opts.MaxGroupWidth {
+				rej.add(p.s.lset, p.t, ErrGroupTooWide)
+				continue
+			}
+			slot = model.Slot(len(g.slots))
+			g.slots = append(g.slots, p.s)
+			g.slotOf[p.s] = slot
+		}
+		out[p.s] = slot
+	}
+	return out
+}
+
+// trackMisfits counts, per series, consecutive rows in which it was alone
+// although its group has other series; it returns the series that reached
+// the limit. Called with g.appendMu held.
+func (h *Head) trackMisfits(g *group, rows []row) []*memSeries {
+	g.mu.RLock()
+	width := len(g.slots)
+	g.mu.RUnlock()
+	if width < 2 {
+		return nil
+	}
+	var out []*memSeries
+	for _, r := range rows {
+		if len(r.series) == 1 {
+			s := r.series[0]
+			s.misfits++
+			if s.misfits == h.opts.MisfitLimit {
+				out = append(out, s)
+			}
+			continue
+		}
+		for _, s := range r.series {
+			s.misfits = 0
+		}
+	}
+	return out
+}
+
+// moveSeries gives each series a group of its own for its next rows.
+func (h *Head) moveSeries(ss []*memSeries) {
+	h.regMu.Lock()
+	defer h.regMu.Unlock()
+	for _, s := range ss {
+		key := MovedKey(s.lset)
+		g := h.groupByKey[key]
+		if g == nil {
+			g = h.newGroupLocked(0, key)
+		}
+		if s.cur == g {
+			continue
+		}
+		s.cur = g
+		s.locs = append(s.locs, g)
+		s.misfits = 0
+	}
+}
+
+func rowsRecord(id model.GroupID, width int, rows []row) *wal.RowsDef {
+	rd := &wal.RowsDef{Group: id, Width: uint32(width), Rows: make([]wal.Row, len(rows))}
+	words := (width + 63) / 64
+	for i, r := range rows {
+		bm := make([]uint64, words)
+		for _, s := range r.slots {
+			bm[s/64] |= 1 << (s % 64)
+		}
+		rd.Rows[i] = wal.Row{T: r.t, Present: bm, Values: r.vals}
+	}
+	return rd
+}
+
+// applyRows stores validated rows. Duplicates (a different value at a
+// stored timestamp) are rejected here, deterministically, so WAL replay
+// rejects the same ones. Called with g.appendMu held.
+func (h *Head) applyRows(g *group, rows []row, rej *AppendError) {
+	ts := h.opts.TupleSize
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range rows {
+		pid := h.partitionOf(r.t)
+		p := g.parts[pid]
+		if p == nil {
+			p = newGPart(pid)
+			g.parts[pid] = p
+		}
+		switch {
+		case r.t > p.lastT:
+			p.appendRowLocked(r.t, r.slots, r.vals, ts)
+			if rej != nil {
+				rej.Accepted += len(r.slots)
+			}
+		case r.t == p.lastT:
+			i := p.openN - 1
+			for j, s := range r.slots {
+				c := p.col(s)
+				if c.openPres&(1<<i) != 0 {
+					if math.Float64bits(c.open[i]) != math.Float64bits(r.vals[j]) {
+						if rej != nil {
+							rej.add(r.series[j].lset, r.t, ErrDuplicateValue)
+						}
+						continue
+					}
+				} else {
+					c.open[i] = r.vals[j]
+					c.openPres |= 1 << i
+					c.n++
+				}
+				if rej != nil {
+					rej.Accepted++
+				}
+			}
+		default:
+			for j, s := range r.slots {
+				if v, ok := p.lookupLocked(s, r.t, ts); ok {
+					if math.Float64bits(v) != math.Float64bits(r.vals[j]) {
+						if rej != nil {
+							rej.add(r.series[j].lset, r.t, ErrDuplicateValue)
+						}
+					} else if rej != nil {
+						rej.Accepted++
+					}
+					continue
+				}
+				p.col(s).insertOOO(r.t, r.vals[j])
+				if rej != nil {
+					rej.Accepted++
+				}
+			}
+			p.widen(r.t)
+		}
+		for j, s := range r.series {
+			if r.t > s.lastT.Load() {
+				s.lastT.Store(r.t)
+				s.lastV.Store(math.Float64bits(r.vals[j]))
+			}
+		}
+		h.bumpTimes(r.t)
+	}
+}

@@ -1,0 +1,26 @@
+// Package head holds the in-memory part of the engine: the series registry,
+// the groups (Heracles' in-memory group model) and their partitions.
+//
+// A group is a set of series written together. Each group keeps, per time
+// partition, one shared column of time tuples and, per slot (series), one
+// column of value tuples. A time tuple holds TupleSize timestamps (its first
+// one raw, the rest as varint deltas) so a binary search over tuples finds a
+// time without decoding; the value tuples of every slot are indexed by the
+// same tuple number (Heracles' "tuples with index").
+//
+// Invariants:
+//  1. Within a group partition the in-order rows have strictly increasing
+//     timestamps; rows older than the partition's last row live in the
+//     per-slot out-of-order buffer and are merged at query and flush time.
+//  2. A closed tuple is never modified after it is published: readers that
+//     copied the slice headers under the group's read lock may decode it
+//     without any lock.
+//  3. A series present in a row has its presence bit set even if its value
+//     is NaN; absence (presence 0) and NaN are distinct.
+//  4. Lock order: Head.regMu is never held while taking a group lock;
+//     several group append locks are taken in increasing group id order;
+//     group.appendMu is taken before group.mu.
+//  5. Every row applied to the head was first written to the WAL (when one is
+//     configured); application is deterministic, so WAL replay rebuilds the
+//     same state, including the same duplicate rejections.
+package head

@@ -1,0 +1,162 @@
+package head
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/aerie-db/aerie/internal/encoding"
+	"github.com/aerie-db/aerie/internal/model"
+	"github.com/aerie-db/aerie/internal/seriesiter"
+)
+
+// FlushSeries is one slot of a group partition, laid out over the group's
+// rows.
+type FlushSeries struct {
+	Ref     model.SeriesRef
+	Labels  labels.Labels
+	Values  []float64 // len = rows; meaningful where Present
+	Present []bool
+}
+
+// FlushGroup is one group's data in one partition: the union of its rows
+// (in-order and out-of-order, merged) and every slot with data.
+type FlushGroup struct {
+	ID     model.GroupID
+	Key    string
+	T      []int64 // strictly increasing
+	Series []FlushSeries
+}
+
+// Partitions returns the partitions with data, oldest first.
+func (h *Head) Partitions() []int64 {
+	seen := map[int64]bool{}
+	for _, g := range h.groupList() {
+		g.mu.RLock()
+		for pid := range g.parts {
+			seen[pid] = true
+		}
+		g.mu.RUnlock()
+	}
+	out := make([]int64, 0, len(seen))
+	for pid := range seen {
+		out = append(out, pid)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (h *Head) groupList() []*group {
+	h.regMu.RLock()
+	defer h.regMu.RUnlock()
+	out := make([]*group, 0, len(h.groups))
+	for _, g := range h.groups[1:] {
+		if g != nil {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// PartitionGroups calls fn for every group with data in partition pid, in
+// group id order, with its rows merged. The data stay in the head (and
+// keep serving queries) until DropPartition.
+func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
+	for _, g := range h.groupList() {
+		g.mu.RLock()
+		p := g.parts[pid]
+		if p == nil {
+			g.mu.RUnlock()
+			continue
+		}
+		type slotSnap struct {
+			s *memSeries
+			c *ColumnSnapshot
+		}
+		var snaps []slotSnap
+		inorder, err := p.timesLocked(h.opts.TupleSize)
+		if err != nil {
+			g.mu.RUnlock()
+			return fmt.Errorf("group %d partition %d: %w", g.id, pid, err)
+		}
+		for slot := range p.cols {
+			if c := p.snapshotLocked(model.Slot(slot), h.opts.TupleSize); c != nil {
+				snaps = append(snaps, slotSnap{g.slots[slot], c})
+			}
+		}
+		g.mu.RUnlock()
+		if len(snaps) == 0 {
+			continue
+		}
+		// Union of the row timestamps: in-order rows, then out-of-order.
+		ts := append([]int64(nil), inorder...)
+		for _, sn := range snaps {
+			for _, e := range sn.c.Extra {
+				ts = append(ts, e.T)
+			}
+		}
+		slices.Sort(ts)
+		ts = slices.Compact(ts)
+		fg := &FlushGroup{ID: g.id, Key: g.key, T: ts}
+		for _, sn := range snaps {
+			fs := FlushSeries{Ref: sn.s.ref, Labels: sn.s.lset, Values: make([]float64, len(ts)), Present: make([]bool, len(ts))}
+			it := seriesiter.NewIterator(nil, sn.c, sn.c.Extra, math.MinInt64, math.MaxInt64)
+			j := 0
+			for it.Next() != 0 {
+				t, v := it.At()
+				j += sort.Search(len(ts)-j, func(i int) bool { return ts[j+i] >= t })
+				fs.Values[j], fs.Present[j] = v, true
+			}
+			if err := it.Err(); err != nil {
+				return err
+			}
+			fg.Series = append(fg.Series, fs)
+		}
+		if err := fn(fg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DropPartition removes partition pid from every group (after its block is
+// durable) and raises the minimum valid time to the partition's end.
+func (h *Head) DropPartition(pid int64) {
+	_, maxt := h.PartitionBounds(pid)
+	h.SetMinValidTime(maxt)
+	for _, g := range h.groupList() {
+		g.mu.Lock()
+		delete(g.parts, pid)
+		g.mu.Unlock()
+	}
+	h.recomputeMinT()
+}
+
+func (h *Head) recomputeMinT() {
+	minT := int64(math.MaxInt64)
+	for _, g := range h.groupList() {
+		g.mu.RLock()
+		for _, p := range g.parts {
+			if p.minT < minT {
+				minT = p.minT
+			}
+		}
+		g.mu.RUnlock()
+	}
+	h.minT.Store(minT)
+}
+
+// timesLocked decodes every in-order row timestamp. Called with g.mu held.
+func (p *gpart) timesLocked(tupleSize int) ([]int64, error) {
+	out := make([]int64, 0, p.nRows)
+	var err error
+	for k := range p.toffs {
+		if out, _, err = encoding.DecodeTimeTuple(out, p.tdata[p.toffs[k]:], tupleSize); err != nil {
+			return nil, err
+		}
+	}
+	return append(out, p.openT[:p.openN]...), nil
+}

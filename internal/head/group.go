@@ -1,0 +1,214 @@
+package head
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"sort"
+	"sync"
+
+	"github.com/aerie-db/aerie/internal/encoding"
+	"github.com/aerie-db/aerie/internal/model"
+)
+
+// MaxTupleSize bounds Options.TupleSize: presence of a tuple is one byte.
+const MaxTupleSize = 8
+
+// group is one Heracles group: series written together, sharing one
+// timestamp column per partition.
+type group struct {
+	id  model.GroupID
+	key string
+
+	// appendMu serializes commits into the group, from validation through
+	// the WAL write to the application, so WAL order equals apply order.
+	// It is never held by readers.
+	appendMu    sync.Mutex
+	loggedDef   bool // guarded by appendMu: the GroupDef is in the WAL
+	loggedSlots int  // guarded by appendMu: slots [0,loggedSlots) have SeriesDefs in the WAL
+
+	// mu guards the fields below. Writers hold it (exclusively) only while
+	// applying rows; readers hold it (shared) only to snapshot.
+	mu     sync.RWMutex
+	slots  []*memSeries              // slot → series, append-only
+	slotOf map[*memSeries]model.Slot // series → slot
+	parts  map[int64]*gpart          // partition index → data
+}
+
+// gpart is the data of one group in one time partition.
+type gpart struct {
+	pid int64
+
+	// Closed time tuples: all full (tupleSize rows). Tuple k is
+	// tdata[toffs[k]:toffs[k+1]] (or to the end); its first 8 bytes are the
+	// raw first timestamp.
+	tdata []byte
+	toffs []uint32
+
+	openT [MaxTupleSize]int64 // rows of the open (not yet full) tuple
+	openN int
+
+	lastT      int64 // timestamp of the last in-order row
+	minT, maxT int64 // over every sample, in-order and out-of-order
+	nRows      int   // in-order rows
+	cols       []*column
+}
+
+// column is one slot's values in one group partition.
+type column struct {
+	firstTuple int // closed tuples before it have no values for this slot
+	base       float64
+	hasBase    bool
+	data       []byte   // closed value tuples, concatenated
+	offs       []uint32 // per closed tuple since firstTuple: offset in data
+	pres       []uint8  // per closed tuple since firstTuple: presence bits
+
+	open     [MaxTupleSize]float64
+	openPres uint8
+
+	ooo []sample // out-of-order samples, sorted by t, unique t
+	n   int      // samples stored (in-order and out-of-order)
+}
+
+type sample struct {
+	t int64
+	v float64
+}
+
+func newGPart(pid int64) *gpart {
+	return &gpart{pid: pid, lastT: math.MinInt64, minT: math.MaxInt64, maxT: math.MinInt64}
+}
+
+func (p *gpart) numClosed() int { return len(p.toffs) }
+
+func (p *gpart) tupleFirst(k int) int64 {
+	return int64(binary.LittleEndian.Uint64(p.tdata[p.toffs[k]:]))
+}
+
+func (p *gpart) col(slot model.Slot) *column {
+	for int(slot) >= len(p.cols) {
+		p.cols = append(p.cols, nil)
+	}
+	c := p.cols[slot]
+	if c == nil {
+		c = &column{firstTuple: p.numClosed()}
+		p.cols[slot] = c
+	}
+	return c
+}
+
+// closeTupleLocked encodes the full open tuple. Called with group.mu held.
+func (p *gpart) closeTupleLocked() {
+	p.toffs = append(p.toffs, uint32(len(p.tdata)))
+	p.tdata = encoding.AppendTimeTuple(p.tdata, p.openT[:p.openN])
+	var vals [MaxTupleSize]float64
+	for _, c := range p.cols {
+		if c == nil {
+			continue
+		}
+		c.offs = append(c.offs, uint32(len(c.data)))
+		c.pres = append(c.pres, c.openPres)
+		if c.openPres != 0 {
+			n := 0
+			for i := 0; i < p.openN; i++ {
+				if c.openPres&(1<<i) != 0 {
+					vals[n] = c.open[i]
+					n++
+				}
+			}
+			if !c.hasBase {
+				c.base, c.hasBase = vals[0], true
+			}
+			c.data = encoding.AppendValueTuple(c.data, c.base, vals[:n])
+		}
+		c.openPres = 0
+	}
+	p.openN = 0
+}
+
+// appendRowLocked appends an in-order row (t > lastT).
+func (p *gpart) appendRowLocked(t int64, slots []model.Slot, vals []float64, tupleSize int) {
+	if p.openN == tupleSize {
+		p.closeTupleLocked()
+	}
+	i := p.openN
+	p.openT[i] = t
+	p.openN++
+	for j, s := range slots {
+		c := p.col(s)
+		c.open[i] = vals[j]
+		c.openPres |= 1 << i
+		c.n++
+	}
+	p.lastT = t
+	p.nRows++
+	p.widen(t)
+}
+
+func (p *gpart) widen(t int64) {
+	if t < p.minT {
+		p.minT = t
+	}
+	if t > p.maxT {
+		p.maxT = t
+	}
+}
+
+// lookupLocked returns the value a slot holds at t, if any.
+func (p *gpart) lookupLocked(slot model.Slot, t int64, tupleSize int) (float64, bool) {
+	if int(slot) >= len(p.cols) || p.cols[slot] == nil {
+		return 0, false
+	}
+	c := p.cols[slot]
+	if i := sort.Search(len(c.ooo), func(i int) bool { return c.ooo[i].t >= t }); i < len(c.ooo) && c.ooo[i].t == t {
+		return c.ooo[i].v, true
+	}
+	if p.openN > 0 && t >= p.openT[0] {
+		for i := 0; i < p.openN; i++ {
+			if p.openT[i] == t {
+				if c.openPres&(1<<i) != 0 {
+					return c.open[i], true
+				}
+				return 0, false
+			}
+		}
+		return 0, false
+	}
+	// Binary search over closed tuples by their raw first timestamp.
+	k := sort.Search(p.numClosed(), func(k int) bool { return p.tupleFirst(k) > t }) - 1
+	if k < c.firstTuple || k < 0 {
+		return 0, false
+	}
+	var tsBuf [MaxTupleSize]int64
+	ts, _, err := encoding.DecodeTimeTuple(tsBuf[:0], p.tdata[p.toffs[k]:], tupleSize)
+	if err != nil {
+		return 0, false
+	}
+	pres := c.pres[k-c.firstTuple]
+	idx := -1
+	for i, tt := range ts {
+		if tt == t {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 || pres&(1<<idx) == 0 {
+		return 0, false
+	}
+	var vBuf [MaxTupleSize]float64
+	vs, _, err := encoding.DecodeValueTuple(vBuf[:0], c.data[c.offs[k-c.firstTuple]:], c.base, bits.OnesCount8(pres))
+	if err != nil {
+		return 0, false
+	}
+	return vs[bits.OnesCount8(pres&(1<<idx-1))], true
+}
+
+// insertOOO stores an out-of-order sample; the caller has checked that no
+// sample is stored at t. Called with group.mu held.
+func (c *column) insertOOO(t int64, v float64) {
+	i := sort.Search(len(c.ooo), func(i int) bool { return c.ooo[i].t >= t })
+	c.ooo = append(c.ooo, sample{})
+	copy(c.ooo[i+1:], c.ooo[i:])
+	c.ooo[i] = sample{t, v}
+	c.n++
+}

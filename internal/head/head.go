@@ -1,0 +1,275 @@
+package head
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/aerie-db/aerie/internal/index"
+	"github.com/aerie-db/aerie/internal/model"
+	"github.com/aerie-db/aerie/internal/wal"
+)
+
+// Options configure a Head. Zero values take the defaults in brackets.
+type Options struct {
+	GroupBy            []string // [job, instance]; labels whose values form a group
+	GraphiteGroupDepth int      // [2]; path components forming a Graphite group
+	MaxGroupWidth      int      // [20000]; series per group
+	MaxSeries          int      // [0 = unlimited]
+	PartitionRange     int64    // [2h] in ms
+	OOOWindow          int64    // [1h] in ms; 0 disables out-of-order rows
+	TupleSize          int      // [8]; rows per tuple, 1..MaxTupleSize
+	MisfitLimit        int      // [3]; consecutive lonely rows before a series moves to its own group
+	// NoOOODefault lets OOOWindow=0 mean "off" rather than "default".
+	NoOOODefault bool
+}
+
+// Defaults.
+const (
+	DefaultPartitionRange = int64(2 * 3600 * 1000)
+	DefaultOOOWindow      = int64(3600 * 1000)
+	DefaultTupleSize      = 8
+	DefaultMaxGroupWidth  = 20000
+	DefaultMisfitLimit    = 3
+)
+
+// DefaultGroupBy is the default group_by.
+var DefaultGroupBy = []string{"job", "instance"}
+
+func (o *Options) fill() {
+	if o.GroupBy == nil {
+		o.GroupBy = DefaultGroupBy
+	}
+	if o.GraphiteGroupDepth == 0 {
+		o.GraphiteGroupDepth = 2
+	}
+	if o.MaxGroupWidth <= 0 {
+		o.MaxGroupWidth = DefaultMaxGroupWidth
+	}
+	if o.PartitionRange <= 0 {
+		o.PartitionRange = DefaultPartitionRange
+	}
+	if o.OOOWindow == 0 && !o.NoOOODefault {
+		o.OOOWindow = DefaultOOOWindow
+	}
+	if o.OOOWindow < 0 {
+		o.OOOWindow = 0
+	}
+	if o.TupleSize <= 0 || o.TupleSize > MaxTupleSize {
+		o.TupleSize = DefaultTupleSize
+	}
+	if o.MisfitLimit <= 0 {
+		o.MisfitLimit = DefaultMisfitLimit
+	}
+}
+
+// WAL is what the head needs of the write-ahead log.
+type WAL interface {
+	Log(recs ...[]byte) error
+}
+
+// memSeries is one series of the registry.
+type memSeries struct {
+	ref  model.SeriesRef
+	lset labels.Labels
+
+	lastT   atomic.Int64 // last in-order timestamp; written under the current group's appendMu
+	lastV   atomic.Uint64
+	misfits int // guarded by the current group's appendMu
+
+	// guarded by Head.regMu
+	cur  *group
+	locs []*group // every group the series has slots in, in order of joining
+}
+
+// Head is the in-memory store of the engine.
+type Head struct {
+	opts Options
+	wal  WAL
+
+	regMu      sync.RWMutex // guards following
+	byHash     map[uint64][]*memSeries
+	refs       []*memSeries // index = ref; refs[0] is nil
+	groups     []*group     // index = id; groups[0] is nil
+	groupByKey map[string]*group
+
+	idx *index.MemIndex
+
+	maxT     atomic.Int64 // greatest timestamp stored
+	minT     atomic.Int64 // least timestamp stored
+	minValid atomic.Int64 // rows below are covered by blocks (out of bounds)
+}
+
+// New returns an empty head. w may be nil (no durability, for tests and
+// benchmarks).
+func New(opts Options, w WAL) *Head {
+	opts.fill()
+	h := &Head{
+		opts:       opts,
+		wal:        w,
+		byHash:     map[uint64][]*memSeries{},
+		refs:       []*memSeries{nil},
+		groups:     []*group{nil},
+		groupByKey: map[string]*group{},
+		idx:        index.NewMemIndex(),
+	}
+	h.maxT.Store(math.MinInt64)
+	h.minT.Store(math.MaxInt64)
+	h.minValid.Store(math.MinInt64)
+	return h
+}
+
+// Options returns the effective options.
+func (h *Head) Options() Options { return h.opts }
+
+// MaxTime returns the greatest timestamp in the head, math.MinInt64 if empty.
+func (h *Head) MaxTime() int64 { return h.maxT.Load() }
+
+// MinTime returns the least timestamp in the head, math.MaxInt64 if empty.
+func (h *Head) MinTime() int64 { return h.minT.Load() }
+
+// SetMinValidTime sets the time below which rows are out of bounds because
+// blocks cover it.
+func (h *Head) SetMinValidTime(t int64) {
+	for {
+		old := h.minValid.Load()
+		if t <= old || h.minValid.CompareAndSwap(old, t) {
+			return
+		}
+	}
+}
+
+// NumSeries returns the number of series in the registry.
+func (h *Head) NumSeries() int {
+	h.regMu.RLock()
+	defer h.regMu.RUnlock()
+	return len(h.refs) - 1
+}
+
+// NumGroups returns the number of groups.
+func (h *Head) NumGroups() int {
+	h.regMu.RLock()
+	defer h.regMu.RUnlock()
+	return len(h.groups) - 1
+}
+
+// Index returns the head's label index (series refs as postings).
+func (h *Head) Index() *index.MemIndex { return h.idx }
+
+// getOrCreate returns the series of lset, creating it (and its group) if
+// needed. lset must be valid.
+func (h *Head) getOrCreate(lset labels.Labels) (*memSeries, error) {
+	hash := lset.Hash()
+	h.regMu.RLock()
+	s := h.findLocked(hash, lset)
+	h.regMu.RUnlock()
+	if s != nil {
+		return s, nil
+	}
+	h.regMu.Lock()
+	defer h.regMu.Unlock()
+	if s := h.findLocked(hash, lset); s != nil {
+		return s, nil
+	}
+	if h.opts.MaxSeries > 0 && len(h.refs)-1 >= h.opts.MaxSeries {
+		return nil, fmt.Errorf("%w: %d series (series %s)", ErrSeriesLimit, h.opts.MaxSeries, lset)
+	}
+	if uint64(len(h.refs)) > math.MaxUint32 {
+		return nil, fmt.Errorf("%w: series references exhausted", ErrSeriesLimit)
+	}
+	key := GroupKey(lset, h.opts.GroupBy, h.opts.GraphiteGroupDepth)
+	g := h.groupByKey[key]
+	if g == nil {
+		g = h.newGroupLocked(0, key)
+	}
+	s = &memSeries{ref: model.SeriesRef(len(h.refs)), lset: lset.Copy(), cur: g}
+	s.lastT.Store(math.MinInt64)
+	s.locs = []*group{g}
+	h.refs = append(h.refs, s)
+	h.byHash[hash] = append(h.byHash[hash], s)
+	h.idx.Add(uint32(s.ref), s.lset)
+	return s, nil
+}
+
+func (h *Head) findLocked(hash uint64, lset labels.Labels) *memSeries {
+	for _, s := range h.byHash[hash] {
+		if labels.Equal(s.lset, lset) {
+			return s
+		}
+	}
+	return nil
+}
+
+// newGroupLocked creates a group; id 0 means "next". Called with regMu held.
+func (h *Head) newGroupLocked(id model.GroupID, key string) *group {
+	if id == 0 {
+		id = model.GroupID(len(h.groups))
+	}
+	for int(id) >= len(h.groups) {
+		h.groups = append(h.groups, nil)
+	}
+	g := &group{id: id, key: key, slotOf: map[*memSeries]model.Slot{}, parts: map[int64]*gpart{}}
+	h.groups[id] = g
+	h.groupByKey[key] = g
+	return g
+}
+
+func (h *Head) partitionOf(t int64) int64 {
+	r := h.opts.PartitionRange
+	if t >= 0 {
+		return t / r
+	}
+	return -((-t + r - 1) / r)
+}
+
+// PartitionBounds returns the [mint, maxt) range of partition pid.
+func (h *Head) PartitionBounds(pid int64) (int64, int64) {
+	return pid * h.opts.PartitionRange, (pid + 1) * h.opts.PartitionRange
+}
+
+// bumpTimes records that t is now stored.
+func (h *Head) bumpTimes(t int64) {
+	for {
+		old := h.maxT.Load()
+		if t <= old || h.maxT.CompareAndSwap(old, t) {
+			break
+		}
+	}
+	for {
+		old := h.minT.Load()
+		if t >= old || h.minT.CompareAndSwap(old, t) {
+			break
+		}
+	}
+}
+
+var errRetry = errors.New("series moved during commit")
+
+// sortGroups orders groups by id (the lock order).
+func sortGroups(gs []*group) {
+	sort.Slice(gs, func(i, j int) bool { return gs[i].id < gs[j].id })
+}
+
+// encodeSlots writes the WAL records that define the group and its slots
+// not yet logged. Called with g.appendMu held.
+func (g *group) appendDefsLocked(recs [][]byte, slotsNow int) [][]byte {
+	if !g.loggedDef {
+		recs = append(recs, wal.AppendGroups(nil, []wal.GroupDef{{ID: g.id, Key: g.key}}))
+	}
+	if g.loggedSlots < slotsNow {
+		g.mu.RLock()
+		defs := make([]wal.SeriesDef, 0, slotsNow-g.loggedSlots)
+		for i := g.loggedSlots; i < slotsNow; i++ {
+			s := g.slots[i]
+			defs = append(defs, wal.SeriesDef{Ref: s.ref, Group: g.id, Slot: model.Slot(i), Labels: s.lset})
+		}
+		g.mu.RUnlock()
+		recs = append(recs, wal.AppendSeries(nil, defs))
+	}
+	return recs
+}

@@ -1,0 +1,175 @@
+package index
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// MemIndex is the mutable index of the head: series ref → labels, and
+// postings name → value → series refs. It is safe for concurrent use:
+// appenders Add and Delete while queries read.
+type MemIndex struct {
+	mu       sync.RWMutex // guards the following
+	series   map[uint32]labels.Labels
+	postings map[string]map[string]*roaring.Bitmap // no empty bitmaps or maps
+	all      *roaring.Bitmap
+}
+
+// NewMemIndex returns an empty MemIndex.
+func NewMemIndex() *MemIndex {
+	return &MemIndex{
+		series:   map[uint32]labels.Labels{},
+		postings: map[string]map[string]*roaring.Bitmap{},
+		all:      roaring.New(),
+	}
+}
+
+// Add indexes series ref with labels lset. Labels with empty values are
+// dropped, as Prometheus' head does. Adding a ref again with other labels
+// replaces the old ones.
+func (m *MemIndex) Add(ref uint32, lset labels.Labels) {
+	lset = canonicalLabels(lset)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.series[ref]; ok {
+		if labels.Equal(old, lset) {
+			return
+		}
+		m.deleteLocked(ref, old)
+	}
+	m.series[ref] = lset
+	m.all.Add(ref)
+	lset.Range(func(l labels.Label) {
+		vals := m.postings[l.Name]
+		if vals == nil {
+			vals = map[string]*roaring.Bitmap{}
+			m.postings[l.Name] = vals
+		}
+		p := vals[l.Value]
+		if p == nil {
+			p = roaring.New()
+			vals[l.Value] = p
+		}
+		p.Add(ref)
+	})
+}
+
+// Delete removes series ref; it is a no-op for an unknown ref.
+func (m *MemIndex) Delete(ref uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if lset, ok := m.series[ref]; ok {
+		m.deleteLocked(ref, lset)
+	}
+}
+
+func (m *MemIndex) deleteLocked(ref uint32, lset labels.Labels) {
+	delete(m.series, ref)
+	m.all.Remove(ref)
+	lset.Range(func(l labels.Label) {
+		vals := m.postings[l.Name]
+		p := vals[l.Value]
+		p.Remove(ref)
+		if p.IsEmpty() {
+			delete(vals, l.Value)
+			if len(vals) == 0 {
+				delete(m.postings, l.Name)
+			}
+		}
+	})
+}
+
+// Labels returns the labels of series ref.
+func (m *MemIndex) Labels(ref uint32) (labels.Labels, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	lset, ok := m.series[ref]
+	return lset, ok
+}
+
+// NumSeries returns the number of indexed series.
+func (m *MemIndex) NumSeries() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.series)
+}
+
+// AllPostings returns the refs of all series. The caller owns the result.
+func (m *MemIndex) AllPostings() *roaring.Bitmap {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.all.Clone()
+}
+
+// Postings returns the series with label name set to any of values. The
+// caller owns the result.
+func (m *MemIndex) Postings(name string, values ...string) *roaring.Bitmap {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	vals := m.postings[name]
+	var ps []*roaring.Bitmap
+	for _, v := range values {
+		if p := vals[v]; p != nil {
+			ps = append(ps, p)
+		}
+	}
+	return union(ps)
+}
+
+// PostingsForLabelMatching returns the series whose label name is set to a
+// value for which match returns true. match runs under the read lock and
+// must not call back into m.
+func (m *MemIndex) PostingsForLabelMatching(name string, match func(value string) bool) *roaring.Bitmap {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var ps []*roaring.Bitmap
+	for v, p := range m.postings[name] {
+		if match(v) {
+			ps = append(ps, p)
+		}
+	}
+	return union(ps)
+}
+
+// LabelNames returns the sorted label names of the series in ids, or of all
+// series when ids is nil.
+func (m *MemIndex) LabelNames(ids *roaring.Bitmap) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	if ids == nil {
+		for name := range m.postings {
+			out = append(out, name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	seen := map[string]struct{}{}
+	it := ids.Iterator()
+	for it.HasNext() {
+		m.series[it.Next()].Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
+	}
+	for name := range seen {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// LabelValues returns the sorted values of label name among the series in
+// ids, or among all series when ids is nil.
+func (m *MemIndex) LabelValues(name string, ids *roaring.Bitmap) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for v, p := range m.postings[name] {
+		if ids == nil || p.Intersects(ids) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,192 @@
+package index
+
+import (
+	"errors"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// Reader is what matching needs from an index. BlockIndex and MemIndex
+// implement it. Every bitmap returned is owned by the caller, never nil, and
+// holds series ids (local ids of a block, refs of the head).
+type Reader interface {
+	// AllPostings returns every series.
+	AllPostings() *roaring.Bitmap
+	// Postings returns the series with label name set to any of values.
+	Postings(name string, values ...string) *roaring.Bitmap
+	// PostingsForLabelMatching returns the series whose label name is set to
+	// a value for which match returns true.
+	PostingsForLabelMatching(name string, match func(value string) bool) *roaring.Bitmap
+	// LabelValues returns the sorted values of name among ids (nil: all series).
+	LabelValues(name string, ids *roaring.Bitmap) []string
+	// LabelNames returns the sorted label names among ids (nil: all series).
+	LabelNames(ids *roaring.Bitmap) []string
+}
+
+var (
+	_ Reader = (*BlockIndex)(nil)
+	_ Reader = (*MemIndex)(nil)
+)
+
+// errAllPostings mirrors Prometheus, which refuses a matcher with empty name
+// and value unless it is the only one.
+var errAllPostings = errors.New("unexpected all postings")
+
+// Select returns the series that match all of ms, with Prometheus' semantics
+// (tsdb.PostingsForMatchers): a missing label has the empty value, so a
+// matcher that matches "" also selects series without the label; no matchers
+// select nothing; a single matcher with empty name and value selects all.
+func Select(r Reader, ms ...*labels.Matcher) (*roaring.Bitmap, error) {
+	if len(ms) == 0 {
+		return roaring.New(), nil
+	}
+	if len(ms) == 1 && ms[0].Name == "" && ms[0].Value == "" {
+		return r.AllPostings(), nil
+	}
+
+	// A name with a matcher that rejects "" must be set on every result.
+	mustBeSet := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		if !m.Matches("") {
+			mustBeSet[m.Name] = true
+		}
+	}
+	// Intersecting matchers narrow the result to series that have the label
+	// with a matching value; subtracting ones remove series that have the
+	// label with a value they reject. Prometheus evaluates intersecting
+	// matchers first, each in input order; so do we, so that early returns
+	// and errors agree.
+	var inter, sub []*labels.Matcher
+	for _, m := range ms {
+		if !mustBeSet[m.Name] || (isNegative(m) && m.Matches("")) {
+			sub = append(sub, m)
+		} else {
+			inter = append(inter, m)
+		}
+	}
+
+	var res *roaring.Bitmap
+	if len(inter) == 0 {
+		res = r.AllPostings()
+	}
+	for _, m := range inter {
+		if m.Name == "" && m.Value == "" {
+			return nil, errAllPostings
+		}
+		p := matchingPostings(r, m)
+		if res == nil {
+			res = p
+		} else {
+			res.And(p)
+		}
+		if res.IsEmpty() {
+			return res, nil
+		}
+	}
+	for _, m := range sub {
+		if m.Name == "" && m.Value == "" {
+			return nil, errAllPostings
+		}
+		if m.Type == labels.MatchRegexp && m.Value == ".*" {
+			continue // rejects nothing
+		}
+		res.AndNot(rejectingPostings(r, m))
+	}
+	return res, nil
+}
+
+func isNegative(m *labels.Matcher) bool {
+	return m.Type == labels.MatchNotEqual || m.Type == labels.MatchNotRegexp
+}
+
+// matchingPostings returns the series that have label m.Name with a value m
+// matches.
+func matchingPostings(r Reader, m *labels.Matcher) *roaring.Bitmap {
+	switch m.Type {
+	case labels.MatchEqual:
+		return r.Postings(m.Name, m.Value)
+	case labels.MatchRegexp:
+		if set := m.SetMatches(); len(set) > 0 {
+			return r.Postings(m.Name, set...)
+		}
+	}
+	return r.PostingsForLabelMatching(m.Name, m.Matches)
+}
+
+// rejectingPostings returns the series that have label m.Name with a value m
+// does not match.
+func rejectingPostings(r Reader, m *labels.Matcher) *roaring.Bitmap {
+	switch m.Type {
+	case labels.MatchNotEqual:
+		return r.Postings(m.Name, m.Value)
+	case labels.MatchNotRegexp:
+		if set := m.SetMatches(); len(set) > 0 {
+			return r.Postings(m.Name, set...)
+		}
+	}
+	return r.PostingsForLabelMatching(m.Name, func(v string) bool { return !m.Matches(v) })
+}
+
+// LabelValues returns the sorted values of label name among the series that
+// match ms, as Prometheus' querier does: with no matchers, all values; with
+// matchers only on name, the values they accept; otherwise the accepted
+// values that occur in a series selected by ms.
+func LabelValues(r Reader, name string, ms ...*labels.Matcher) ([]string, error) {
+	vals := r.LabelValues(name, nil)
+	other := false
+	for _, m := range ms {
+		if m.Name != name {
+			other = true
+			continue
+		}
+		kept := vals[:0]
+		for _, v := range vals {
+			if m.Matches(v) {
+				kept = append(kept, v)
+			}
+		}
+		vals = kept
+	}
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	if !other {
+		return vals, nil
+	}
+	p, err := Select(r, ms...)
+	if err != nil {
+		return nil, err
+	}
+	present := r.LabelValues(name, p)
+	kept := vals[:0]
+	for i, j := 0, 0; i < len(vals) && j < len(present); {
+		switch {
+		case vals[i] < present[j]:
+			i++
+		case vals[i] > present[j]:
+			j++
+		default:
+			kept = append(kept, vals[i])
+			i++
+			j++
+		}
+	}
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	return kept, nil
+}
+
+// LabelNames returns the sorted label names of the series that match ms, or
+// of all series when ms is empty.
+func LabelNames(r Reader, ms ...*labels.Matcher) ([]string, error) {
+	if len(ms) == 0 {
+		return r.LabelNames(nil), nil
+	}
+	p, err := Select(r, ms...)
+	if err != nil {
+		return nil, err
+	}
+	return r.LabelNames(p), nil
+}

@@ -1,0 +1,98 @@
+package seriesiter
+
+import (
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+// Merge returns an iterator over the union of float iterators, in time
+// order. On equal timestamps the earliest iterator in the argument list
+// wins. The number of iterators is small (a series' partitions and moved
+// groups), so the minimum is found by a linear scan.
+func Merge(its ...chunkenc.Iterator) chunkenc.Iterator {
+	if len(its) == 1 {
+		return its[0]
+	}
+	m := &mergeIterator{its: its, ok: make([]bool, len(its)), cur: -1}
+	return m
+}
+
+type mergeIterator struct {
+	its     []chunkenc.Iterator
+	ok      []bool // its[i] is positioned on a sample
+	started bool
+	cur     int
+	t       int64
+	v       float64
+	err     error
+}
+
+func (m *mergeIterator) Next() chunkenc.ValueType {
+	if !m.started {
+		m.started = true
+		for i, it := range m.its {
+			m.ok[i] = it.Next() == chunkenc.ValFloat
+		}
+		return m.pick()
+	}
+	if m.cur < 0 {
+		return chunkenc.ValNone
+	}
+	t := m.t
+	for i, it := range m.its {
+		if m.ok[i] && it.AtT() == t {
+			m.ok[i] = it.Next() == chunkenc.ValFloat
+		}
+	}
+	return m.pick()
+}
+
+func (m *mergeIterator) Seek(t int64) chunkenc.ValueType {
+	if m.started && m.cur < 0 {
+		return chunkenc.ValNone
+	}
+	if m.started && m.t >= t {
+		return chunkenc.ValFloat
+	}
+	m.started = true
+	for i, it := range m.its {
+		if !m.ok[i] || it.AtT() < t {
+			m.ok[i] = it.Seek(t) == chunkenc.ValFloat
+		}
+	}
+	return m.pick()
+}
+
+func (m *mergeIterator) pick() chunkenc.ValueType {
+	m.cur = -1
+	for i, it := range m.its {
+		if !m.ok[i] {
+			if err := it.Err(); err != nil && m.err == nil {
+				m.err = err
+			}
+			continue
+		}
+		if m.cur < 0 || it.AtT() < m.t {
+			m.cur = i
+			m.t, m.v = it.At()
+		}
+	}
+	if m.err != nil {
+		m.cur = -1
+	}
+	if m.cur < 0 {
+		return chunkenc.ValNone
+	}
+	return chunkenc.ValFloat
+}
+
+func (m *mergeIterator) At() (int64, float64) { return m.t, m.v }
+func (m *mergeIterator) AtT() int64           { return m.t }
+func (m *mergeIterator) AtST() int64          { return 0 }
+func (m *mergeIterator) Err() error           { return m.err }
+func (m *mergeIterator) AtHistogram(*histogram.Histogram) (int64, *histogram.Histogram) {
+	panic("seriesiter: AtHistogram on a float series")
+}
+func (m *mergeIterator) AtFloatHistogram(*histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
+	panic("seriesiter: AtFloatHistogram on a float series")
+}
