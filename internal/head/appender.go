@@ -225,7 +225,11 @@ func (h *Head) commit(pend []pending, rej *AppendError) error {
 
 	// 3. Make it durable.
 	if h.wal != nil && len(recs) > 0 {
-		if err := h.wal.Log(recs...); err != nil {
+		maxT := int64(math.MinInt64)
+		for _, b := range batches {
+			maxT = max(maxT, b.rows[len(b.rows)-1].t)
+		}
+		if err := h.wal.Log(maxT, recs...); err != nil {
 			return err
 		}
 		for _, b := range batches {

@@ -68,9 +68,11 @@ func (o *Options) fill() {
 	}
 }
 
-// WAL is what the head needs of the write-ahead log.
+// WAL is what the head needs of the write-ahead log. maxT is the greatest
+// row timestamp in recs (the engine tracks it per segment to know when a
+// segment is covered by blocks).
 type WAL interface {
-	Log(recs ...[]byte) error
+	Log(maxT int64, recs ...[]byte) error
 }
 
 // memSeries is one series of the registry.
@@ -221,10 +223,11 @@ func (h *Head) newGroupLocked(id model.GroupID, key string) *group {
 
 func (h *Head) partitionOf(t int64) int64 {
 	r := h.opts.PartitionRange
-	if t >= 0 {
-		return t / r
+	q := t / r
+	if t%r < 0 {
+		q--
 	}
-	return -((-t + r - 1) / r)
+	return q
 }
 
 // PartitionBounds returns the [mint, maxt) range of partition pid.

@@ -254,3 +254,14 @@ func TestDecodeRejects(t *testing.T) {
 	require.Equal(t, RecordInvalid, RecordType([]byte{9}))
 	require.Equal(t, RecordRows, RecordType(AppendRows(nil, &RowsDef{})))
 }
+
+func TestDecodeSeriesDoesNotAliasRecord(t *testing.T) {
+	rec := AppendSeries(nil, testSeries())
+	got, err := DecodeSeries(rec, nil)
+	require.NoError(t, err)
+	clear(rec)
+	require.True(t, labels.Equal(testSeries()[0].Labels, got[0].Labels))
+	gs, err := DecodeGroups(AppendGroups(nil, []GroupDef{{1, "key"}}), nil)
+	require.NoError(t, err)
+	require.Equal(t, "key", gs[0].Key)
+}

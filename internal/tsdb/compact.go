@@ -1,0 +1,176 @@
+package tsdb
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/head"
+)
+
+// Compact flushes every head partition that can no longer receive samples,
+// deletes blocks past retention and truncates the WAL.
+func (db *DB) Compact() error {
+	return db.flush(false)
+}
+
+// FlushHead flushes every head partition, closed or not, into blocks. Later
+// appends below the newest block's end are out of bounds. Used at shutdown
+// by tools and by tests that exercise the block path.
+func (db *DB) FlushHead() error {
+	return db.flush(true)
+}
+
+func (db *DB) flush(all bool) error {
+	db.flushMu.Lock()
+	defer db.flushMu.Unlock()
+	ho := db.head.Options()
+	guard := max(ho.OOOWindow, ho.PartitionRange/2)
+	flushed := false
+	for _, pid := range db.head.Partitions() {
+		_, pmax := db.head.PartitionBounds(pid)
+		if !all && db.head.MaxTime()-guard < pmax {
+			continue
+		}
+		if err := db.flushPartition(pid); err != nil {
+			return err
+		}
+		flushed = true
+	}
+	if err := db.applyRetention(); err != nil {
+		return err
+	}
+	if flushed {
+		return db.truncateWAL()
+	}
+	return nil
+}
+
+// flushPartition writes partition pid as a block, opens it, and only then
+// drops it from the head, so queries see the data throughout.
+func (db *DB) flushPartition(pid int64) error {
+	start := time.Now()
+	pmin, pmax := db.head.PartitionBounds(pid)
+	w, err := block.NewWriter(fmt.Sprintf("%s/%s", db.dir, blocksDirname), pmin, pmax, db.dict, block.WriterOptions{
+		TupleSize: db.head.Options().TupleSize, MetricInterval: db.opts.MetricInterval,
+	})
+	if err != nil {
+		return fmt.Errorf("flush partition %d: %w", pid, err)
+	}
+	cols := []block.Column{}
+	err = db.head.PartitionGroups(pid, func(g *head.FlushGroup) error {
+		cols = cols[:0]
+		for _, s := range g.Series {
+			cols = append(cols, block.Column{Labels: s.Labels, Values: s.Values, Present: s.Present})
+		}
+		return w.AddGroup(g.T, cols)
+	})
+	if err != nil {
+		w.Abort()
+		return fmt.Errorf("flush partition %d: %w", pid, err)
+	}
+	dir, meta, err := w.Finish()
+	if err != nil {
+		return fmt.Errorf("flush partition %d: %w", pid, err)
+	}
+	b, err := block.Open(dir, db.dict, block.ReaderOptions{})
+	if err != nil {
+		return fmt.Errorf("open flushed block %s: %w", dir, err)
+	}
+	db.mu.Lock()
+	db.blocks = append(db.blocks, b)
+	sortBlocks(db.blocks)
+	db.mu.Unlock()
+	db.head.DropPartition(pid)
+	db.flushes.Add(1)
+	db.log.Info("partition flushed", "block", meta.ULID, "mint", pmin, "maxt", pmax,
+		"series", meta.Stats.Series, "samples", meta.Stats.Samples, "bytes", meta.Stats.DataBytes+meta.Stats.IndexBytes, "took", time.Since(start))
+	return nil
+}
+
+// applyRetention deletes blocks whose whole range is older than the
+// retention, measured from the newest data.
+func (db *DB) applyRetention() error {
+	if db.opts.Retention <= 0 {
+		return nil
+	}
+	newest := max(db.head.MaxTime(), db.blocksMaxT())
+	if newest == math.MinInt64 {
+		return nil
+	}
+	cutoff := newest - db.opts.Retention
+	db.mu.Lock()
+	var keep, drop []*blockRef
+	for _, b := range db.blocks {
+		if b.Meta().MaxTime <= cutoff {
+			drop = append(drop, &blockRef{b})
+		} else {
+			keep = append(keep, &blockRef{b})
+		}
+	}
+	db.blocks = db.blocks[:0]
+	for _, k := range keep {
+		db.blocks = append(db.blocks, k.Reader)
+	}
+	db.mu.Unlock()
+	for _, d := range drop {
+		d.Close() // waits for no one: readers hold their own references
+		if err := os.RemoveAll(d.Dir()); err != nil {
+			return fmt.Errorf("retention: delete block %s: %w", d.Dir(), err)
+		}
+		db.log.Info("block deleted by retention", "block", d.Meta().ULID, "maxt", d.Meta().MaxTime)
+	}
+	return nil
+}
+
+type blockRef struct{ *block.Reader }
+
+// truncateWAL deletes the oldest segments whose rows are all in blocks,
+// after writing the live definitions to a checkpoint.
+func (db *DB) truncateWAL() error {
+	covered := db.blocksMaxT()
+	if _, err := db.wal.Cut(); err != nil {
+		return err
+	}
+	first, last, err := db.wal.Segments()
+	if err != nil {
+		return err
+	}
+	db.segMu.Lock()
+	before := first
+	for s := first; s < last; s++ {
+		mt, ok := db.segMaxT[s]
+		if ok && mt >= covered {
+			break
+		}
+		before = s + 1
+	}
+	db.segMu.Unlock()
+	if before <= first {
+		return nil
+	}
+	err = db.wal.Checkpoint(before, func(yield func([]byte) error) error {
+		return db.head.Defs(yield)
+	})
+	if err != nil {
+		return fmt.Errorf("WAL checkpoint: %w", err)
+	}
+	db.segMu.Lock()
+	for s := range db.segMaxT {
+		if s < before {
+			delete(db.segMaxT, s)
+		}
+	}
+	db.segMu.Unlock()
+	return nil
+}
+
+func sortBlocks(bs []*block.Reader) {
+	for i := 1; i < len(bs); i++ {
+		for j := i; j > 0 && bs[j].Meta().MinTime < bs[j-1].Meta().MinTime; j-- {
+			bs[j], bs[j-1] = bs[j-1], bs[j]
+		}
+	}
+}

@@ -1,0 +1,360 @@
+package tsdb
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/index"
+	"github.com/aerie-db/aerie/internal/wal"
+)
+
+// Options configure the engine. Zero values take the defaults in brackets.
+type Options struct {
+	PartitionRange int64    // [2h] ms
+	OOOWindow      int64    // [1h] ms; see NoOOO
+	NoOOO          bool     // out-of-order rows off (OOOWindow ignored)
+	Retention      int64    // [0 = keep forever] ms
+	GroupBy        []string // [job, instance]
+	MaxGroupWidth  int      // [20000]
+	MaxSeries      int      // [0 = unlimited]
+	TupleSize      int      // [8]
+	MetricInterval int64    // [1h] ms, block metrics
+
+	WALSync         wal.SyncMode  // [wal.SyncBatch]
+	WALSyncInterval time.Duration // [1s], SyncInterval mode
+	WALSegmentSize  int64         // [128 MiB]
+
+	// FlushCheckInterval is how often the background loop looks for
+	// partitions to flush and blocks to delete [1m]; negative disables the
+	// loop (callers then call Compact).
+	FlushCheckInterval time.Duration
+
+	Logger *slog.Logger
+}
+
+func (o *Options) headOptions() head.Options {
+	ho := head.Options{
+		GroupBy:        o.GroupBy,
+		MaxGroupWidth:  o.MaxGroupWidth,
+		MaxSeries:      o.MaxSeries,
+		PartitionRange: o.PartitionRange,
+		OOOWindow:      o.OOOWindow,
+		TupleSize:      o.TupleSize,
+	}
+	if o.NoOOO {
+		ho.OOOWindow, ho.NoOOODefault = 0, true
+	}
+	return ho
+}
+
+// DB is an open data directory.
+type DB struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+
+	dict *index.TagDict
+	wal  *wal.WAL
+	head *head.Head
+
+	flushMu sync.Mutex // serializes flushes, retention and WAL truncation
+
+	mu     sync.RWMutex // guards blocks
+	blocks []*block.Reader
+
+	segMu   sync.Mutex // guards segMaxT
+	segMaxT map[int]int64
+
+	quarantined atomic.Int64
+	flushes     atomic.Int64
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Open opens (creating if needed) the data directory dir: it opens the
+// TagDict and the blocks (quarantining corrupt ones) and replays the WAL.
+func Open(dir string, opts *Options) (*DB, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	o := *opts
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.FlushCheckInterval == 0 {
+		o.FlushCheckInterval = time.Minute
+	}
+	if o.MetricInterval <= 0 {
+		o.MetricInterval = block.DefaultMetricInterval
+	}
+	for _, d := range []string{dir, filepath.Join(dir, blocksDirname)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	db := &DB{dir: dir, opts: o, log: o.Logger, segMaxT: map[int]int64{}, stop: make(chan struct{})}
+	var err error
+	if db.dict, err = index.OpenTagDict(filepath.Join(dir, tagDictFilename)); err != nil {
+		return nil, fmt.Errorf("open tag dictionary: %w", err)
+	}
+	if err := db.openBlocks(); err != nil {
+		db.dict.Close()
+		return nil, err
+	}
+	db.wal, err = wal.Open(filepath.Join(dir, walDirname), wal.Options{
+		SegmentSize: o.WALSegmentSize, Sync: o.WALSync, SyncInterval: o.WALSyncInterval, Logger: o.Logger,
+	})
+	if err != nil {
+		db.closeBlocks()
+		db.dict.Close()
+		return nil, fmt.Errorf("open WAL: %w", err)
+	}
+	db.head = head.New(o.headOptions(), walLogger{db})
+	db.opts.PartitionRange = db.head.Options().PartitionRange
+	db.head.SetMinValidTime(db.blocksMaxT())
+	if err := db.replay(); err != nil {
+		db.wal.Close()
+		db.closeBlocks()
+		db.dict.Close()
+		return nil, err
+	}
+	if err := db.Compact(); err != nil {
+		db.log.Error("flush after replay", "err", err)
+	}
+	if o.FlushCheckInterval > 0 {
+		db.wg.Add(1)
+		go db.loop()
+	}
+	return db, nil
+}
+
+// walLogger adapts the WAL to the head and records, per segment, the
+// greatest row timestamp logged into it.
+type walLogger struct{ db *DB }
+
+func (l walLogger) Log(maxT int64, recs ...[]byte) error {
+	_, before, err := l.db.wal.Segments()
+	if err != nil {
+		return err
+	}
+	if err := l.db.wal.Log(recs...); err != nil {
+		return err
+	}
+	_, after, err := l.db.wal.Segments()
+	if err != nil {
+		return err
+	}
+	l.db.segMu.Lock()
+	for s := before; s <= after; s++ {
+		if old, ok := l.db.segMaxT[s]; !ok || maxT > old {
+			l.db.segMaxT[s] = maxT
+		}
+	}
+	l.db.segMu.Unlock()
+	return nil
+}
+
+func (db *DB) replay() error {
+	var (
+		gs   []wal.GroupDef
+		ss   []wal.SeriesDef
+		rows wal.RowsDef
+	)
+	apply := func(seg int, rec []byte) error {
+		var err error
+		switch wal.RecordType(rec) {
+		case wal.RecordGroups:
+			if gs, err = wal.DecodeGroups(rec, gs[:0]); err != nil {
+				return err
+			}
+			for _, g := range gs {
+				db.head.ReplayGroup(g)
+			}
+		case wal.RecordSeries:
+			if ss, err = wal.DecodeSeries(rec, ss[:0]); err != nil {
+				return err
+			}
+			for _, s := range ss {
+				if err := db.head.ReplaySeries(s); err != nil {
+					return err
+				}
+			}
+		case wal.RecordRows:
+			if err = wal.DecodeRows(rec, &rows); err != nil {
+				return err
+			}
+			maxT := int64(math.MinInt64)
+			for _, r := range rows.Rows {
+				maxT = max(maxT, r.T)
+			}
+			if seg >= 0 {
+				if old, ok := db.segMaxT[seg]; !ok || maxT > old {
+					db.segMaxT[seg] = maxT
+				}
+			}
+			return db.head.ReplayRows(&rows)
+		}
+		return nil
+	}
+	err := db.wal.Replay(apply)
+	var ce *wal.CorruptionError
+	if errors.As(err, &ce) {
+		db.log.Warn("WAL corrupt, truncating at the last good record", "file", ce.Segment, "offset", ce.Offset, "err", ce.Err)
+		if rerr := db.wal.Repair(err); rerr != nil {
+			return fmt.Errorf("repair WAL: %w (after %v)", rerr, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("replay WAL: %w", err)
+	}
+	return nil
+}
+
+func (db *DB) openBlocks() error {
+	bdir := filepath.Join(db.dir, blocksDirname)
+	ents, err := os.ReadDir(bdir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(bdir, e.Name())
+		if strings.HasSuffix(e.Name(), block.TmpSuffix) {
+			os.RemoveAll(p) // an unfinished write
+			continue
+		}
+		b, err := block.Open(p, db.dict, block.ReaderOptions{})
+		if err != nil {
+			if qerr := db.quarantine(p, err); qerr != nil {
+				return qerr
+			}
+			continue
+		}
+		db.blocks = append(db.blocks, b)
+	}
+	sort.Slice(db.blocks, func(i, j int) bool { return db.blocks[i].Meta().MinTime < db.blocks[j].Meta().MinTime })
+	return nil
+}
+
+// quarantine moves a block that cannot be read aside.
+func (db *DB) quarantine(p string, cause error) error {
+	qdir := filepath.Join(db.dir, quarantineDirname)
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return err
+	}
+	dst := filepath.Join(qdir, filepath.Base(p))
+	if err := os.Rename(p, dst); err != nil {
+		return fmt.Errorf("quarantine block %s: %w (block error: %v)", p, err, cause)
+	}
+	db.quarantined.Add(1)
+	db.log.Error("block quarantined", "block", filepath.Base(p), "moved_to", dst, "err", cause)
+	return nil
+}
+
+func (db *DB) blocksMaxT() int64 {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	m := int64(math.MinInt64)
+	for _, b := range db.blocks {
+		m = max(m, b.Meta().MaxTime)
+	}
+	return m
+}
+
+func (db *DB) closeBlocks() {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, b := range db.blocks {
+		b.Close()
+	}
+	db.blocks = nil
+}
+
+func (db *DB) loop() {
+	defer db.wg.Done()
+	t := time.NewTicker(db.opts.FlushCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+			if err := db.Compact(); err != nil {
+				db.log.Error("flush", "err", err)
+			}
+		}
+	}
+}
+
+// Head returns the head (for statistics and tests).
+func (db *DB) Head() *head.Head { return db.head }
+
+// Dir returns the data directory.
+func (db *DB) Dir() string { return db.dir }
+
+// Stats are counters of the engine.
+type Stats struct {
+	Blocks      int
+	Quarantined int64
+	Flushes     int64
+	HeadSeries  int
+	HeadGroups  int
+}
+
+// Stats returns the engine's counters.
+func (db *DB) Stats() Stats {
+	db.mu.RLock()
+	n := len(db.blocks)
+	db.mu.RUnlock()
+	return Stats{Blocks: n, Quarantined: db.quarantined.Load(), Flushes: db.flushes.Load(), HeadSeries: db.head.NumSeries(), HeadGroups: db.head.NumGroups()}
+}
+
+// Blocks returns the metas of the open blocks, oldest first.
+func (db *DB) Blocks() []block.Meta {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	out := make([]block.Meta, len(db.blocks))
+	for i, b := range db.blocks {
+		out[i] = b.Meta()
+	}
+	return out
+}
+
+// Appender returns an appender: Append buffers, Commit makes the rows
+// durable and visible.
+func (db *DB) Appender() *head.Appender { return db.head.Appender() }
+
+// Close stops the background loop and closes the WAL, blocks and TagDict.
+// The head's rows stay in the WAL for the next Open.
+func (db *DB) Close() error {
+	close(db.stop)
+	db.wg.Wait()
+	db.flushMu.Lock()
+	defer db.flushMu.Unlock()
+	err := db.wal.Close()
+	db.closeBlocks()
+	if derr := db.dict.Close(); err == nil {
+		err = derr
+	}
+	return err
+}
+
+// labelsLess orders label sets as Prometheus does.
+func labelsLess(a, b labels.Labels) bool { return labels.Compare(a, b) < 0 }

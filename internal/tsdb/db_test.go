@@ -1,0 +1,104 @@
+package tsdb
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/stretchr/testify/require"
+)
+
+type smp struct {
+	t int64
+	v float64
+}
+
+func query(t *testing.T, db *DB, mint, maxt int64, ms ...*labels.Matcher) map[string][]smp {
+	t.Helper()
+	q, err := db.Querier(mint, maxt)
+	require.NoError(t, err)
+	defer q.Close()
+	ss := q.Select(context.Background(), true, nil, ms...)
+	out := map[string][]smp{}
+	var it chunkenc.Iterator
+	for ss.Next() {
+		s := ss.At()
+		it = s.Iterator(it)
+		for it.Next() == chunkenc.ValFloat {
+			a, b := it.At()
+			out[s.Labels().String()] = append(out[s.Labels().String()], smp{a, b})
+		}
+		require.NoError(t, it.Err())
+	}
+	require.NoError(t, ss.Err())
+	return out
+}
+
+func TestDBRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{FlushCheckInterval: -1, PartitionRange: 3600_000})
+	require.NoError(t, err)
+	want := map[string][]smp{}
+	stale := math.Float64frombits(value.StaleNaN)
+	for i := int64(0); i < 400; i++ {
+		app := db.Appender()
+		ts := i*15_000 + i%7
+		for s := 0; s < 20; s++ {
+			if s == 3 && i%2 == 1 {
+				continue // missing from every other row
+			}
+			l := labels.FromStrings("__name__", "m", "job", "j", "instance", "a", "s", string(rune('a'+s)))
+			v := float64(i*int64(s)) + 0.5
+			switch {
+			case s == 5 && i == 10:
+				v = stale
+			case s == 6 && i%50 == 0:
+				v = math.Inf(-1)
+			case s == 7:
+				v = math.NaN()
+			}
+			require.NoError(t, app.Append(l, ts, v))
+			want[l.String()] = append(want[l.String()], smp{ts, v})
+		}
+		require.NoError(t, app.Commit())
+	}
+	check := func(stage string) {
+		got := query(t, db, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m"))
+		require.Len(t, got, len(want), stage)
+		for k, w := range want {
+			g := got[k]
+			require.Len(t, g, len(w), "%s %s", stage, k)
+			for i := range w {
+				require.Equal(t, w[i].t, g[i].t, "%s %s", stage, k)
+				require.Equal(t, math.Float64bits(w[i].v), math.Float64bits(g[i].v), "%s %s at %d", stage, k, w[i].t)
+			}
+		}
+		// A sub-range.
+		got = query(t, db, 1_000_000, 2_000_000, labels.MustNewMatcher(labels.MatchEqual, "s", "b"))
+		require.Len(t, got, 1, stage)
+		for _, g := range got {
+			for _, s := range g {
+				require.True(t, s.t >= 1_000_000 && s.t <= 2_000_000)
+			}
+		}
+	}
+	check("head")
+	require.NoError(t, db.Close())
+	db, err = Open(dir, &Options{FlushCheckInterval: -1, PartitionRange: 3600_000})
+	require.NoError(t, err)
+	check("replayed")
+	require.NoError(t, db.FlushHead())
+	require.NotZero(t, len(db.Blocks()))
+	check("blocks")
+	require.NoError(t, db.Close())
+	db, err = Open(dir, &Options{FlushCheckInterval: -1, PartitionRange: 3600_000})
+	require.NoError(t, err)
+	check("reopened blocks")
+	require.NoError(t, db.Close())
+}
+
+var _ storage.Queryable = (*DB)(nil)
