@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,6 +43,9 @@ type Stats struct {
 	Samples    int   `json:"samples"`
 	IndexBytes int64 `json:"indexBytes"`
 	DataBytes  int64 `json:"dataBytes"`
+	// MinSampleTime and MaxSampleTime bound the samples (inclusive).
+	MinSampleTime int64 `json:"minSampleTime"`
+	MaxSampleTime int64 `json:"maxSampleTime"`
 }
 
 // WriterOptions configure a block writer. Zero values take defaults.
@@ -252,13 +256,16 @@ func (w *Writer) Finish() (string, Meta, error) {
 		return fail(err)
 	}
 	rows := 0
+	minS, maxS := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, g := range w.groups {
 		rows += g.rows
+		minS, maxS = min(minS, g.minT), max(maxS, g.maxT)
 	}
 	meta := Meta{
 		Magic: MetaMagic, Version: MetaVersion, ULID: w.id, MinTime: w.mint, MaxTime: w.maxt,
 		TupleSize: w.opts.TupleSize, BlockTuples: w.opts.BlockTuples, MetricInterval: w.opts.MetricInterval,
-		Stats: Stats{Series: len(w.locs), Groups: len(w.groups), Rows: rows, Samples: w.samples, IndexBytes: int64(len(idx)), DataBytes: w.off},
+		Stats: Stats{Series: len(w.locs), Groups: len(w.groups), Rows: rows, Samples: w.samples, IndexBytes: int64(len(idx)), DataBytes: w.off,
+			MinSampleTime: minS, MaxSampleTime: maxS},
 	}
 	mb, err := encodeMeta(&meta)
 	if err != nil {

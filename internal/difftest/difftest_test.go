@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/stretchr/testify/require"
 )
 
@@ -193,7 +195,7 @@ func (r *recorder) Errorf(format string, args ...any) {
 	defer r.mu.Unlock()
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
-func (r *recorder) Error(args ...any) { r.Errorf("%s", fmt.Sprint(args...)) }
+func (r *recorder) Error(args ...any)   { r.Errorf("%s", fmt.Sprint(args...)) }
 func (r *recorder) Logf(string, ...any) {}
 func (r *recorder) Log(...any)          {}
 
@@ -238,30 +240,35 @@ type corruptSeries struct {
 	c corruptQueryable
 }
 
+// Iterator reads the whole series and serves a modified copy.
 func (s corruptSeries) Iterator(chunkenc.Iterator) chunkenc.Iterator {
-	return &corruptIter{Iterator: s.Series.Iterator(nil), c: s.c}
+	var out []chunks.Sample
+	it := s.Series.Iterator(nil)
+	for it.Next() == chunkenc.ValFloat {
+		t, v := it.At()
+		if t == s.c.t {
+			if s.c.drop {
+				continue
+			}
+			v = math.Float64frombits(math.Float64bits(v) ^ 1)
+		}
+		out = append(out, fsample{t, v})
+	}
+	return storage.NewListSeries(s.Labels(), out).Iterator(nil)
 }
 
-type corruptIter struct {
-	chunkenc.Iterator
-	c corruptQueryable
+type fsample struct {
+	t int64
+	f float64
 }
 
-func (it *corruptIter) skip(vt chunkenc.ValueType) chunkenc.ValueType {
-	if it.c.drop && vt != chunkenc.ValNone && it.Iterator.AtT() == it.c.t {
-		return it.Iterator.Next()
-	}
-	return vt
-}
-func (it *corruptIter) Next() chunkenc.ValueType        { return it.skip(it.Iterator.Next()) }
-func (it *corruptIter) Seek(t int64) chunkenc.ValueType { return it.skip(it.Iterator.Seek(t)) }
-func (it *corruptIter) At() (int64, float64) {
-	t, v := it.Iterator.At()
-	if !it.c.drop && t == it.c.t {
-		v = math.Float64frombits(math.Float64bits(v) ^ 1)
-	}
-	return t, v
-}
+func (s fsample) T() int64                      { return s.t }
+func (s fsample) ST() int64                     { return 0 }
+func (s fsample) F() float64                    { return s.f }
+func (s fsample) H() *histogram.Histogram       { return nil }
+func (s fsample) FH() *histogram.FloatHistogram { return nil }
+func (s fsample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
+func (s fsample) Copy() chunks.Sample           { return s }
 
 // TestHarnessCatchesCorruption checks that every comparison fails when one
 // sample is dropped or has one bit flipped.

@@ -193,8 +193,8 @@ func Expressions(w *Workload) []string {
 		`up unless on(instance) node_load1 > 2`,
 		`node_systemd_unit_state unless node_systemd_unit_state{name="flappy.service"}`,
 		`http_requests_total{code="500"} / ignoring(code) group_left http_requests_total{code="200"}`,
-		`node_cpu_seconds_total / on(instance) node_load1`,                          // error: many-to-one without group_left
-		`rate({__name__=~"node_network_(receive|transmit)_bytes_total"}[5m])`,       // error: duplicate label set
+		`node_cpu_seconds_total / on(instance) node_load1`,                         // error: many-to-one without group_left
+		`rate({__name__=~"node_network_(receive|transmit)_bytes_total"}[5m])`,      // error: duplicate label set
 		`{__name__=~"node_network_(receive|transmit)_bytes_total", device="eth0"}`, // keeps names
 		// count_values, sort, timestamp.
 		`count_values("value", round(node_load1))`,
@@ -278,7 +278,16 @@ func Expressions(w *Workload) []string {
 		`increase(go_gc_duration_seconds_count[10m])`,
 		`go_gc_duration_seconds{quantile="1"} > on(instance) group_left go_gc_duration_seconds{quantile="0.5"}`,
 	)
-	return ex
+	// Drop duplicates, keeping the first occurrence.
+	seen := map[string]bool{}
+	out := ex[:0]
+	for _, e := range ex {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // queryTimes returns the instant-query evaluation times (ms).

@@ -18,11 +18,11 @@ type Outcome uint8
 
 // Outcomes.
 const (
-	OutcomeAccepted         Outcome = iota // Append and Commit succeeded
-	OutcomeRejectedAppend                  // Append returned an error
-	OutcomeRejectedCommit                  // listed by a Commit error's SampleRejections
-	OutcomeUnknown                         // in a batch whose Commit failed without details
-	OutcomeRolledBack                      // in a batch that was rolled back
+	OutcomeAccepted       Outcome = iota // Append and Commit succeeded
+	OutcomeRejectedAppend                // Append returned an error
+	OutcomeRejectedCommit                // listed by a Commit error's SampleRejections
+	OutcomeUnknown                       // in a batch whose Commit failed without details
+	OutcomeRolledBack                    // in a batch that was rolled back
 )
 
 // Stats summarises one Write. Outcome has one entry per workload sample, in

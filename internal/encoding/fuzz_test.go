@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -15,7 +16,7 @@ import (
 // byteSrc hands out fuzz bytes, then zeros.
 type byteSrc struct{ b []byte }
 
-func (s *byteSrc) byte() byte {
+func (s *byteSrc) next() byte {
 	if len(s.b) == 0 {
 		return 0
 	}
@@ -39,7 +40,7 @@ func timestampsFrom(s *byteSrc, limit int) []int64 {
 	t := int64(s.uint64())
 	ts := []int64{t}
 	for !s.empty() && len(ts) < limit {
-		c := s.byte()
+		c := s.next()
 		var d uint64
 		switch c >> 6 {
 		case 0:
@@ -66,11 +67,11 @@ func valuesFrom(s *byteSrc, limit int) []float64 {
 	var vals []float64
 	prev := uint64(0)
 	for !s.empty() && len(vals) < limit {
-		c := s.byte()
+		c := s.next()
 		switch c % 5 {
 		case 0: // repeat
 		case 1:
-			prev ^= uint64(s.byte()) << (c % 57)
+			prev ^= uint64(s.next()) << (c % 57)
 		case 2:
 			prev = math.Float64bits(math.Float64frombits(prev) + float64(c))
 		case 3:
@@ -104,7 +105,7 @@ func FuzzTimeTuple(f *testing.F) {
 			got, n, err := DecodeTimeTuple(nil, data[1:], 1+int(data[0]))
 			if err == nil {
 				again, m, err := DecodeTimeTuple(nil, AppendTimeTuple(nil, got), len(got))
-				if err != nil || m > n || !slicesEqual(got, again) {
+				if err != nil || m > n || !slices.Equal(got, again) {
 					t.Fatalf("re-encoding decoded %v: %v %v (%d > %d?)", got, again, err, m, n)
 				}
 			}
@@ -116,7 +117,7 @@ func FuzzTimeTuple(f *testing.F) {
 			t.Fatal("non-deterministic")
 		}
 		got, n, err := DecodeTimeTuple(nil, b, len(ts))
-		if err != nil || n != len(b) || !slicesEqual(ts, got) {
+		if err != nil || n != len(b) || !slices.Equal(ts, got) {
 			t.Fatalf("round trip %v: got %v, %d of %d bytes, %v", ts, got, n, len(b), err)
 		}
 	})
@@ -175,7 +176,7 @@ func FuzzScaledTimestamps(f *testing.F) {
 			if valid && s.Len() <= 1<<16 {
 				all := s.AppendAll(nil)
 				back, _, err := ParseScaledTimestamps(AppendScaledTimestamps(nil, all))
-				if err != nil || back.Validate() != nil || !slicesEqual(all, back.AppendAll(nil)) {
+				if err != nil || back.Validate() != nil || !slices.Equal(all, back.AppendAll(nil)) {
 					t.Fatalf("re-encoding %v failed: %v", all, err)
 				}
 			}
@@ -186,7 +187,7 @@ func FuzzScaledTimestamps(f *testing.F) {
 			t.Fatal("non-deterministic")
 		}
 		s, n, err := ParseScaledTimestamps(b)
-		if err != nil || n != len(b) || s.Validate() != nil || !slicesEqual(ts, s.AppendAll(nil)) {
+		if err != nil || n != len(b) || s.Validate() != nil || !slices.Equal(ts, s.AppendAll(nil)) {
 			t.Fatalf("round trip %v: %d of %d bytes, %v", ts, n, len(b), err)
 		}
 		for i, x := range ts {
@@ -223,9 +224,9 @@ func FuzzColumn(f *testing.F) {
 		}
 		// (a), (b).
 		s := &byteSrc{data}
-		tupleSize := 1 + int(s.byte())%MaxTupleSize
-		blockTuples := 1 + int(s.byte())%16
-		presMode := s.byte()
+		tupleSize := 1 + int(s.next())%MaxTupleSize
+		blockTuples := 1 + int(s.next())%16
+		presMode := s.next()
 		vals := valuesFrom(s, 2000)
 		var present []bool
 		if presMode&1 == 1 {
@@ -286,10 +287,10 @@ func FuzzColumnMeta(f *testing.F) {
 		// (a), (b): a meta built from the bytes.
 		s := &byteSrc{data}
 		m := ColumnMeta{
-			Flags:       s.byte() % 3,
+			Flags:       s.next() % 3,
 			Rows:        uint32(s.uint64() % (1 << 16)),
-			TupleSize:   1 + s.byte()%MaxTupleSize,
-			BlockTuples: 1 + s.byte()%MaxTupleSize,
+			TupleSize:   1 + s.next()%MaxTupleSize,
+			BlockTuples: 1 + s.next()%MaxTupleSize,
 			Bases:       [2]uint64{s.uint64(), s.uint64()},
 		}
 		if m.Flags&ColumnConst != 0 {
@@ -297,7 +298,7 @@ func FuzzColumnMeta(f *testing.F) {
 		} else {
 			maxW := maxTupleWidth(int(m.TupleSize))
 			for range m.NumBlocks() {
-				m.Widths = append(m.Widths, uint16((int(s.byte())<<4|int(s.byte()))%(maxW+1)))
+				m.Widths = append(m.Widths, uint16((int(s.next())<<4|int(s.next()))%(maxW+1)))
 			}
 		}
 		enc := AppendColumnMeta(nil, &m)
@@ -313,17 +314,5 @@ func FuzzColumnMeta(f *testing.F) {
 
 func metaEqual(a, b ColumnMeta) bool {
 	return a.Bases == b.Bases && a.Flags == b.Flags && a.Rows == b.Rows && a.TupleSize == b.TupleSize &&
-		a.BlockTuples == b.BlockTuples && slicesEqual(a.Widths, b.Widths)
-}
-
-func slicesEqual[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+		a.BlockTuples == b.BlockTuples && slices.Equal(a.Widths, b.Widths)
 }

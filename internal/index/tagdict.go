@@ -25,11 +25,12 @@ const (
 	tagDictHeaderSize = 5 // magic <4b> version <1b>
 	frameHeaderSize   = 8 // len <4b> crc32c(len) <4b>
 	frameTrailerSize  = 4 // crc32c(payload) <4b>
-
-	// maxRecordPayload bounds one record so a huge Sync never needs a length
-	// above 32 bits; a Sync writes as many records as it needs.
-	maxRecordPayload = 64 << 20
 )
+
+// maxRecordPayload bounds one record so a huge Sync never needs a length
+// above 32 bits; a Sync writes as many records as it needs. A variable so
+// tests can make it small.
+var maxRecordPayload = 64 << 20
 
 type pair struct{ name, value string }
 
@@ -147,8 +148,8 @@ func (d *TagDict) replay(data []byte) (int, error) {
 		}
 		n := binary.BigEndian.Uint32(rest)
 		if checksum(rest[:4]) != binary.BigEndian.Uint32(rest[4:]) {
-			if allZero(rest) {
-				return off, nil // torn: zero-filled tail
+			if allZero(rest) || isLastRecord(rest) {
+				return off, nil // torn: zero-filled tail, or a bad header on the last record
 			}
 			return 0, corruptf(d.path, "record", off, "frame header checksum mismatch")
 		}
@@ -169,6 +170,17 @@ func (d *TagDict) replay(data []byte) (int, error) {
 		off += int(end)
 	}
 	return off, nil
+}
+
+// isLastRecord reports whether rest, whose frame header is damaged, is
+// exactly one record with an intact payload: then the damage is in the last
+// record, which the tail rule covers, and nothing valid follows it.
+func isLastRecord(rest []byte) bool {
+	n := len(rest) - frameHeaderSize - frameTrailerSize
+	if n < 0 {
+		return false
+	}
+	return checksum(rest[frameHeaderSize:frameHeaderSize+n]) == binary.BigEndian.Uint32(rest[frameHeaderSize+n:])
 }
 
 func allZero(b []byte) bool {

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -237,22 +238,44 @@ func TestTagDictSyncAfterClose(t *testing.T) {
 }
 
 func TestTagDictBigSync(t *testing.T) {
-	// More than one record per Sync: values large enough to pass maxRecordPayload.
+	// More than one record per Sync.
+	defer func(old int) { maxRecordPayload = old }(maxRecordPayload)
+	maxRecordPayload = 1000
 	path := filepath.Join(t.TempDir(), "tagdict")
 	d := openDict(t, path)
-	big := string(make([]byte, 1<<20))
+	big := string(make([]byte, 300))
 	var want [][2]string
 	for i := 0; i < 70; i++ {
 		p := [2]string{"big", fmt.Sprintf("%03d%s", i, big)}
 		d.Add(p[0], p[1])
 		want = append(want, p)
 	}
+	size := d.size
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Size() < size+70*300 {
+		t.Fatalf("file is %d bytes", st.Size())
 	}
 	d = openDict(t, path)
 	defer d.Close()
 	checkPairs(t, d, want)
+	if n := countRecords(t, path); n < 20 {
+		t.Fatalf("one Sync wrote %d records, want many", n)
+	}
+}
+
+func countRecords(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for off := tagDictHeaderSize; off < len(data); n++ {
+		off += frameHeaderSize + int(binary.BigEndian.Uint32(data[off:])) + frameTrailerSize
+	}
+	return n
 }
 
 func TestTagDictConcurrent(t *testing.T) {

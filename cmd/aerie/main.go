@@ -1,0 +1,28 @@
+// Command aerie is Aerie's one binary. Today it carries the operator tools
+// over the storage engine; `serve` arrives with the HTTP server.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "aerie:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "aerie",
+		Short:         "Aerie, a time-series database for monitoring and sensor history",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newDemoCmd(), newInspectCmd())
+	return root
+}

@@ -1,0 +1,147 @@
+package wal
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func yieldAll(rs ...[]byte) func(func([]byte) error) error {
+	return func(yield func([]byte) error) error {
+		for _, r := range rs {
+			if err := yield(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func TestCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir, Options{SegmentSize: 200})
+	for i := range 40 {
+		require.NoError(t, w.Log(testRecord(i, 30)))
+	}
+	n, err := w.Cut()
+	require.NoError(t, err)
+	require.Greater(t, n, 3)
+
+	require.Error(t, w.Checkpoint(n+1, yieldAll()), "beyond the active segment")
+	require.Error(t, w.Checkpoint(0, yieldAll()))
+	boom := errors.New("boom")
+	require.ErrorIs(t, w.Checkpoint(n, func(func([]byte) error) error { return boom }), boom)
+	require.ErrorContains(t, w.Checkpoint(n, yieldAll(nil)), "empty record")
+	first, _, err := w.Segments()
+	require.NoError(t, err)
+	require.Equal(t, 1, first, "a failed checkpoint deletes nothing")
+	assertNoTmp(t, dir)
+
+	live := [][]byte{[]byte("series 1"), []byte("series 2")}
+	require.NoError(t, w.Checkpoint(n, yieldAll(live...)))
+	first, last, err := w.Segments()
+	require.NoError(t, err)
+	require.Equal(t, [2]int{n, n}, [2]int{first, last})
+	require.FileExists(t, CheckpointName(dir, n))
+	require.NoError(t, w.Log([]byte("after")))
+
+	check := func(w *WAL) {
+		t.Helper()
+		got, err := replayAll(w)
+		require.NoError(t, err)
+		require.Equal(t, []replayed{{n - 1, live[0]}, {n - 1, live[1]}, {n, []byte("after")}}, got)
+	}
+	check(w)
+	require.NoError(t, w.Close())
+	w = openT(t, dir, Options{SegmentSize: 200})
+	check(w)
+
+	// A second checkpoint replaces the first.
+	m, err := w.Cut()
+	require.NoError(t, err)
+	require.Equal(t, n+1, m)
+	require.NoError(t, w.Checkpoint(m, yieldAll([]byte("series 3"))))
+	require.NoFileExists(t, CheckpointName(dir, n))
+	require.Error(t, w.Checkpoint(n, yieldAll()), "older than the newest checkpoint")
+	require.NoError(t, w.Log([]byte("later")))
+	got, err := replayAll(w)
+	require.NoError(t, err)
+	require.Equal(t, []replayed{{m - 1, []byte("series 3")}, {m, []byte("later")}}, got)
+	require.NoError(t, w.Close())
+}
+
+func TestCheckpointWithoutActiveSegment(t *testing.T) {
+	dir := t.TempDir()
+	writeWAL(t, dir, Options{}, [][]byte{[]byte("a")})
+	w := openT(t, dir, Options{})
+	require.NoError(t, w.Checkpoint(2, yieldAll([]byte("ckpt"))))
+	first, last, err := w.Segments()
+	require.NoError(t, err)
+	require.Equal(t, [2]int{0, 0}, [2]int{first, last})
+	require.NoError(t, w.Close())
+
+	w = openT(t, dir, Options{})
+	defer w.Close()
+	require.NoError(t, w.Log([]byte("b")))
+	got, err := replayAll(w)
+	require.NoError(t, err)
+	require.Equal(t, []replayed{{1, []byte("ckpt")}, {2, []byte("b")}}, got)
+}
+
+func TestCheckpointLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir, Options{})
+	require.NoError(t, w.Log([]byte("a")))
+	n, err := w.Cut()
+	require.NoError(t, err)
+	require.NoError(t, w.Log([]byte("b")))
+	require.NoError(t, w.Close())
+	// A crash after writing the checkpoint but before deleting segment 1,
+	// and an unfinished checkpoint.
+	w = openT(t, dir, Options{})
+	require.NoError(t, w.writeCheckpoint(CheckpointName(dir, n), yieldAll([]byte("ckpt"))))
+	require.NoError(t, w.Close())
+	require.NoError(t, os.WriteFile(CheckpointName(dir, 9)+".tmp", []byte("junk"), 0o666))
+
+	w = openT(t, dir, Options{})
+	defer w.Close()
+	assertNoTmp(t, dir)
+	got, err := replayAll(w)
+	require.NoError(t, err)
+	require.Equal(t, []replayed{{n - 1, []byte("ckpt")}, {n, []byte("b")}}, got)
+}
+
+func TestCorruptCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir, Options{})
+	require.NoError(t, w.Log([]byte("a")))
+	n, err := w.Cut()
+	require.NoError(t, err)
+	require.NoError(t, w.Checkpoint(n, yieldAll([]byte("series 1"), []byte("series 2"))))
+	require.NoError(t, w.Close())
+	name := CheckpointName(dir, n)
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	// Even a torn-looking tail is corruption in a checkpoint: it was
+	// complete when renamed.
+	require.NoError(t, os.WriteFile(name, b[:len(b)-1], 0o666))
+
+	w = openT(t, dir, Options{})
+	defer w.Close()
+	_, err = replayAll(w)
+	var cerr *CorruptionError
+	require.ErrorAs(t, err, &cerr)
+	require.Equal(t, name, cerr.Segment)
+	require.Equal(t, int64(SegmentHeaderSize+RecordHeaderSize+len("series 1")), cerr.Offset)
+	require.ErrorContains(t, w.Repair(err), "cannot repair corrupt checkpoint")
+}
+
+func assertNoTmp(t *testing.T, dir string) {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	require.NoError(t, err)
+	require.Empty(t, m)
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs every test of Aerie: formatting, vet, unit and integration tests
+# with the race detector, the full-size differential and crash tests, and a
+# short run of every fuzz target. This is what `make test` and CI run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZTIME=${FUZZTIME:-5s}
+export GOFLAGS=${GOFLAGS:-}
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "deps"
+scripts/install-deps.sh
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+step "go vet"
+# stdmethods is off because chunkenc.Iterator's Seek(int64) ValueType is
+# Prometheus' interface, not io.Seeker.
+go vet -stdmethods=false ./...
+
+step "go test -race (short mode: the big differential runs below without -race)"
+go test -race -short -count=1 -timeout 20m ./...
+
+step "invariants build"
+go test -tags invariants -short -count=1 ./internal/...
+
+step "differential test against prometheus/tsdb and kill -9 crash test (full size)"
+go test -count=1 -timeout 20m -run 'TestDifferential|TestCrashKill9' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "full tests failed"; exit 1; }
+
+step "fuzz (each target ${FUZZTIME})"
+for pkg in $(go list ./...); do
+  for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+    echo "-- $pkg $target"
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" > /tmp/aerie-fuzz.log 2>&1 || { cat /tmp/aerie-fuzz.log; exit 1; }
+  done
+done
+
+step "benchmarks compile and run once"
+go test -run '^$' -bench . -benchtime 1x ./internal/... > /dev/null
+
+echo
+echo "all tests passed"
