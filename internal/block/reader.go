@@ -2,6 +2,7 @@ package block
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -113,7 +114,9 @@ func Open(dir string, dict *index.TagDict, opts ReaderOptions) (*Reader, error) 
 }
 
 func decodeMeta(b []byte, m *Meta) error {
-	if err := json.Unmarshal(b, m); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(m); err != nil {
 		return err
 	}
 	if m.Magic != MetaMagic {
@@ -122,16 +125,15 @@ func decodeMeta(b []byte, m *Meta) error {
 	if m.Version != MetaVersion {
 		return fmt.Errorf("unsupported meta version %d", m.Version)
 	}
-	want := m.CRC32C
-	check := *m
-	re, err := encodeMeta(&check)
-	if err != nil {
-		return err
+	field := []byte(metaCRCField + `"` + m.CRC32C + `"`)
+	i := bytes.Index(b, field)
+	if i < 0 || len(m.CRC32C) != 8 {
+		return fmt.Errorf("checksum field missing or malformed")
 	}
-	if check.CRC32C != want {
-		return fmt.Errorf("checksum mismatch: stored %s, computed %s", want, check.CRC32C)
+	blank := append(append(append([]byte(nil), b[:i]...), metaCRCField+`""`...), b[i+len(field):]...)
+	if got := fmt.Sprintf("%08x", crc(blank)); got != m.CRC32C {
+		return fmt.Errorf("checksum mismatch: stored %s, computed %s", m.CRC32C, got)
 	}
-	_ = re
 	if m.TupleSize <= 0 || m.TupleSize > seriesiter.MaxRows || m.BlockTuples <= 0 || m.MetricInterval <= 0 || m.MaxTime <= m.MinTime {
 		return fmt.Errorf("invalid parameters")
 	}
@@ -151,6 +153,9 @@ func (r *Reader) verifyData(path string) error {
 	}
 	if hdr[4] != DataVersion {
 		return &CorruptionError{File: path, Offset: 4, Err: fmt.Errorf("unsupported data version %d", hdr[4])}
+	}
+	if hdr[5]|hdr[6]|hdr[7] != 0 {
+		return &CorruptionError{File: path, Offset: 5, Err: fmt.Errorf("reserved header bytes not zero")}
 	}
 	pos := int64(HeaderLen)
 	for i, g := range r.groups {
@@ -242,6 +247,9 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 	}
 	if b[4] != IndexVersion {
 		return &CorruptionError{Offset: 4, Err: fmt.Errorf("unsupported index version %d", b[4])}
+	}
+	if b[5]|b[6]|b[7] != 0 {
+		return &CorruptionError{Offset: 5, Err: fmt.Errorf("reserved header bytes not zero")}
 	}
 	fstart := len(b) - FooterLen
 	if binary.BigEndian.Uint32(b[len(b)-4:]) != IndexMagic {

@@ -2,6 +2,7 @@ package block
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -357,15 +358,21 @@ func (w *Writer) appendIndex(dst []byte) []byte {
 	return dst
 }
 
+// encodeMeta writes m as JSON whose "crc32c" field holds the CRC32C of the
+// same document with that field empty. The checksum covers the raw bytes,
+// so any change to the file is detected.
 func encodeMeta(m *Meta) ([]byte, error) {
 	m.CRC32C = ""
 	b, err := json.MarshalIndent(m, "", "\t")
 	if err != nil {
 		return nil, err
 	}
-	m.CRC32C = fmt.Sprintf("%08x", crc(b))
-	return json.MarshalIndent(m, "", "\t")
+	sum := fmt.Sprintf("%08x", crc(b))
+	m.CRC32C = sum
+	return bytes.Replace(b, []byte(metaCRCField+`""`), []byte(metaCRCField+`"`+sum+`"`), 1), nil
 }
+
+const metaCRCField = `"crc32c": `
 
 func writeFileSync(path string, b []byte) error {
 	f, err := os.Create(path)

@@ -398,9 +398,13 @@ func (d *TagDict) Sync() error {
 // them as fit in maxRecordPayload (at least one), and returns where it stopped.
 func appendRecord(dst []byte, pairs []pair, i, n int) ([]byte, int) {
 	j, size := i, 0
-	for ; j < n && (j == i || size < maxRecordPayload); j++ {
-		size += uvarintSize(len(pairs[j].name)) + len(pairs[j].name) +
+	for ; j < n; j++ {
+		ps := uvarintSize(len(pairs[j].name)) + len(pairs[j].name) +
 			uvarintSize(len(pairs[j].value)) + len(pairs[j].value)
+		if j > i && size+ps > maxRecordPayload {
+			break
+		}
+		size += ps
 	}
 	start := len(dst)
 	dst = append(dst, make([]byte, frameHeaderSize)...)

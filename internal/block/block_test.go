@@ -1,0 +1,159 @@
+package block
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/index"
+)
+
+// testBlock writes a block of groups×width series over rows rows at 15 s.
+func testBlock(t *testing.T, groups, width, rows int) (string, *index.TagDict) {
+	t.Helper()
+	dir := t.TempDir()
+	dict, err := index.OpenTagDict(filepath.Join(dir, "tagdict"))
+	require.NoError(t, err)
+	t.Cleanup(func() { dict.Close() })
+	w, err := NewWriter(dir, 0, 7200_000, dict, WriterOptions{})
+	require.NoError(t, err)
+	for g := 0; g < groups; g++ {
+		ts := make([]int64, rows)
+		for i := range ts {
+			ts[i] = int64(i)*15_000 + int64(i%5)
+		}
+		var cols []Column
+		for s := 0; s < width; s++ {
+			c := Column{Labels: labels.FromStrings("__name__", fmt.Sprintf("m%d", s), "instance", fmt.Sprint(g)), Values: make([]float64, rows), Present: make([]bool, rows)}
+			for i := range c.Values {
+				c.Values[i] = float64(i*s) + float64(g)
+				c.Present[i] = s != 1 || i%3 != 0
+			}
+			cols = append(cols, c)
+		}
+		require.NoError(t, w.AddGroup(ts, cols))
+	}
+	bdir, _, err := w.Finish()
+	require.NoError(t, err)
+	return bdir, dict
+}
+
+// countingReaderAt counts ReadAt calls.
+type countingReaderAt struct {
+	r     io.ReaderAt
+	reads atomic.Int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	c.reads.Add(1)
+	return c.r.ReadAt(p, off)
+}
+
+// TestReadsPerQuery checks invariant 2: k series of one group over a time
+// range cost at most 1 + k reads of data, whatever the range.
+func TestReadsPerQuery(t *testing.T) {
+	bdir, dict := testBlock(t, 3, 20, 480)
+	var cr *countingReaderAt
+	r, err := Open(bdir, dict, ReaderOptions{WrapData: func(ra io.ReaderAt) io.ReaderAt {
+		cr = &countingReaderAt{r: ra}
+		return cr
+	}})
+	require.NoError(t, err)
+	defer r.Close()
+	for _, tc := range []struct {
+		mint, maxt int64
+		re         string
+	}{
+		{0, math.MaxInt64, "m1|m2|m3"},
+		{1_000_000, 2_000_000, "m0|m5"},
+		{3_600_000, 3_600_000, "m7"},
+		{0, 7200_000, "m.*"},
+	} {
+		before := cr.reads.Load()
+		sel, err := r.Select(tc.mint, tc.maxt,
+			labels.MustNewMatcher(labels.MatchEqual, "instance", "1"),
+			labels.MustNewMatcher(labels.MatchRegexp, "__name__", tc.re))
+		require.NoError(t, err)
+		k := len(sel.Series)
+		require.NotZero(t, k)
+		var it chunkenc.Iterator
+		n := 0
+		for _, s := range sel.Series {
+			it = s.Iterator(it)
+			for it.Next() == chunkenc.ValFloat {
+				n++
+			}
+			require.NoError(t, it.Err())
+		}
+		reads := cr.reads.Load() - before
+		require.LessOrEqual(t, reads, int64(1+k), "range [%d,%d] %s: %d series, %d reads", tc.mint, tc.maxt, tc.re, k, reads)
+		t.Logf("%s [%d,%d]: %d series, %d samples, %d reads", tc.re, tc.mint, tc.maxt, k, n, reads)
+	}
+}
+
+// TestCorruptionDetected flips every byte of every file (sampled for the
+// data file) and checks Open reports a CorruptionError naming the file.
+func TestCorruptionDetected(t *testing.T) {
+	bdir, dict := testBlock(t, 2, 5, 100)
+	for _, name := range []string{MetaFilename, IndexFilename, DataFilename} {
+		path := filepath.Join(bdir, name)
+		orig, err := os.ReadFile(path)
+		require.NoError(t, err)
+		for off := 0; off < len(orig); off++ {
+			b := append([]byte(nil), orig...)
+			b[off] ^= 0x5a
+			require.NoError(t, os.WriteFile(path, b, 0o644))
+			r, err := Open(bdir, dict, ReaderOptions{})
+			if err == nil {
+				r.Close()
+				t.Fatalf("%s: flip at %d not detected", name, off)
+			}
+			var ce *CorruptionError
+			require.True(t, errors.As(err, &ce), "%s offset %d: %v", name, off, err)
+			require.Equal(t, path, ce.File)
+		}
+		require.NoError(t, os.WriteFile(path, orig, 0o644))
+	}
+	r, err := Open(bdir, dict, ReaderOptions{})
+	require.NoError(t, err)
+	r.Close()
+}
+
+func TestMetricsCombine(t *testing.T) {
+	bdir, dict := testBlock(t, 1, 3, 480) // 2 h at 15 s: two 1 h intervals
+	r, err := Open(bdir, dict, ReaderOptions{})
+	require.NoError(t, err)
+	defer r.Close()
+	sel, err := r.Select(0, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m2"))
+	require.NoError(t, err)
+	require.Len(t, sel.Series, 1)
+	ms, err := r.Metrics(sel.Series[0].ID)
+	require.NoError(t, err)
+	require.Len(t, ms, 2)
+	// The combined 2 h metrics equal those computed from the data.
+	all := ms[0]
+	all.Combine(ms[1])
+	var want IntervalMetrics
+	it := sel.Series[0].Iterator(nil)
+	for it.Next() == chunkenc.ValFloat {
+		tt, v := it.At()
+		want.add(tt, v)
+	}
+	require.Equal(t, want.Count, all.Count)
+	require.Equal(t, want.Min, all.Min)
+	require.Equal(t, want.Max, all.Max)
+	require.Equal(t, want.Sum, all.Sum)
+	require.Equal(t, want.SumSq, all.SumSq)
+	require.Equal(t, want.First, all.First)
+	require.Equal(t, want.Last, all.Last)
+	require.Equal(t, uint64(240), ms[0].Count)
+}
