@@ -1,0 +1,89 @@
+package index
+
+import (
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+func TestMemIndexChurn(t *testing.T) {
+	m := NewMemIndex()
+	m.Add(1, labels.FromStrings("job", "a", "x", "1"))
+	m.Add(2, labels.FromStrings("job", "a", "x", "2", "e", ""))
+	m.Add(3, labels.FromStrings("job", "b"))
+
+	if ls, ok := m.Labels(2); !ok || ls.Has("e") {
+		t.Fatalf("Labels(2) = %s, %v; empty values must be dropped", ls, ok)
+	}
+	m.Delete(2)
+	m.Delete(2)  // no-op
+	m.Delete(99) // no-op
+	if _, ok := m.Labels(2); ok || m.NumSeries() != 2 {
+		t.Fatal("Delete left the series")
+	}
+	if got := m.LabelValues("x", nil); !slices.Equal(got, []string{"1"}) {
+		t.Fatalf("values of x after delete: %q", got)
+	}
+	m.Delete(3)
+	if got := m.LabelValues("job", nil); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("values of job: %q", got)
+	}
+	// Re-adding a ref with other labels replaces them.
+	m.Add(1, labels.FromStrings("job", "c"))
+	if got := m.LabelNames(nil); !slices.Equal(got, []string{"job"}) {
+		t.Fatalf("names after replace: %q", got)
+	}
+	p, err := Select(m, labels.MustNewMatcher(labels.MatchEqual, "job", "c"))
+	if err != nil || !slices.Equal(p.ToArray(), []uint32{1}) {
+		t.Fatalf("select after replace: %v %v", p, err)
+	}
+	m.Delete(1)
+	if len(m.postings) != 0 || !m.all.IsEmpty() || len(m.series) != 0 {
+		t.Fatal("empty index keeps postings")
+	}
+}
+
+func TestMemIndexConcurrent(t *testing.T) {
+	m := NewMemIndex()
+	jobs := []string{"a", "b", "c"}
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				ref := uint32(w*10000 + i)
+				m.Add(ref, labels.FromStrings("job", jobs[i%3], "w", string(rune('0'+w))))
+				if i%3 == 0 {
+					m.Delete(ref)
+				}
+			}
+		}()
+	}
+	ms := []*labels.Matcher{
+		labels.MustNewMatcher(labels.MatchRegexp, "job", "a|b"),
+		labels.MustNewMatcher(labels.MatchNotEqual, "w", "1"),
+	}
+	for i := 0; i < 200; i++ {
+		p, err := Select(m, ms...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every selected ref is a job a|b series (i%3 is 0 or 1) of worker 0.
+		it := p.Iterator()
+		for it.HasNext() {
+			ref := it.Next()
+			if ref >= 10000 || ref%3 == 2 {
+				t.Fatalf("selected ref %d", ref)
+			}
+		}
+		LabelValues(m, "job", ms...)
+		LabelNames(m, ms...)
+	}
+	wg.Wait()
+	if n := m.NumSeries(); n != 2*(2000-667) {
+		t.Fatalf("NumSeries = %d", n)
+	}
+}
