@@ -38,7 +38,7 @@ func promTime(ms int64) string {
 // generated from templates × metric names × ranges.
 func Expressions(w *Workload) []string {
 	counters := []string{
-		"node_cpu_seconds_total",
+		`node_cpu_seconds_total{mode=~"user|idle"}`,
 		`node_network_receive_bytes_total`, // includes churning veth devices
 		"node_disk_written_bytes_total",
 		"node_network_receive_errs_total", // every 2nd scrape
@@ -82,8 +82,8 @@ func Expressions(w *Workload) []string {
 			add("delta(%s[%s])", g, r)
 			add("deriv(%s[%s])", g, r)
 			add("avg_over_time(%s[%s])", g, r)
-			add("quantile_over_time(0.9, %s[%s])", g, r)
 		}
+		add("quantile_over_time(0.9, %s[10m])", g)
 		add("%s", g)
 		add("changes(%s[30m])", g)
 		add("idelta(%s[5m])", g)
@@ -124,20 +124,24 @@ func Expressions(w *Workload) []string {
 		`histogram_quantile(0.9, sum by (le, instance) (increase(http_request_duration_seconds_bucket[1h])))`,
 		`histogram_quantile(0.9, http_request_duration_seconds_bucket)`,
 		`rate(http_request_duration_seconds_sum[5m]) / rate(http_request_duration_seconds_count[5m])`,
+		`rate(node_cpu_seconds_total[5m])`,
+		`increase(node_cpu_seconds_total[1h])`,
+		`sum by (job) (rate(node_cpu_seconds_total[5m]))`,
+		`resets(node_cpu_seconds_total[1h])`,
 		`sum by (job) (rate(http_request_duration_seconds_sum[5m])) / sum by (job) (rate(http_request_duration_seconds_count[5m]))`,
 		`sum by (le) (http_request_duration_seconds_bucket{handler="/metrics"})`,
 		// Subqueries.
-		`max_over_time(rate(node_cpu_seconds_total[5m])[30m:1m])`,
+		`max_over_time(rate(node_cpu_seconds_total{mode="system"}[5m])[30m:1m])`,
 		`avg_over_time(node_load1[1h:5m])`,
 		`min_over_time(deriv(node_memory_MemAvailable_bytes[10m])[1h:])`,
 		`sum_over_time(increase(http_requests_total[5m])[20m:2m] offset 10m)`,
 		`max_over_time(sum by (job) (rate(node_network_receive_bytes_total[5m]))[30m:30s])`,
-		`rate(sum by (instance) (node_cpu_seconds_total)[10m:1m])`,
+		`rate(sum by (instance) (node_cpu_seconds_total{cpu="1"})[10m:1m])`,
 		`quantile_over_time(0.5, node_load1[1h:1m] @ end())`,
 		`max_over_time(node_systemd_unit_state[2h:7m])`,
 		`count_over_time(node_weird_value[10m:1m])`,
 		// Offset and @.
-		`rate(node_cpu_seconds_total[5m] offset 10m)`,
+		`rate(node_cpu_seconds_total{cpu="0"}[5m] offset 10m)`,
 		`node_load1 offset 1h`,
 		`node_load1 offset -5m`,
 		`sum(node_memory_MemAvailable_bytes offset 2h)`,
@@ -164,7 +168,7 @@ func Expressions(w *Workload) []string {
 		// Label manipulation.
 		`label_replace(node_load1, "host", "$1", "instance", "([^:]+):.*")`,
 		`label_replace(up, "port", "$2", "instance", "(.*):(.*)")`,
-		`label_replace(rate(node_cpu_seconds_total[5m]), "mode", "x", "mode", "idle|user")`,
+		`label_replace(rate(node_cpu_seconds_total{cpu="0"}[5m]), "mode", "x", "mode", "idle|user")`,
 		`label_replace(node_load1, "instance", "", "instance", ".*")`,
 		`label_join(node_filesystem_avail_bytes, "path", ":", "device", "mountpoint")`,
 		`label_join(up, "x", "-", "job", "instance", "nonexistent")`,
@@ -178,22 +182,22 @@ func Expressions(w *Workload) []string {
 		`node_weird_value != 0`,
 		`app_weird_value <= bool 0`,
 		`node_hwmon_temp_celsius >= 40`,
-		`rate(node_cpu_seconds_total[5m]) > bool 0.5`,
+		`rate(node_cpu_seconds_total{cpu="0"}[5m]) > bool 0.5`,
 		`1 < bool 2`,
 		// Vector matching.
 		`node_filesystem_avail_bytes / node_filesystem_size_bytes`,
 		`node_filesystem_avail_bytes / on(instance, mountpoint) node_filesystem_size_bytes`,
 		`node_memory_MemAvailable_bytes / on(instance, job) node_memory_MemTotal_bytes`,
 		`node_load1 / ignoring(job) node_load5`,
-		`rate(node_cpu_seconds_total[5m]) * on(instance) group_left(nodename) node_uname_info`,
-		`node_load1 * on(instance) group_right rate(node_cpu_seconds_total[5m])`,
-		`sum by (instance) (rate(node_cpu_seconds_total{mode!="idle"}[5m])) / on(instance) count by (instance) (node_cpu_seconds_total{mode="idle"})`,
+		`rate(node_cpu_seconds_total{mode="user"}[5m]) * on(instance) group_left(nodename) node_uname_info`,
+		`node_load1 * on(instance) group_right rate(node_cpu_seconds_total{mode="nice"}[5m])`,
+		`sum by (instance) (rate(node_cpu_seconds_total{mode!~"idle|iowait|steal"}[5m])) / on(instance) count by (instance) (node_cpu_seconds_total{mode="idle"})`,
 		`up and on(instance) node_load1 > 1`,
 		`node_load1 or node_load5`,
 		`up unless on(instance) node_load1 > 2`,
 		`node_systemd_unit_state unless node_systemd_unit_state{name="flappy.service"}`,
 		`http_requests_total{code="500"} / ignoring(code) group_left http_requests_total{code="200"}`,
-		`node_cpu_seconds_total / on(instance) node_load1`,                         // error: many-to-one without group_left
+		`node_cpu_seconds_total{mode="user"} / on(instance) node_load1`,                         // error: many-to-one without group_left
 		`rate({__name__=~"node_network_(receive|transmit)_bytes_total"}[5m])`,      // error: duplicate label set
 		`{__name__=~"node_network_(receive|transmit)_bytes_total", device="eth0"}`, // keeps names
 		// count_values, sort, timestamp.
@@ -202,7 +206,7 @@ func Expressions(w *Workload) []string {
 		`count_values("release", node_uname_info)`,
 		`count_values("x", node_weird_value)`,
 		`sort(node_load1)`,
-		`sort_desc(sum by (instance) (rate(node_cpu_seconds_total[5m])))`,
+		`sort_desc(sum by (instance) (rate(node_cpu_seconds_total{mode="idle"}[5m])))`,
 		`sort(node_weird_value)`,
 		`sort(app_weird_value)`,
 		`timestamp(node_load1)`,
@@ -246,7 +250,7 @@ func Expressions(w *Workload) []string {
 		`group by (job) (up)`,
 		`count({job="app"})`,
 		`count by (job) ({__name__=~".+"})`,
-		`quantile by (job) (0.5, rate(node_cpu_seconds_total[5m]))`,
+		`quantile by (job) (0.5, rate(node_cpu_seconds_total{mode="softirq"}[5m]))`,
 		`stddev by (job) (node_load1)`,
 		`stdvar(node_load15)`,
 		`topk by (job) (2, rate(http_requests_total[5m]))`,
@@ -257,7 +261,7 @@ func Expressions(w *Workload) []string {
 		`max(node_weird_value)`,
 		`min by (kind) (app_weird_value)`,
 		`sum(rate(node_cpu_seconds_total[5m])) by (mode)`,
-		`avg without (cpu) (rate(node_cpu_seconds_total[5m]))`,
+		`avg without (cpu) (rate(node_cpu_seconds_total{mode=~"i.*"}[5m]))`,
 		`count without (le) (http_request_duration_seconds_bucket)`,
 		// Selector edge cases.
 		`{__name__="node_load1", instance=~"host-0.*"}`,

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -301,7 +302,7 @@ func columnBases(vals []float64, present []bool) (bases [2]uint64, flags uint8, 
 	if count == 0 || constant {
 		return [2]uint64{first, first}, flags, count > 0
 	}
-	// Sort by float value with -0 before +0; NaNs last, by bits.
+	// Order by float value with -0 before +0; NaNs last, by bits.
 	keys := make([]uint64, count)
 	lo, hi := 0, count
 	for i, v := range vals {
@@ -317,16 +318,63 @@ func columnBases(vals []float64, present []bool) (bases [2]uint64, flags uint8, 
 			lo++
 		}
 	}
-	slices.Sort(keys[:lo])
-	slices.Sort(keys[lo:])
 	at := func(i int) uint64 {
 		if i < lo {
-			return fromOrderKey(keys[i])
+			return fromOrderKey(nthSmallest(keys[:lo], i))
 		}
-		return keys[i]
+		return nthSmallest(keys[lo:], i-lo)
 	}
 	return [2]uint64{at(count / 4), at(3 * count / 4)}, flags, false
 }
+
+// nthSmallest reorders a so that a[k] holds the k-th smallest element, with
+// no larger element before it and no smaller one after, and returns it.
+// Quickselect with a median-of-three pivot, falling back to sorting when
+// partitions shrink too slowly, so it is O(n) in practice and O(n log n)
+// at worst.
+func nthSmallest(a []uint64, k int) uint64 {
+	lo, hi := 0, len(a) // a[lo:hi] holds the k-th smallest
+	budget := 2 * bitsLen(len(a))
+	for hi-lo > 16 {
+		if budget--; budget < 0 {
+			slices.Sort(a[lo:hi])
+			return a[k]
+		}
+		mid := lo + (hi-lo)/2
+		// Order a[lo], a[mid], a[hi-1]; the median becomes the pivot.
+		if a[mid] < a[lo] {
+			a[mid], a[lo] = a[lo], a[mid]
+		}
+		if a[hi-1] < a[mid] {
+			a[hi-1], a[mid] = a[mid], a[hi-1]
+			if a[mid] < a[lo] {
+				a[mid], a[lo] = a[lo], a[mid]
+			}
+		}
+		pivot := a[mid]
+		// Hoare partition: a[lo:j+1] ≤ pivot ≤ a[j+1:hi].
+		i, j := lo-1, hi
+		for {
+			for i++; a[i] < pivot; i++ {
+			}
+			for j--; a[j] > pivot; j-- {
+			}
+			if i >= j {
+				break
+			}
+			a[i], a[j] = a[j], a[i]
+		}
+		if k <= j {
+			hi = j + 1
+		} else {
+			lo = j + 1
+		}
+	}
+	slices.Sort(a[lo:hi])
+	return a[k]
+}
+
+func bitsLen(n int) int { return bits.Len(uint(n)) }
 
 func isNaNBits(b uint64) bool { return b&0x7ff0000000000000 == 0x7ff0000000000000 && b&(1<<52-1) != 0 }
 
@@ -378,8 +426,8 @@ func appendColumnTuple(dst []byte, vals []float64, present []bool, m *ColumnMeta
 	x[0] = first ^ m.Bases[0]
 	bits := planXOR(x, &plan)
 	var ind uint64
-	if m.Bases[1] != m.Bases[0] {
-		x[0] = first ^ m.Bases[1]
+	if alt0 := first ^ m.Bases[1]; m.Bases[1] != m.Bases[0] && !sameWindow(alt0, x[0]) {
+		x[0] = alt0
 		if planXOR(x, &alt) < bits {
 			ind, plan = 1, alt
 		} else {
@@ -492,4 +540,15 @@ func DecodeColumn(dst []float64, dstPresent []bool, m *ColumnMeta, data []byte) 
 		off += w
 	}
 	return dst, dstPresent, nil
+}
+
+// sameWindow reports whether a and b cost the same as the first XOR of a
+// tuple and leave the same window, so the rest of the plan cannot differ.
+func sameWindow(a, b uint64) bool {
+	if a == 0 || b == 0 {
+		return a == b
+	}
+	alz, al := xorWindow(a)
+	blz, bl := xorWindow(b)
+	return alz == blz && al == bl
 }

@@ -2,6 +2,7 @@ package encoding
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -302,4 +303,34 @@ func TestDecodeColumnMetaErrors(t *testing.T) {
 	wide := append([]byte(nil), enc[:len(enc)-1]...)
 	wide = append(wide, 0xff, 0x7f)
 	f(wide)
+}
+
+func TestNthSmallest(t *testing.T) {
+	r := newRand(8)
+	for _, n := range []int{1, 2, 3, 16, 17, 100, 1000, 5000} {
+		for _, mode := range []string{"random", "sorted", "reversed", "few", "equal"} {
+			a := make([]uint64, n)
+			for i := range a {
+				switch mode {
+				case "random":
+					a[i] = r.Uint64()
+				case "sorted":
+					a[i] = uint64(i)
+				case "reversed":
+					a[i] = uint64(n - i)
+				case "few":
+					a[i] = uint64(r.IntN(3))
+				}
+			}
+			sorted := slices.Clone(a)
+			slices.Sort(sorted)
+			for _, k := range []int{0, n / 4, n / 2, 3 * n / 4, n - 1} {
+				b := slices.Clone(a)
+				require.Equal(t, sorted[k], nthSmallest(b, k), "n=%d %s k=%d", n, mode, k)
+				for i := range b {
+					require.True(t, (i <= k) == (b[i] <= b[k]) || b[i] == b[k], "not partitioned at %d", i)
+				}
+			}
+		}
+	}
 }

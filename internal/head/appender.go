@@ -16,13 +16,15 @@ import (
 type Appender struct {
 	h    *Head
 	pend []pending
+	n    int         // Append calls since the last Commit or Rollback
 	rej  AppendError // rejections found at Append time
 }
 
 type pending struct {
-	s *memSeries
-	t int64
-	v float64
+	s   *memSeries
+	t   int64
+	v   float64
+	idx int // position among the Append calls
 }
 
 // Appender returns a new appender.
@@ -31,22 +33,25 @@ func (h *Head) Appender() *Appender { return &Appender{h: h} }
 // Append buffers one sample. It returns an error only for an invalid label
 // set or a series limit; time checks happen at Commit.
 func (a *Appender) Append(lset labels.Labels, t int64, v float64) error {
+	idx := a.n
+	a.n++
 	if err := ValidateLabels(lset); err != nil {
-		a.rej.add(lset, t, err)
+		a.rej.add(idx, lset, t, err)
 		return err
 	}
 	s, err := a.h.getOrCreate(lset)
 	if err != nil {
-		a.rej.add(lset, t, err)
+		a.rej.add(idx, lset, t, err)
 		return err
 	}
-	a.pend = append(a.pend, pending{s: s, t: t, v: v})
+	a.pend = append(a.pend, pending{s: s, t: t, v: v, idx: idx})
 	return nil
 }
 
 // Rollback drops the buffered samples.
 func (a *Appender) Rollback() error {
 	a.pend = a.pend[:0]
+	a.n = 0
 	a.rej = AppendError{}
 	return nil
 }
@@ -82,6 +87,7 @@ type row struct {
 	slots  []model.Slot
 	vals   []float64
 	series []*memSeries
+	idx    []int // append positions (nil during replay)
 }
 
 func (h *Head) commit(pend []pending, rej *AppendError) error {
@@ -183,7 +189,7 @@ func (h *Head) commit(pend []pending, rej *AppendError) error {
 				}
 			}
 			if err != nil {
-				rej.add(p.s.lset, p.t, err)
+				rej.add(p.idx, p.s.lset, p.t, err)
 				continue
 			}
 			if p.t > sl {
@@ -196,7 +202,7 @@ func (h *Head) commit(pend []pending, rej *AppendError) error {
 					// The same series twice in one row: keep the first,
 					// as a duplicate would be treated later.
 					if math.Float64bits(r.vals[len(r.vals)-1]) != math.Float64bits(p.v) {
-						rej.add(p.s.lset, p.t, ErrDuplicateValue)
+						rej.add(p.idx, p.s.lset, p.t, ErrDuplicateValue)
 					} else {
 						rej.Accepted++
 					}
@@ -205,8 +211,9 @@ func (h *Head) commit(pend []pending, rej *AppendError) error {
 				r.slots = append(r.slots, slot)
 				r.vals = append(r.vals, p.v)
 				r.series = append(r.series, p.s)
+				r.idx = append(r.idx, p.idx)
 			} else {
-				rows = append(rows, row{t: p.t, slots: []model.Slot{slot}, vals: []float64{p.v}, series: []*memSeries{p.s}})
+				rows = append(rows, row{t: p.t, slots: []model.Slot{slot}, vals: []float64{p.v}, series: []*memSeries{p.s}, idx: []int{p.idx}})
 			}
 		}
 		if len(rows) == 0 {
@@ -263,7 +270,7 @@ func (h *Head) assignSlots(g *group, ps []pending, rej *AppendError) map[*memSer
 		slot, ok := g.slotOf[p.s]
 		if !ok {
 			if len(g.slots) >= h.opts.MaxGroupWidth {
-				rej.add(p.s.lset, p.t, ErrGroupTooWide)
+				rej.add(p.idx, p.s.lset, p.t, ErrGroupTooWide)
 				continue
 			}
 			slot = model.Slot(len(g.slots))
@@ -361,7 +368,7 @@ func (h *Head) applyRows(g *group, rows []row, rej *AppendError) {
 				if c.openPres&(1<<i) != 0 {
 					if math.Float64bits(c.open[i]) != math.Float64bits(r.vals[j]) {
 						if rej != nil {
-							rej.add(r.series[j].lset, r.t, ErrDuplicateValue)
+							rej.add(r.idx[j], r.series[j].lset, r.t, ErrDuplicateValue)
 						}
 						continue
 					}
@@ -379,7 +386,7 @@ func (h *Head) applyRows(g *group, rows []row, rej *AppendError) {
 				if v, ok := p.lookupLocked(s, r.t, ts); ok {
 					if math.Float64bits(v) != math.Float64bits(r.vals[j]) {
 						if rej != nil {
-							rej.add(r.series[j].lset, r.t, ErrDuplicateValue)
+							rej.add(r.idx[j], r.series[j].lset, r.t, ErrDuplicateValue)
 						}
 					} else if rej != nil {
 						rej.Accepted++

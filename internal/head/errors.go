@@ -88,12 +88,20 @@ type AppendError struct {
 	Rejected int
 	ByReason map[string]int
 	Examples []Rejection // at most maxExamples
+	// Indexes are the positions of the rejected samples among the
+	// Appender's Append calls since the last Commit or Rollback.
+	Indexes []int
 }
+
+// RejectedSamples returns the append-order positions of the rejected
+// samples.
+func (e *AppendError) RejectedSamples() []int { return e.Indexes }
 
 const maxExamples = 10
 
-func (e *AppendError) add(l labels.Labels, t int64, err error) {
+func (e *AppendError) add(idx int, l labels.Labels, t int64, err error) {
 	e.Rejected++
+	e.Indexes = append(e.Indexes, idx)
 	if e.ByReason == nil {
 		e.ByReason = map[string]int{}
 	}

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -20,12 +19,7 @@ type namedReader struct {
 // from positions) and in a round-tripped BlockIndex.
 func buildReaders(t testing.TB, series []labels.Labels) []namedReader {
 	t.Helper()
-	dict, err := OpenTagDict(filepath.Join(t.TempDir(), "tagdict"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dict.Close() })
-
+	dict := newTagDict("") // in memory: matching needs no file
 	mem := NewMemIndex()
 	b := NewBlockIndexBuilder(dict)
 	for i, ls := range series {
@@ -33,9 +27,6 @@ func buildReaders(t testing.TB, series []labels.Labels) []namedReader {
 		if id := b.AddSeries(ls); id != uint32(i) {
 			t.Fatalf("AddSeries returned %d, want %d", id, i)
 		}
-	}
-	if err := dict.Sync(); err != nil {
-		t.Fatal(err)
 	}
 	bi, err := DecodeBlockIndex(b.AppendTo(nil), dict)
 	if err != nil {
