@@ -18,6 +18,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/encoding"
 	"github.com/aerie-db/aerie/internal/index"
+	"github.com/aerie-db/aerie/internal/invariants"
 )
 
 // Meta is the content of meta.json.
@@ -162,6 +163,9 @@ func (w *Writer) AddGroup(ts []int64, cols []Column) error {
 		id := w.seriesID(c.Labels)
 		var meta encoding.ColumnMeta
 		w.buf, meta = encoding.AppendColumn(w.buf[:0], c.Values, c.Present, w.opts.TupleSize, w.opts.BlockTuples)
+		if invariants.Enabled {
+			checkColumn(&meta, w.buf, c)
+		}
 		if err := w.write(h, w.buf); err != nil {
 			return err
 		}
@@ -397,4 +401,18 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// checkColumn decodes a freshly encoded column and panics if it differs bit
+// for bit from its input (invariants builds only).
+func checkColumn(m *encoding.ColumnMeta, data []byte, c Column) {
+	vals, pres, err := encoding.DecodeColumn(nil, nil, m, data)
+	if err != nil {
+		panic(fmt.Sprintf("block: column %s does not decode: %v", c.Labels, err))
+	}
+	for i := range c.Values {
+		if pres[i] != c.Present[i] || (pres[i] && math.Float64bits(vals[i]) != math.Float64bits(c.Values[i])) {
+			panic(fmt.Sprintf("block: column %s row %d does not round-trip", c.Labels, i))
+		}
+	}
 }

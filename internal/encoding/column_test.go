@@ -89,13 +89,13 @@ func TestColumn(t *testing.T) {
 	f(counter(99, 0, 0.25), nil)    // short last tuple
 	f(randomUnit(r, 1000), nil)     // random [0,1)
 	f(gauge(r, 777), nil)           //
-	f(constant(500, math.Float64frombits(staleNaN)), nil)
+	f(constVals(500, math.Float64frombits(staleNaN)), nil)
 	sparse := make([]bool, 300)
 	for i := range sparse {
 		sparse[i] = r.IntN(3) != 0
 	}
 	f(randomUnit(r, 300), sparse)
-	f(constant(300, 7), sparse) // sparse constant keeps its bitmaps
+	f(constVals(300, 7), sparse) // sparse constant keeps its bitmaps
 	f(specialFloats, []bool{true, false, true, true, false, true, false, true, true, true, true, false, true, true, true, true, true, true, true})
 	allAbsent := make([]bool, 20)
 	f(randomUnit(r, 20), allAbsent)
@@ -113,14 +113,14 @@ func TestColumn(t *testing.T) {
 
 func TestColumnConst(t *testing.T) {
 	for _, v := range []float64{0, 1, math.Float64frombits(staleNaN), math.Inf(-1), math.Copysign(0, -1)} {
-		m := checkColumn(t, constant(7200, v), nil, 8, 10)
+		m := checkColumn(t, constVals(7200, v), nil, 8, 10)
 		require.Equal(t, ColumnConst, m.Flags)
 		require.Zero(t, m.DataLen())
 		require.Equal(t, [2]uint64{math.Float64bits(v), math.Float64bits(v)}, m.Bases)
 		require.Len(t, AppendColumnMeta(nil, &m), 1+2+2+8)
 	}
 	// −0 and +0 are equal floats but different bits: not constant.
-	vals := constant(16, 0)
+	vals := constVals(16, 0)
 	vals[5] = math.Copysign(0, -1)
 	m := checkColumn(t, vals, nil, 8, 10)
 	require.Zero(t, m.Flags)

@@ -54,7 +54,7 @@ func randomUnit(r *rand.Rand, n int) []float64 {
 	return v
 }
 
-func constant(n int, c float64) []float64 {
+func constVals(n int, c float64) []float64 {
 	v := make([]float64, n)
 	for i := range v {
 		v[i] = c

@@ -24,7 +24,7 @@ func TestValueTuple(t *testing.T) {
 	}
 	f(0, []float64{0})
 	f(1, []float64{1, 1, 1, 1, 1, 1, 1, 1}) // all case 1: 8 bits
-	require.Equal(t, 8, ValueTupleBits(1, constant(8, 1)))
+	require.Equal(t, 8, ValueTupleBits(1, constVals(8, 1)))
 	f(0, specialFloats)
 	for _, s := range specialFloats {
 		f(s, []float64{s, 0, s, math.Float64frombits(staleNaN), s})

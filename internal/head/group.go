@@ -2,12 +2,14 @@ package head
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
 	"sort"
 	"sync"
 
 	"github.com/aerie-db/aerie/internal/encoding"
+	"github.com/aerie-db/aerie/internal/invariants"
 	"github.com/aerie-db/aerie/internal/model"
 )
 
@@ -119,7 +121,11 @@ func (p *gpart) closeTupleLocked() {
 			if !c.hasBase {
 				c.base, c.hasBase = vals[0], true
 			}
+			off := len(c.data)
 			c.data = encoding.AppendValueTuple(c.data, c.base, vals[:n])
+			if invariants.Enabled {
+				checkValueTuple(c.data[off:], c.base, vals[:n])
+			}
 		}
 		c.openPres = 0
 	}
@@ -128,6 +134,9 @@ func (p *gpart) closeTupleLocked() {
 
 // appendRowLocked appends an in-order row (t > lastT).
 func (p *gpart) appendRowLocked(t int64, slots []model.Slot, vals []float64, tupleSize int) {
+	if t <= p.lastT {
+		panic(fmt.Sprintf("head: in-order row at %d after %d", t, p.lastT)) // callers route older rows to the out-of-order buffer
+	}
 	if p.openN == tupleSize {
 		p.closeTupleLocked()
 	}
@@ -211,4 +220,18 @@ func (c *column) insertOOO(t int64, v float64) {
 	copy(c.ooo[i+1:], c.ooo[i:])
 	c.ooo[i] = sample{t, v}
 	c.n++
+}
+
+// checkValueTuple decodes a freshly encoded tuple and panics if it differs
+// bit for bit from what was encoded (invariants builds only).
+func checkValueTuple(enc []byte, base float64, vals []float64) {
+	got, _, err := encoding.DecodeValueTuple(nil, enc, base, len(vals))
+	if err != nil {
+		panic(fmt.Sprintf("head: value tuple does not decode: %v", err))
+	}
+	for i := range vals {
+		if math.Float64bits(got[i]) != math.Float64bits(vals[i]) {
+			panic(fmt.Sprintf("head: value tuple round trip: value %d is %x, wrote %x", i, math.Float64bits(got[i]), math.Float64bits(vals[i])))
+		}
+	}
 }
