@@ -249,7 +249,7 @@ func Expressions(w *Workload) []string {
 		`sum by (job) (up)`,
 		`group by (job) (up)`,
 		`count({job="app"})`,
-		`count by (job) ({__name__=~".+"})`,
+		`count by (job, __name__) ({__name__=~"node_(load|memory_|filesystem_).*|up|go_.*"})`,
 		`quantile by (job) (0.5, rate(node_cpu_seconds_total{mode="softirq"}[5m]))`,
 		`stddev by (job) (node_load1)`,
 		`stdvar(node_load15)`,

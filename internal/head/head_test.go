@@ -1,0 +1,203 @@
+package head
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/seriesiter"
+)
+
+func lbl(kv ...string) labels.Labels { return labels.FromStrings(kv...) }
+
+// samplesOf returns every sample of the series matching name.
+func samplesOf(t *testing.T, h *Head, name string) []seriesiter.Sample {
+	t.Helper()
+	ss, err := h.Select(math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", name))
+	require.NoError(t, err)
+	if len(ss) == 0 {
+		return nil
+	}
+	require.Len(t, ss, 1)
+	var its []chunkenc.Iterator
+	for _, c := range ss[0].Columns {
+		its = append(its, seriesiter.NewIterator(nil, c, c.Extra, math.MinInt64, math.MaxInt64))
+	}
+	it := seriesiter.Merge(its...)
+	var out []seriesiter.Sample
+	for it.Next() == chunkenc.ValFloat {
+		a, b := it.At()
+		out = append(out, seriesiter.Sample{T: a, V: b})
+	}
+	require.NoError(t, it.Err())
+	return out
+}
+
+func TestLabelErrors(t *testing.T) {
+	h := New(Options{MaxSeries: 2}, nil)
+	for _, tc := range []struct {
+		name string
+		lset labels.Labels
+		want error
+	}{
+		{"empty", labels.EmptyLabels(), ErrEmptyLabels},
+		{"duplicate name", labels.New(labels.Label{Name: "a", Value: "1"}, labels.Label{Name: "a", Value: "2"}), ErrInvalidLabels},
+		{"empty name", labels.New(labels.Label{Name: "", Value: "1"}), ErrInvalidLabels},
+		{"empty value", labels.FromStrings("a", ""), ErrInvalidLabels},
+		{"invalid utf8 value", labels.FromStrings("a", "\xff"), ErrInvalidLabels},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := h.Appender()
+			err := app.Append(tc.lset, 1, 1)
+			require.ErrorIs(t, err, tc.want)
+			var le *LabelError
+			if tc.want != ErrEmptyLabels {
+				require.ErrorAs(t, err, &le)
+			}
+			require.ErrorIs(t, app.Commit(), tc.want)
+		})
+	}
+	app := h.Appender()
+	require.NoError(t, app.Append(lbl("__name__", "a"), 1, 1))
+	require.NoError(t, app.Append(lbl("__name__", "b"), 1, 1))
+	require.ErrorIs(t, app.Append(lbl("__name__", "c"), 1, 1), ErrSeriesLimit)
+	err := app.Commit()
+	var ae *AppendError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, 2, ae.Accepted)
+	require.Equal(t, 1, ae.Rejected)
+	require.Equal(t, []int{2}, ae.RejectedSamples())
+}
+
+func TestGroupTooWide(t *testing.T) {
+	h := New(Options{MaxGroupWidth: 3}, nil)
+	app := h.Appender()
+	for i := 0; i < 5; i++ {
+		require.NoError(t, app.Append(lbl("__name__", string(rune('a'+i)), "job", "j"), 1000, float64(i)))
+	}
+	err := app.Commit()
+	require.ErrorIs(t, err, ErrGroupTooWide)
+	var ae *AppendError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, 3, ae.Accepted)
+	require.Equal(t, []int{3, 4}, ae.Indexes)
+	require.Equal(t, 1, h.NumGroups())
+}
+
+func TestPresenceIsNotNaN(t *testing.T) {
+	h := New(Options{}, nil)
+	for i := int64(0); i < 20; i++ {
+		app := h.Appender()
+		require.NoError(t, app.Append(lbl("__name__", "a", "job", "j"), i*1000, float64(i)))
+		if i%2 == 0 {
+			require.NoError(t, app.Append(lbl("__name__", "b", "job", "j"), i*1000, math.NaN()))
+		}
+		require.NoError(t, app.Commit())
+	}
+	b := samplesOf(t, h, "b")
+	require.Len(t, b, 10, "absent rows are not NaN samples")
+	for _, s := range b {
+		require.True(t, math.IsNaN(s.V))
+		require.Zero(t, s.T%2000)
+	}
+	require.Len(t, samplesOf(t, h, "a"), 20)
+	require.Equal(t, 1, h.NumGroups())
+}
+
+func TestSpecialValuesBitExact(t *testing.T) {
+	h := New(Options{}, nil)
+	vals := []float64{math.Float64frombits(value.StaleNaN), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 0,
+		math.Float64frombits(0x7ff8dead_beef0001), math.SmallestNonzeroFloat64, math.MaxFloat64, 1.5, 1.5, 1.5}
+	for i, v := range vals {
+		app := h.Appender()
+		require.NoError(t, app.Append(lbl("__name__", "x"), int64(i)*1000, v))
+		require.NoError(t, app.Commit())
+	}
+	got := samplesOf(t, h, "x")
+	require.Len(t, got, len(vals))
+	for i, v := range vals {
+		require.Equal(t, math.Float64bits(v), math.Float64bits(got[i].V), "value %d", i)
+	}
+}
+
+func TestOutOfOrderAndDuplicates(t *testing.T) {
+	h := New(Options{OOOWindow: 60_000, PartitionRange: 3600_000}, nil)
+	put := func(t0 int64, v float64) error {
+		app := h.Appender()
+		require.NoError(t, app.Append(lbl("__name__", "x", "job", "j"), t0, v))
+		require.NoError(t, app.Append(lbl("__name__", "y", "job", "j"), t0, v*2))
+		return app.Commit()
+	}
+	for i := int64(0); i < 100; i++ {
+		if i == 90 {
+			continue // delivered late, below
+		}
+		require.NoError(t, put(i*1000, float64(i)))
+	}
+	require.NoError(t, put(90_000, 90), "inside the window")
+	require.NoError(t, put(50_000, 50), "identical duplicate is idempotent")
+	err := put(50_000, 51)
+	require.ErrorIs(t, err, storage.ErrDuplicateSampleForTimestamp)
+	require.ErrorIs(t, put(99_000, 0), storage.ErrDuplicateSampleForTimestamp, "duplicate of the last row")
+	require.ErrorIs(t, put(20_000, 7), storage.ErrTooOldSample, "older than the window")
+	var ae *AppendError
+	require.ErrorAs(t, put(20_500, 7), &ae)
+	require.Contains(t, ae.Error(), `x`)
+	require.Contains(t, ae.Error(), "too old")
+
+	got := samplesOf(t, h, "x")
+	require.Len(t, got, 100)
+	for i, s := range got {
+		require.Equal(t, int64(i)*1000, s.T)
+		require.Equal(t, float64(i), s.V)
+	}
+
+	// With out-of-order off, an older row is rejected as Prometheus does.
+	h2 := New(Options{NoOOODefault: true}, nil)
+	app := h2.Appender()
+	require.NoError(t, app.Append(lbl("__name__", "x"), 10_000, 1))
+	require.NoError(t, app.Commit())
+	app = h2.Appender()
+	require.NoError(t, app.Append(lbl("__name__", "x"), 5_000, 1))
+	require.True(t, errors.Is(app.Commit(), storage.ErrOutOfOrderSample))
+}
+
+func TestMisfitSeriesMovesToOwnGroup(t *testing.T) {
+	h := New(Options{MisfitLimit: 3}, nil)
+	for i := int64(0); i < 10; i++ {
+		app := h.Appender()
+		require.NoError(t, app.Append(lbl("__name__", "a", "job", "j"), i*1000, 1))
+		require.NoError(t, app.Append(lbl("__name__", "b", "job", "j"), i*1000, 2))
+		require.NoError(t, app.Commit())
+		app = h.Appender()
+		// c's timestamps never agree with the group's rows.
+		require.NoError(t, app.Append(lbl("__name__", "c", "job", "j"), i*1000+500, 3))
+		require.NoError(t, app.Commit())
+	}
+	require.Equal(t, 2, h.NumGroups(), "c moved to a group of its own")
+	require.Len(t, samplesOf(t, h, "c"), 10, "its samples in both groups are merged")
+	require.Len(t, samplesOf(t, h, "a"), 10)
+}
+
+// TestTupleSizes checks every tuple size gives the same samples.
+func TestTupleSizes(t *testing.T) {
+	for _, ts := range []int{1, 4, 8} {
+		h := New(Options{TupleSize: ts}, nil)
+		for i := int64(0); i < 37; i++ {
+			app := h.Appender()
+			require.NoError(t, app.Append(lbl("__name__", "x"), i*15_000, float64(i)*0.1))
+			require.NoError(t, app.Commit())
+		}
+		got := samplesOf(t, h, "x")
+		require.Len(t, got, 37)
+		for i, s := range got {
+			require.Equal(t, float64(i)*0.1, s.V)
+		}
+	}
+}
