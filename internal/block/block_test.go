@@ -18,7 +18,7 @@ import (
 )
 
 // testBlock writes a block of groups×width series over rows rows at 15 s.
-func testBlock(t *testing.T, groups, width, rows int) (string, *index.TagDict) {
+func testBlock(t testing.TB, groups, width, rows int) (string, *index.TagDict) {
 	t.Helper()
 	dir := t.TempDir()
 	dict, err := index.OpenTagDict(filepath.Join(dir, "tagdict"))

@@ -136,7 +136,7 @@ func Expressions(w *Workload) []string {
 		`min_over_time(deriv(node_memory_MemAvailable_bytes[10m])[1h:])`,
 		`sum_over_time(increase(http_requests_total[5m])[20m:2m] offset 10m)`,
 		`max_over_time(sum by (job) (rate(node_network_receive_bytes_total[5m]))[30m:30s])`,
-		`rate(sum by (instance) (node_cpu_seconds_total{cpu="1"})[10m:1m])`,
+		`rate(sum by (instance) (node_cpu_seconds_total{cpu="0"})[10m:1m])`,
 		`quantile_over_time(0.5, node_load1[1h:1m] @ end())`,
 		`max_over_time(node_systemd_unit_state[2h:7m])`,
 		`count_over_time(node_weird_value[10m:1m])`,
@@ -175,7 +175,7 @@ func Expressions(w *Workload) []string {
 		// Comparisons.
 		`node_load1 > 1`,
 		`node_load1 > bool 1`,
-		`node_memory_MemAvailable_bytes < 2e9`,
+		`node_memory_MemAvailable_bytes < 1e10`,
 		`up == 1`,
 		`node_weird_value == node_weird_value`,
 		`node_weird_value > bool 0`,
@@ -280,7 +280,7 @@ func Expressions(w *Workload) []string {
 		`rate(node_vmstat_pgfault[5m]) + on(instance) group_left node_load1`,
 		`sum(increase(promhttp_metric_handler_requests_total{code="500"}[1h]))`,
 		`increase(go_gc_duration_seconds_count[10m])`,
-		`go_gc_duration_seconds{quantile="1"} > on(instance) group_left go_gc_duration_seconds{quantile="0.5"}`,
+		`go_gc_duration_seconds{quantile="1"} / on(instance) group_left go_gc_duration_seconds{quantile="0.5"}`,
 	)
 	// Drop duplicates, keeping the first occurrence.
 	seen := map[string]bool{}

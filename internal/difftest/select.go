@@ -430,14 +430,13 @@ func (w *Workload) randomMatchers(rng *rand.Rand) []*labels.Matcher {
 	default:
 		add(labels.MatchEqual, labels.MetricName, "nonexistent_metric")
 	}
-	extra := rng.IntN(4)
-	for range extra {
+	for range rng.IntN(3) {
 		var name string
 		var vals []string
 		switch {
 		case rng.IntN(6) == 0:
 			name, vals = "foo", []string{"bar"} // a name that no series has
-		case lbls != nil && rng.IntN(4) != 0:
+		case lbls != nil && rng.IntN(6) != 0:
 			names := make([]string, 0, len(lbls))
 			for n := range lbls {
 				if n != labels.MetricName {

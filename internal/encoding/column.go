@@ -334,7 +334,7 @@ func columnBases(vals []float64, present []bool) (bases [2]uint64, flags uint8, 
 // at worst.
 func nthSmallest(a []uint64, k int) uint64 {
 	lo, hi := 0, len(a) // a[lo:hi] holds the k-th smallest
-	budget := 2 * bitsLen(len(a))
+	budget := 2 * bits.Len(uint(len(a)))
 	for hi-lo > 16 {
 		if budget--; budget < 0 {
 			slices.Sort(a[lo:hi])
@@ -373,8 +373,6 @@ func nthSmallest(a []uint64, k int) uint64 {
 	slices.Sort(a[lo:hi])
 	return a[k]
 }
-
-func bitsLen(n int) int { return bits.Len(uint(n)) }
 
 func isNaNBits(b uint64) bool { return b&0x7ff0000000000000 == 0x7ff0000000000000 && b&(1<<52-1) != 0 }
 
