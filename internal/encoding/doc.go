@@ -63,9 +63,9 @@
 //  5. The tuple-end plan is optimal: no other choice of case 2 and case 3
 //     per value (each case-3 value opening its own significant-bits window)
 //     gives fewer bits. In particular it never loses to greedy coding.
-//  6. Tuple i of a value column occupies exactly
-//     [TupleRange(i, i)) of the column's data, computed from the ColumnMeta
-//     alone; DataLen is the sum over disk blocks of width × tuples.
+//  6. Tuple i of a value column occupies exactly the bytes [off, end) of the
+//     column's data given by ColumnMeta.TupleRange(i, i), computed from the
+//     meta alone; DataLen is the sum over disk blocks of width × tuples.
 //  7. A ColumnConst column has no data bytes (DataLen 0) and decodes to
 //     Rows copies of Bases[0], all present.
 //  8. No decoder panics or allocates more than a constant factor of its

@@ -181,7 +181,7 @@ func FuzzScaledTimestamps(f *testing.F) {
 				}
 			}
 		}
-		ts := timestampsFrom(&byteSrc{data}, 5000)
+		ts := timestampsFrom(&byteSrc{data}, 2000)
 		b := AppendScaledTimestamps(nil, ts)
 		if !bytes.Equal(b, AppendScaledTimestamps(nil, ts)) {
 			t.Fatal("non-deterministic")
@@ -227,7 +227,7 @@ func FuzzColumn(f *testing.F) {
 		tupleSize := 1 + int(s.next())%MaxTupleSize
 		blockTuples := 1 + int(s.next())%16
 		presMode := s.next()
-		vals := valuesFrom(s, 2000)
+		vals := valuesFrom(s, 600)
 		var present []bool
 		if presMode&1 == 1 {
 			present = make([]bool, len(vals))

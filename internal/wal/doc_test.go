@@ -13,7 +13,7 @@ import (
 // code, both ways.
 func TestFormatDoc(t *testing.T) {
 	want := map[string]string{
-		"SegmentMagic":       fmt.Sprintf("%#X", SegmentMagic),
+		"SegmentMagic":       fmt.Sprintf("0x%X", SegmentMagic),
 		"SegmentVersion":     fmt.Sprint(SegmentVersion),
 		"SegmentHeaderSize":  fmt.Sprint(SegmentHeaderSize),
 		"RecordHeaderSize":   fmt.Sprint(RecordHeaderSize),

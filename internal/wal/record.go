@@ -232,7 +232,8 @@ func DecodeSeries(rec []byte, dst []SeriesDef) ([]SeriesDef, error) {
 }
 
 // DecodeRows decodes a RecordRows record into dst, reusing dst.Rows and the
-// Present and Values slices of its rows.
+// Present and Values slices of its rows. Present gets ceil(Width/64) words.
+// After an error dst holds partial results.
 func DecodeRows(rec []byte, dst *RowsDef) error {
 	d := decbuf{b: rec}
 	d.recordType(RecordRows)

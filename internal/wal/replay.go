@@ -227,8 +227,8 @@ func (w *WAL) Repair(err error) error {
 		}
 		w.synced = w.written
 		w.syncedCond.Broadcast()
-		if err := w.active.Close(); err != nil {
-			return w.failLocked(fmt.Errorf("wal: close %s: %w", w.active.Name(), err))
+		if err := w.retireLocked(w.active); err != nil {
+			return err
 		}
 		w.active = nil
 	}

@@ -363,14 +363,23 @@ func (w *WAL) cutLocked() error {
 	w.synced = w.written
 	w.syncedCond.Broadcast()
 	w.active = nil
-	if w.syncing {
-		// The background goroutine may be fsyncing old right now; it
-		// closes retired files when done.
-		w.retired = append(w.retired, old)
-	} else if err := old.Close(); err != nil {
-		return w.failLocked(fmt.Errorf("wal: close %s: %w", old.Name(), err))
+	if err := w.retireLocked(old); err != nil {
+		return err
 	}
 	return w.createSegmentLocked()
+}
+
+// retireLocked closes f, a segment that is no longer active, or leaves it
+// to the background goroutine if that may be fsyncing f right now.
+func (w *WAL) retireLocked(f segmentFile) error {
+	if w.syncing {
+		w.retired = append(w.retired, f)
+		return nil
+	}
+	if err := f.Close(); err != nil {
+		return w.failLocked(fmt.Errorf("wal: close %s: %w", f.Name(), err))
+	}
+	return nil
 }
 
 func (w *WAL) closeRetiredLocked() {

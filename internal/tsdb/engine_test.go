@@ -1,0 +1,141 @@
+package tsdb
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestRetentionDeletesOldBlocks(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{FlushCheckInterval: -1, PartitionRange: 3600_000, Retention: 2 * 3600_000})
+	require.NoError(t, err)
+	defer db.Close()
+	fillDB(t, db, 0, 240) // 1 h
+	require.NoError(t, db.FlushHead())
+	fillDB(t, db, 240, 480)
+	require.NoError(t, db.FlushHead())
+	require.Len(t, db.Blocks(), 2)
+	first := db.Blocks()[0]
+	fillDB(t, db, 480, 1200) // up to 5 h: the first block's end is 4 h before
+	require.NoError(t, db.Compact())
+	for _, b := range db.Blocks() {
+		require.NotEqual(t, first.ULID, b.ULID)
+		require.Greater(t, b.MaxTime, db.Head().MaxTime()-2*3600_000)
+	}
+	_, err = os.Stat(filepath.Join(dir, blocksDirname, first.ULID))
+	require.True(t, os.IsNotExist(err))
+	got := query(t, db, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "s", "a"))
+	for _, ss := range got {
+		require.Greater(t, ss[0].t, int64(3600_000-1), "samples of deleted blocks are gone")
+	}
+}
+
+// TestConcurrentAppendQueryFlush runs appenders, queries and flushes at
+// once (run with -race) and checks every committed row is read back.
+func TestConcurrentAppendQueryFlush(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{FlushCheckInterval: -1, PartitionRange: 60_000, OOOWindow: 5_000})
+	require.NoError(t, err)
+	defer db.Close()
+	const writers, rows, width = 4, 600, 8
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	// Writers commit row i together (a scrape round), so none runs past
+	// the others by more than the out-of-order bounds allow.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := int64(0); i < rows; i++ {
+			var round sync.WaitGroup
+			for w := 0; w < writers; w++ {
+				round.Add(1)
+				go func(w int) {
+					defer round.Done()
+					app := db.Appender()
+					for s := 0; s < width; s++ {
+						l := labels.FromStrings("__name__", fmt.Sprintf("m%d", s), "job", "j", "instance", fmt.Sprint(w))
+						if err := app.Append(l, i*1000, float64(i)); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+					if err := app.Commit(); err != nil {
+						t.Error(err)
+					}
+				}(w)
+			}
+			round.Wait()
+		}
+	}()
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() { // readers
+		defer bg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			q, err := db.Querier(math.MinInt64, math.MaxInt64)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m3"))
+			var it chunkenc.Iterator
+			for ss.Next() {
+				it = ss.At().Iterator(it)
+				prev := int64(math.MinInt64)
+				for it.Next() == chunkenc.ValFloat {
+					tt, v := it.At()
+					if tt <= prev || v != float64(tt/1000) {
+						t.Errorf("bad sample %d %v after %d", tt, v, prev)
+					}
+					prev = tt
+				}
+				if it.Err() != nil {
+					t.Error(it.Err())
+				}
+			}
+			q.Close()
+		}
+	}()
+	go func() { // flusher
+		defer bg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err := db.Compact(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(done)
+	bg.Wait()
+	require.NotEmpty(t, db.Blocks())
+	got := query(t, db, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "job", "j"))
+	require.Len(t, got, writers*width)
+	for k, ss := range got {
+		require.Len(t, ss, rows, k)
+	}
+}
