@@ -197,7 +197,7 @@ func Expressions(w *Workload) []string {
 		`up unless on(instance) node_load1 > 2`,
 		`node_systemd_unit_state unless node_systemd_unit_state{name="flappy.service"}`,
 		`http_requests_total{code="500"} / ignoring(code) group_left http_requests_total{code="200"}`,
-		`node_cpu_seconds_total{mode="user"} / on(instance) node_load1`,                         // error: many-to-one without group_left
+		`node_cpu_seconds_total{mode="user"} / on(instance) node_load1`,            // error: many-to-one without group_left
 		`rate({__name__=~"node_network_(receive|transmit)_bytes_total"}[5m])`,      // error: duplicate label set
 		`{__name__=~"node_network_(receive|transmit)_bytes_total", device="eth0"}`, // keeps names
 		// count_values, sort, timestamp.

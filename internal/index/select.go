@@ -37,6 +37,12 @@ var errAllPostings = errors.New("unexpected all postings")
 // (tsdb.PostingsForMatchers): a missing label has the empty value, so a
 // matcher that matches "" also selects series without the label; no matchers
 // select nothing; a single matcher with empty name and value selects all.
+//
+// Against a MemIndex that changes during the call, the result holds every
+// matching series that existed throughout, no series added during the call
+// unless it matches, and possibly series deleted during the call: callers
+// resolve refs with Labels and skip the missing ones, as with Prometheus'
+// head.
 func Select(r Reader, ms ...*labels.Matcher) (*roaring.Bitmap, error) {
 	if len(ms) == 0 {
 		return roaring.New(), nil

@@ -54,7 +54,7 @@ type Iterator struct {
 // to [mint, maxt]. it may be nil or a previous *Iterator to reuse.
 func NewIterator(it chunkenc.Iterator, src TupleSource, extra []Sample, mint, maxt int64) *Iterator {
 	i, ok := it.(*Iterator)
-	if !ok {
+	if !ok || i == nil {
 		i = &Iterator{}
 	}
 	*i = Iterator{src: src, extra: extra, mint: mint, maxt: maxt, k: -1}
