@@ -23,7 +23,7 @@ const (
 	MetaMagic           = "aerie-block"
 	MetaVersion         = 1
 	HeaderLen           = 8 // magic(4) version(1) reserved(3)
-	FooterLen           = numSections*20 + 8
+	FooterLen           = 88 // numSections × (offset 8, length 8, CRC 4) + CRC 4 + magic 4
 	numSections         = 4
 
 	// DefaultMetricInterval is the interval of block metrics in ms.
