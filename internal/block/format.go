@@ -22,7 +22,7 @@ const (
 	IndexVersion uint8  = 1
 	MetaMagic           = "aerie-block"
 	MetaVersion         = 1
-	HeaderLen           = 8 // magic(4) version(1) reserved(3)
+	HeaderLen           = 8  // magic(4) version(1) reserved(3)
 	FooterLen           = 88 // numSections × (offset 8, length 8, CRC 4) + CRC 4 + magic 4
 	numSections         = 4
 
