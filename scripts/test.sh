@@ -30,8 +30,8 @@ go test -race -short -count=1 -timeout 20m ./...
 step "invariants build"
 go test -tags invariants -short -count=1 ./internal/...
 
-step "differential test against prometheus/tsdb and kill -9 crash test (full size)"
-go test -count=1 -timeout 20m -run 'TestDifferential|TestCrashKill9' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "full tests failed"; exit 1; }
+step "differential test against prometheus/tsdb, kill -9 crash test, replay memory (full size)"
+go test -count=1 -timeout 20m -run 'TestDifferential|TestCrashKill9|TestReplayMemoryBounded' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "full tests failed"; exit 1; }
 
 step "fuzz (each target ${FUZZTIME})"
 for pkg in $(go list ./...); do

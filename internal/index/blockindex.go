@@ -318,11 +318,12 @@ func (bi *BlockIndex) decodeTTMapping(d decbuf) error {
 		for j := bi.ptr[i]; j < bi.ptr[i+1]; j++ {
 			at := d.off
 			c := d.uvarint()
-			if j > bi.ptr[i] {
+			// Bound the gap before adding, so a huge one cannot wrap around.
+			if j > bi.ptr[i] && c < ntags {
 				c += prev + 1
 			}
 			if d.err == nil && c >= ntags {
-				d.fail(at, "series %d references tag %d, but the tag array has %d", i, c, ntags)
+				d.fail(at, "series %d references a tag at or beyond %d, but the tag array has %d", i, c, ntags)
 			}
 			if d.err != nil {
 				break

@@ -47,4 +47,9 @@
 //     and MemIndex drop it, as Prometheus' head does.
 //  7. Bitmaps returned by a Reader and by Select are owned by the caller;
 //     indexes never hand out their internal postings.
+//  8. Select over a MemIndex that changes meanwhile never misses a matching
+//     series that existed throughout the call, and never returns a series
+//     added during it that does not match; it may return series deleted
+//     during it, which Labels then reports as missing (series refs are
+//     never reused, see model.SeriesRef).
 package index

@@ -61,7 +61,7 @@ func randomMatchers(rng *rand.Rand) []*labels.Matcher {
 // with a Prometheus TSDB holding the same random series.
 func TestSelectMatchesPrometheus(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	series := randomSeries(rng, 400)
+	series := randomSeries(rng, 300)
 
 	db, err := tsdb.Open(t.TempDir(), nil, nil, tsdb.DefaultOptions(), nil)
 	if err != nil {
@@ -85,7 +85,7 @@ func TestSelectMatchesPrometheus(t *testing.T) {
 	defer q.Close()
 
 	readers := buildReaders(t, series)
-	const rounds = 2500
+	const rounds = 2000
 	partial := 0 // selections that are neither empty nor everything
 	for i := 0; i < rounds; i++ {
 		ms := randomMatchers(rng)

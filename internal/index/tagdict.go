@@ -58,6 +58,7 @@ type TagDict struct {
 	size   int64      // length of the valid, durable file prefix
 	werr   error      // sticky: a failed write that could not be undone
 	buf    []byte     // record encoding buffer
+	torn   int64      // bytes of torn tail cut off by OpenTagDict; immutable
 
 	mu     sync.RWMutex // guards the following
 	pairs  []pair       // global code → pair; append-only
@@ -118,6 +119,7 @@ func openTagDictFile(path string, f *os.File) (*TagDict, error) {
 	}
 	d.f = f
 	d.size = int64(valid)
+	d.torn = int64(len(data) - valid)
 	d.synced = len(d.pairs)
 	return d, nil
 }
@@ -229,6 +231,11 @@ func (d *TagDict) decodeRecord(data []byte, start, end int) error {
 	}
 	return db.err
 }
+
+// TornBytes returns how many bytes of a torn last record OpenTagDict cut
+// off the file, so the engine can log the repair. The pairs in them were
+// never synced, so no block references them.
+func (d *TagDict) TornBytes() int64 { return d.torn }
 
 // Code returns the global code of name=value.
 func (d *TagDict) Code(name, value string) (uint32, bool) {

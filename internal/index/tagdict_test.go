@@ -157,6 +157,9 @@ func TestTagDictTornTail(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		checkPairs(t, d, kept)
+		if d.TornBytes() != int64(len(content)-last) {
+			t.Fatalf("%s: TornBytes = %d, want %d", name, d.TornBytes(), len(content)-last)
+		}
 		if st, _ := os.Stat(path); st.Size() != int64(last) {
 			t.Fatalf("%s: file is %d bytes after open, want %d", name, st.Size(), last)
 		}
