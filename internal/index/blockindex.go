@@ -29,10 +29,10 @@ const (
 )
 
 const (
-	blockIndexHeaderSize  = 5 // magic <4b> version <1b>
-	sectionHeaderSize     = 5 // id <1b> len <4b>
-	sectionTrailerSize    = 4 // crc32c <4b>
-	blockIndexFileSection = "header"
+	blockIndexHeaderSize = 5 // magic <4b> version <1b>
+	sectionHeaderSize    = 5 // id <1b> len <4b>
+	sectionTrailerSize   = 4 // crc32c <4b>
+	headerSection        = "header"
 )
 
 func (s SectionID) String() string {
@@ -192,15 +192,15 @@ type BlockIndex struct {
 // names the failing section and whose Offset counts from src[0].
 func DecodeBlockIndex(src []byte, dict *TagDict) (*BlockIndex, error) {
 	if len(src) < blockIndexHeaderSize {
-		return nil, corruptf("", blockIndexFileSection, 0, "%d bytes, shorter than the %d-byte header", len(src), blockIndexHeaderSize)
+		return nil, corruptf("", headerSection, 0, "%d bytes, shorter than the %d-byte header", len(src), blockIndexHeaderSize)
 	}
 	if m := binary.BigEndian.Uint32(src); m != BlockIndexMagic {
-		return nil, corruptf("", blockIndexFileSection, 0, "bad magic %#08x, want %#08x", m, BlockIndexMagic)
+		return nil, corruptf("", headerSection, 0, "bad magic %#08x, want %#08x", m, BlockIndexMagic)
 	}
 	switch v := src[4]; v {
 	case BlockIndexVersion:
 	default:
-		return nil, corruptf("", blockIndexFileSection, 4, "unsupported block index version %d", v)
+		return nil, corruptf("", headerSection, 4, "unsupported block index version %d", v)
 	}
 	off := blockIndexHeaderSize
 	tagSec, err := readSection(src, &off, SectionTagArray)

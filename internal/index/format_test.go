@@ -5,57 +5,44 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/aerie-db/aerie/internal/formatdoc"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
-// TestFormatDocsConstants checks the constant tables of docs/format against
-// the code, so the specs cannot drift.
-func TestFormatDocsConstants(t *testing.T) {
-	docs := map[string]map[string]uint64{
-		"tagdict.md": {
-			"TagDictMagic":   uint64(TagDictMagic),
-			"TagDictVersion": uint64(TagDictVersion),
-		},
-		"ttmapping.md": {
-			"BlockIndexMagic":   uint64(BlockIndexMagic),
-			"BlockIndexVersion": uint64(BlockIndexVersion),
-			"SectionTagArray":   uint64(SectionTagArray),
-			"SectionTTMapping":  uint64(SectionTTMapping),
-		},
+// TestFormatDoc checks the constant tables of docs/format/tagdict.md and
+// ttmapping.md against the code: together they list exactly the package's
+// exported constants, with their values.
+func TestFormatDoc(t *testing.T) {
+	specs := map[string]uint32{ // spec → the magic its diagram shows
+		"../../docs/format/tagdict.md":   TagDictMagic,
+		"../../docs/format/ttmapping.md": BlockIndexMagic,
 	}
-	row := regexp.MustCompile("(?m)^\\| `(\\w+)` \\| `([^`]+)` \\|$")
-	for file, want := range docs {
-		text, err := os.ReadFile(filepath.Join("..", "..", "docs", "format", file))
+	want := formatdoc.Exported(t, ".")
+	seen := map[string]bool{}
+	for spec, magic := range specs {
+		for k, v := range formatdoc.Table(t, spec) {
+			if w, ok := want[k]; !ok {
+				t.Errorf("%s: table lists %s, which the code does not export", spec, k)
+			} else if v != w {
+				t.Errorf("%s: constant %s is %s in the table, %s in code", spec, k, v, w)
+			}
+			seen[k] = true
+		}
+		text, err := os.ReadFile(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]uint64{}
-		for _, m := range row.FindAllStringSubmatch(string(text), -1) {
-			v, err := strconv.ParseUint(m[2], 0, 64)
-			if err != nil {
-				t.Fatalf("%s: constant %s has value %q: %v", file, m[1], m[2], err)
-			}
-			got[m[1]] = v
+		if d := fmt.Sprintf("magic(0x%08X)", magic); !strings.Contains(string(text), d) {
+			t.Errorf("%s: diagram does not show %s", spec, d)
 		}
-		for name, v := range want {
-			if g, ok := got[name]; !ok || g != v {
-				t.Errorf("%s: %s is %#x in the code, %#x (present: %v) in the doc", file, name, v, g, ok)
-			}
-		}
-		for name := range got {
-			if _, ok := want[name]; !ok {
-				t.Errorf("%s names constant %s, which the code does not have", file, name)
-			}
-		}
-		for name, v := range want {
-			if strings.HasSuffix(name, "Magic") && !bytes.Contains(text, fmt.Appendf(nil, "magic(0x%08X)", v)) {
-				t.Errorf("%s: diagram does not show magic(0x%08X)", file, v)
-			}
+	}
+	for k, v := range want {
+		if !seen[k] {
+			t.Errorf("constant %s = %s is in no spec", k, v)
 		}
 	}
 }
