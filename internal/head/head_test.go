@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aerie-db/aerie/internal/model"
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
 
@@ -200,4 +201,28 @@ func TestTupleSizes(t *testing.T) {
 			require.Equal(t, float64(i)*0.1, s.V)
 		}
 	}
+}
+
+func TestAppendRow(t *testing.T) {
+	h := New(Options{}, nil)
+	var gid0 uint32
+	for s := 0; s < 4; s++ {
+		gid, slot, err := h.Join(lbl("__name__", string(rune('a'+s)), "job", "j", "instance", "i"))
+		require.NoError(t, err)
+		require.Equal(t, s, int(slot))
+		gid0 = uint32(gid)
+	}
+	_, _, err := h.Join(labels.EmptyLabels())
+	require.ErrorIs(t, err, ErrEmptyLabels)
+	for i := int64(0); i < 30; i++ {
+		vals := []float64{float64(i), math.NaN(), float64(-i), 7}
+		pres := []bool{true, i%3 == 0, true, i%2 == 0}
+		require.NoError(t, h.AppendRow(model.GroupID(gid0), i*1000, vals, pres))
+	}
+	require.Len(t, samplesOf(t, h, "a"), 30)
+	require.Len(t, samplesOf(t, h, "b"), 10)
+	require.Len(t, samplesOf(t, h, "d"), 15)
+	require.ErrorIs(t, h.AppendRow(model.GroupID(gid0), 99_000, make([]float64, 5), []bool{false, false, false, false, true}), ErrTooManyRows)
+	require.ErrorIs(t, h.AppendRow(model.GroupID(gid0), 0, []float64{1}, []bool{true}), storage.ErrDuplicateSampleForTimestamp)
+	require.Error(t, h.AppendRow(99, 0, nil, nil))
 }
