@@ -642,7 +642,7 @@ func Generate(cfg WorkloadConfig) *Workload {
 			candidates = append(candidates, gi)
 		}
 	}
-	for left := cfg.TooOld; left > 0 && len(candidates) > 0; {
+	for left, attempts := cfg.TooOld, 0; left > 0 && len(candidates) > 0 && attempts < 100*cfg.TooOld; attempts++ {
 		gi := candidates[master.IntN(len(candidates))]
 		tg := tgs[gi]
 		maxTick := int((limit - cfg.Start) / cfg.Interval)
