@@ -63,20 +63,24 @@ func (a *Appender) Rollback() error {
 func (a *Appender) Commit() error {
 	defer a.Rollback()
 	rej := a.rej
-	if len(a.pend) > 0 {
-		for {
-			err := a.h.commit(a.pend, &rej)
-			if err == errRetry {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			break
+	return a.h.commitAll(a.pend, &rej)
+}
+
+// commitAll commits pend, retrying when a series moved groups meanwhile
+// (commit returns errRetry before it validates anything), and returns rej
+// if any sample was rejected.
+func (h *Head) commitAll(pend []pending, rej *AppendError) error {
+	if len(pend) > 0 {
+		err := h.commit(pend, rej)
+		for err == errRetry {
+			err = h.commit(pend, rej)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if rej.Rejected > 0 {
-		return &rej
+		return rej
 	}
 	return nil
 }

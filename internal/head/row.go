@@ -74,23 +74,5 @@ func (h *Head) AppendRow(gid model.GroupID, t int64, values []float64, presence 
 		pend = append(pend, pending{s: g.slots[slot], t: t, v: values[slot], idx: slot})
 	}
 	g.mu.RUnlock()
-	if len(pend) == 0 {
-		return nil
-	}
-	var rej AppendError
-	for {
-		err := h.commit(pend, &rej)
-		if err == errRetry {
-			rej = AppendError{}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		break
-	}
-	if rej.Rejected > 0 {
-		return &rej
-	}
-	return nil
+	return h.commitAll(pend, &AppendError{})
 }

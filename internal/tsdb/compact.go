@@ -102,21 +102,20 @@ func (db *DB) applyRetention() error {
 	}
 	cutoff := newest - db.opts.Retention
 	db.mu.Lock()
-	var keep, drop []*blockRef
+	var keep, drop []*block.Reader
 	for _, b := range db.blocks {
 		if b.Meta().MaxTime <= cutoff {
-			drop = append(drop, &blockRef{b})
+			drop = append(drop, b)
 		} else {
-			keep = append(keep, &blockRef{b})
+			keep = append(keep, b)
 		}
 	}
-	db.blocks = db.blocks[:0]
-	for _, k := range keep {
-		db.blocks = append(db.blocks, k.Reader)
-	}
+	db.blocks = keep
 	db.mu.Unlock()
 	for _, d := range drop {
-		d.Close() // waits for no one: readers hold their own references
+		// Queriers hold their own references; the file closes with the
+		// last one, and an unlinked file stays readable until then.
+		d.Close()
 		if err := os.RemoveAll(d.Dir()); err != nil {
 			return fmt.Errorf("retention: delete block %s: %w", d.Dir(), err)
 		}
@@ -124,8 +123,6 @@ func (db *DB) applyRetention() error {
 	}
 	return nil
 }
-
-type blockRef struct{ *block.Reader }
 
 // truncateWAL deletes the oldest segments whose rows are all in blocks,
 // after writing the live definitions to a checkpoint.
