@@ -349,6 +349,20 @@ func rowsRecord(id model.GroupID, width int, rows []row) *wal.RowsDef {
 // stored timestamp) are rejected here, deterministically, so WAL replay
 // rejects the same ones. Called with g.appendMu held.
 func (h *Head) applyRows(g *group, rows []row, rej *AppendError) {
+	h.applyRowsLocked(g, rows, rej)
+	// Series that have data now are in the index (see Head.idxMu).
+	h.idxMu.RLock()
+	defer h.idxMu.RUnlock()
+	for _, r := range rows {
+		for _, s := range r.series {
+			if !s.indexed.Load() && s.indexed.CompareAndSwap(false, true) {
+				h.idx.Add(uint32(s.ref), s.lset)
+			}
+		}
+	}
+}
+
+func (h *Head) applyRowsLocked(g *group, rows []row, rej *AppendError) {
 	ts := h.opts.TupleSize
 	g.mu.Lock()
 	defer g.mu.Unlock()

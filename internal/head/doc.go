@@ -31,7 +31,12 @@
 //  4. Lock order: Head.regMu is never held while taking a group lock;
 //     several group append locks are taken in increasing group id order;
 //     group.appendMu is taken before group.mu.
-//  5. Every row applied to the head was first written to the WAL (when one is
+//  5. The head's label index lists exactly the series with data in the
+//     head (up to the moment a flush drops a partition): appliers add a
+//     series after storing its rows, the flush removes those left without
+//     data, and Head.idxMu orders the two. The registry keeps every series
+//     so refs stay stable for the WAL.
+//  6. Every row applied to the head was first written to the WAL (when one is
 //     configured); application is deterministic, so WAL replay rebuilds the
 //     same state, including the same duplicate rejections.
 package head

@@ -123,16 +123,62 @@ func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 }
 
 // DropPartition removes partition pid from every group (after its block is
-// durable) and raises the minimum valid time to the partition's end.
+// durable), raises the minimum valid time to the partition's end, and
+// removes from the head's index the series left without data in the head
+// (their data are in blocks now).
 func (h *Head) DropPartition(pid int64) {
 	_, maxt := h.PartitionBounds(pid)
 	h.SetMinValidTime(maxt)
+	var dropped []*memSeries
 	for _, g := range h.groupList() {
 		g.mu.Lock()
-		delete(g.parts, pid)
+		if p := g.parts[pid]; p != nil {
+			for slot, c := range p.cols {
+				if c != nil && c.n > 0 {
+					dropped = append(dropped, g.slots[slot])
+				}
+			}
+			delete(g.parts, pid)
+		}
 		g.mu.Unlock()
 	}
 	h.recomputeMinT()
+	h.gcSeries(dropped)
+}
+
+// gcSeries removes from the index the series of ss that have no data left
+// in the head. The registry keeps them (their refs stay stable for the WAL).
+func (h *Head) gcSeries(ss []*memSeries) {
+	h.idxMu.Lock()
+	defer h.idxMu.Unlock()
+	for _, s := range ss {
+		if !s.indexed.Load() || h.hasData(s) {
+			continue
+		}
+		s.indexed.Store(false)
+		h.idx.Delete(uint32(s.ref))
+	}
+}
+
+// hasData reports whether any head partition holds samples of s.
+func (h *Head) hasData(s *memSeries) bool {
+	h.regMu.RLock()
+	locs := append([]*group(nil), s.locs...)
+	h.regMu.RUnlock()
+	for _, g := range locs {
+		g.mu.RLock()
+		slot, ok := g.slotOf[s]
+		if ok {
+			for _, p := range g.parts {
+				if int(slot) < len(p.cols) && p.cols[slot] != nil && p.cols[slot].n > 0 {
+					g.mu.RUnlock()
+					return true
+				}
+			}
+		}
+		g.mu.RUnlock()
+	}
+	return false
 }
 
 func (h *Head) recomputeMinT() {

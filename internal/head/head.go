@@ -81,6 +81,7 @@ type memSeries struct {
 	lset labels.Labels
 
 	lastT   atomic.Int64 // last in-order timestamp; written under the current group's appendMu
+	indexed atomic.Bool  // in Head.idx; see Head.idxMu
 	lastV   atomic.Uint64
 	misfits int // guarded by the current group's appendMu
 
@@ -100,7 +101,13 @@ type Head struct {
 	groups     []*group     // index = id; groups[0] is nil
 	groupByKey map[string]*group
 
-	idx *index.MemIndex
+	// idx lists the series that have data in the head. idxMu orders
+	// index membership changes: the garbage collector holds it exclusively
+	// while it checks a series has no data and removes it; appliers hold
+	// it shared, after storing rows, while they re-add series that were
+	// removed. So a series that gets data is never left out of idx.
+	idxMu sync.RWMutex
+	idx   *index.MemIndex
 
 	maxT     atomic.Int64 // greatest timestamp stored
 	minT     atomic.Int64 // least timestamp stored
@@ -194,7 +201,6 @@ func (h *Head) getOrCreate(lset labels.Labels) (*memSeries, error) {
 	s.locs = []*group{g}
 	h.refs = append(h.refs, s)
 	h.byHash[hash] = append(h.byHash[hash], s)
-	h.idx.Add(uint32(s.ref), s.lset)
 	return s, nil
 }
 

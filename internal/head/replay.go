@@ -42,7 +42,6 @@ func (h *Head) ReplaySeries(d wal.SeriesDef) error {
 		h.refs[d.Ref] = s
 		hash := s.lset.Hash()
 		h.byHash[hash] = append(h.byHash[hash], s)
-		h.idx.Add(uint32(d.Ref), s.lset)
 	} else if s.cur != g {
 		s.cur = g
 		known := false

@@ -25,6 +25,10 @@ func TestRetentionDeletesOldBlocks(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	fillDB(t, db, 0, 240) // 1 h
+	app := db.Appender()
+	require.NoError(t, app.Append(labels.FromStrings("__name__", "m", "job", "j", "s", "gone"), 3_000_000, 1))
+	require.NoError(t, app.Commit())
+	require.Equal(t, []string{"a", "b", "c", "d", "e", "gone"}, labelValues(t, db, "s"))
 	require.NoError(t, db.FlushHead())
 	fillDB(t, db, 240, 480)
 	require.NoError(t, db.FlushHead())
@@ -42,6 +46,19 @@ func TestRetentionDeletesOldBlocks(t *testing.T) {
 	for _, ss := range got {
 		require.Greater(t, ss[0].t, int64(3600_000-1), "samples of deleted blocks are gone")
 	}
+	// A series whose data were only in the deleted block is gone from the
+	// label APIs too: the head dropped it from its index at flush.
+	require.Equal(t, []string{"a", "b", "c", "d", "e"}, labelValues(t, db, "s"))
+}
+
+func labelValues(t *testing.T, db *DB, name string) []string {
+	t.Helper()
+	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	require.NoError(t, err)
+	defer q.Close()
+	vs, _, err := q.LabelValues(context.Background(), name, nil)
+	require.NoError(t, err)
+	return vs
 }
 
 // TestConcurrentAppendQueryFlush runs appenders, queries and flushes at
