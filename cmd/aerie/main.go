@@ -1,5 +1,3 @@
-// Command aerie is Aerie's one binary. Today it carries the operator tools
-// over the storage engine; `serve` arrives with the HTTP server.
 package main
 
 import (
