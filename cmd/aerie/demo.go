@@ -113,7 +113,7 @@ func writeDemo(db *tsdb.DB, targets, hours int, end int64) (int, error) {
 		l    labels.Labels
 		v    float64
 		rate float64
-		kind int // 0 counter, 1 gauge, 2 constant
+		kind int // 0 counter, 1 gauge, 2 constant, 3 up (1)
 	}
 	var all [][]ser
 	for t := 0; t < targets; t++ {
@@ -122,7 +122,7 @@ func writeDemo(db *tsdb.DB, targets, hours int, end int64) (int, error) {
 		add := func(kind int, rate float64, kv ...string) {
 			ss = append(ss, ser{l: labels.FromStrings(append([]string{"job", "node", "instance", inst}, kv...)...), v: rng.Float64() * 1000, rate: rate, kind: kind})
 		}
-		add(2, 0, "__name__", "up")
+		add(3, 0, "__name__", "up")
 		for cpu := 0; cpu < 4; cpu++ {
 			for _, mode := range []string{"idle", "user", "system", "iowait", "irq", "softirq", "steal", "nice"} {
 				add(0, rng.Float64(), "__name__", "node_cpu_seconds_total", "cpu", fmt.Sprint(cpu), "mode", mode)
@@ -133,6 +133,11 @@ func writeDemo(db *tsdb.DB, targets, hours int, end int64) (int, error) {
 		}
 		for _, le := range []string{"0.005", "0.01", "0.05", "0.1", "0.5", "1", "+Inf"} {
 			add(0, 5, "__name__", "http_request_duration_seconds_bucket", "le", le)
+		}
+		// Most of a real node_exporter's series are constant for hours
+		// (sizes, info metrics, flags): 607 of 950 in shared/data's capture.
+		for i := 0; i < 60; i++ {
+			add(2, 0, "__name__", "node_filesystem_size_bytes", "mountpoint", fmt.Sprintf("/mnt/%d", i))
 		}
 		all = append(all, ss)
 	}
@@ -149,6 +154,8 @@ func writeDemo(db *tsdb.DB, targets, hours int, end int64) (int, error) {
 				case 1:
 					s.v = math.Max(0, s.v+rng.NormFloat64())
 				case 2:
+					s.v = float64(s.l.Hash()%1000) * 1e6 // stable per series
+				case 3:
 					s.v = 1
 				}
 				if err := app.Append(s.l, ts, math.Round(s.v*100)/100); err != nil {
