@@ -144,7 +144,7 @@ func writeDemo(db *tsdb.DB, targets, hours int, end int64) (int, error) {
 	n := 0
 	for r := 0; r < rows; r++ {
 		for t, ss := range all {
-			app := db.Appender()
+			app := db.RowAppender()
 			ts := begin + int64(r)*step + rng.Int63n(100)
 			for i := range ss {
 				s := &ss[i]

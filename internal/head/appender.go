@@ -48,6 +48,82 @@ func (a *Appender) Append(lset labels.Labels, t int64, v float64) error {
 	return nil
 }
 
+// Check reports the error Commit would give the sample (t, v) of lset
+// given what is committed now: label, bounds and out-of-order rules, and a
+// duplicate of the series' last sample. Prometheus' own appender reports
+// these at Append time, and clients such as the scrape loop and the remote
+// write handler count them there; Aerie's Commit still decides, so a
+// sample that passes Check can be rejected by a concurrent commit. With
+// inOrderOnly, a sample older than the series' last one is out of order
+// even inside the out-of-order window (storage.AppendOptions'
+// DiscardOutOfOrder, which the scrape loop sets).
+func (a *Appender) Check(lset labels.Labels, t int64, v float64, inOrderOnly bool) error {
+	if err := ValidateLabels(lset); err != nil {
+		return err
+	}
+	h := a.h
+	h.regMu.RLock()
+	s := h.findLocked(lset.Hash(), lset)
+	h.regMu.RUnlock()
+	lim := h.limits()
+	if s == nil {
+		_, err := lim.check(t, v, math.MinInt64, 0)
+		return err
+	}
+	last := s.lastT.Load()
+	if inOrderOnly && t < last {
+		return ErrOutOfOrder
+	}
+	_, err := lim.check(t, v, last, s.lastV.Load())
+	return err
+}
+
+// limits are the time bounds of appends, from the committed state.
+type limits struct {
+	minValid   int64 // blocks cover what is below
+	minInOrder int64 // in-order samples below are out of bounds
+	oooMin     int64 // out-of-order samples below are too old
+	oooWindow  int64
+}
+
+func (h *Head) limits() limits {
+	headMaxT := h.maxT.Load()
+	l := limits{minValid: h.minValid.Load(), oooMin: math.MinInt64, oooWindow: h.opts.OOOWindow}
+	l.minInOrder = l.minValid
+	if headMaxT != math.MinInt64 {
+		l.minInOrder = max(l.minInOrder, headMaxT-h.opts.PartitionRange/2)
+		l.oooMin = headMaxT - h.opts.OOOWindow
+	}
+	return l
+}
+
+// check applies Prometheus' rules (memSeries.appendable) to a sample at t
+// of a series whose last in-order sample is (last, lastV). dup is true for
+// an identical duplicate of that sample, which is accepted as a no-op.
+func (l limits) check(t int64, v float64, last int64, lastV uint64) (dup bool, err error) {
+	switch {
+	case t < l.minValid:
+		return false, ErrOutOfBounds
+	case t > last:
+		if t < l.minInOrder {
+			return false, ErrOutOfBounds
+		}
+		return false, nil
+	case t == last:
+		if math.Float64bits(v) != lastV {
+			return false, ErrDuplicateValue
+		}
+		return true, nil
+	case l.oooWindow > 0 && t >= l.oooMin:
+		return false, nil
+	case l.oooWindow > 0:
+		return false, ErrTooOld
+	case t < l.minInOrder:
+		return false, ErrOutOfBounds
+	}
+	return false, ErrOutOfOrder
+}
+
 // Rollback drops the buffered samples.
 func (a *Appender) Rollback() error {
 	a.pend = a.pend[:0]
@@ -127,16 +203,7 @@ func (h *Head) commit(pend []pending, rej *AppendError) error {
 	h.regMu.RUnlock()
 
 	// 2. Validate and form rows, per group.
-	headMaxT := h.maxT.Load()
-	minValid := h.minValid.Load()
-	minInOrder := minValid
-	if headMaxT != math.MinInt64 && headMaxT-h.opts.PartitionRange/2 > minInOrder {
-		minInOrder = headMaxT - h.opts.PartitionRange/2
-	}
-	oooMin := int64(math.MinInt64)
-	if headMaxT != math.MinInt64 {
-		oooMin = headMaxT - h.opts.OOOWindow
-	}
+	lim := h.limits()
 	type batch struct {
 		g    *group
 		rows []row
@@ -166,31 +233,10 @@ func (h *Head) commit(pend []pending, rej *AppendError) error {
 				sl = p.s.lastT.Load()
 				lastV[p.s] = p.s.lastV.Load()
 			}
-			var err error
-			switch {
-			case p.t < minValid:
-				err = ErrOutOfBounds
-			case p.t > sl:
-				if p.t < minInOrder {
-					err = ErrOutOfBounds
-				}
-			case p.t == sl:
-				if math.Float64bits(p.v) != lastV[p.s] {
-					err = ErrDuplicateValue
-				} else {
-					rej.Accepted++ // identical duplicate: stored already
-					continue
-				}
-			default: // out of order for the series
-				switch {
-				case h.opts.OOOWindow > 0 && p.t >= oooMin:
-				case h.opts.OOOWindow > 0:
-					err = ErrTooOld
-				case p.t < minInOrder:
-					err = ErrOutOfBounds
-				default:
-					err = ErrOutOfOrder
-				}
+			dup, err := lim.check(p.t, p.v, sl, lastV[p.s])
+			if dup {
+				rej.Accepted++ // identical to the stored sample
+				continue
 			}
 			if err != nil {
 				rej.add(p.idx, p.s.lset, p.t, err)

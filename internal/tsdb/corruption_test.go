@@ -19,7 +19,7 @@ import (
 func fillDB(t *testing.T, db *DB, from, to int64) {
 	t.Helper()
 	for i := from; i < to; i++ {
-		app := db.Appender()
+		app := db.RowAppender()
 		for s := 0; s < 5; s++ {
 			require.NoError(t, app.Append(labels.FromStrings("__name__", "m", "job", "j", "s", string(rune('a'+s))), i*15_000, float64(i+int64(s))))
 		}

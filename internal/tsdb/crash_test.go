@@ -49,7 +49,7 @@ func TestCrashChild(t *testing.T) {
 	out := bufio.NewWriter(os.Stdout)
 	for i := start; ; i++ {
 		for g := 0; g < 4; g++ {
-			app := db.Appender()
+			app := db.RowAppender()
 			for s := 0; s < 10; s++ {
 				if err := app.Append(crashSeries(g, s), i*1000, crashValue(g, s, i)); err != nil {
 					fmt.Println("append error:", err)

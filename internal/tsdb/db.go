@@ -81,6 +81,10 @@ type DB struct {
 	quarantined atomic.Int64
 	flushes     atomic.Int64
 
+	meta     metadataStore
+	rejMu    sync.Mutex // guards rejected
+	rejected map[string]int64
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -337,9 +341,10 @@ func (db *DB) Blocks() []block.Meta {
 	return out
 }
 
-// Appender returns an appender: Append buffers, Commit makes the rows
-// durable and visible.
-func (db *DB) Appender() *head.Appender { return db.head.Appender() }
+// RowAppender returns the engine's own appender: Append buffers, Commit
+// forms group rows, makes them durable and visible, and reports every
+// rejected sample in an *head.AppendError.
+func (db *DB) RowAppender() *head.Appender { return db.head.Appender() }
 
 // Close stops the background loop and closes the WAL, blocks and TagDict.
 // The head's rows stay in the WAL for the next Open.

@@ -45,7 +45,7 @@ func TestDBRoundTrip(t *testing.T) {
 	want := map[string][]smp{}
 	stale := math.Float64frombits(value.StaleNaN)
 	for i := int64(0); i < 400; i++ {
-		app := db.Appender()
+		app := db.RowAppender()
 		ts := i*15_000 + i%7
 		for s := 0; s < 20; s++ {
 			if s == 3 && i%2 == 1 {

@@ -12,7 +12,7 @@ import (
 // aerieEngine adapts a DB to the differential harness.
 type aerieEngine struct{ *DB }
 
-func (e aerieEngine) NewAppender() difftest.Appender { return e.DB.Appender() }
+func (e aerieEngine) NewAppender() difftest.Appender { return e.DB.RowAppender() }
 
 // TestDifferential writes one randomized workload into Aerie and into
 // prometheus/tsdb and compares random Selects and PromQL results bit for

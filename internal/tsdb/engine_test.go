@@ -25,7 +25,7 @@ func TestRetentionDeletesOldBlocks(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	fillDB(t, db, 0, 240) // 1 h
-	app := db.Appender()
+	app := db.RowAppender()
 	require.NoError(t, app.Append(labels.FromStrings("__name__", "m", "job", "j", "s", "gone"), 3_000_000, 1))
 	require.NoError(t, app.Commit())
 	require.Equal(t, []string{"a", "b", "c", "d", "e", "gone"}, labelValues(t, db, "s"))
@@ -82,7 +82,7 @@ func TestConcurrentAppendQueryFlush(t *testing.T) {
 				round.Add(1)
 				go func(w int) {
 					defer round.Done()
-					app := db.Appender()
+					app := db.RowAppender()
 					for s := 0; s < width; s++ {
 						l := labels.FromStrings("__name__", fmt.Sprintf("m%d", s), "job", "j", "instance", fmt.Sprint(w))
 						if err := app.Append(l, i*1000, float64(i)); err != nil {

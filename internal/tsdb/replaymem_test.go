@@ -34,7 +34,7 @@ func TestReplayMemoryBounded(t *testing.T) {
 	}
 	for i := int64(0); i < rows; i++ {
 		for g := range lsets {
-			app := db.Appender()
+			app := db.RowAppender()
 			for s, l := range lsets[g] {
 				require.NoError(t, app.Append(l, i*15_000, float64(i*int64(s))*0.25))
 			}

@@ -1,0 +1,157 @@
+package tsdb
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/metadata"
+	"github.com/prometheus/prometheus/storage"
+
+	"github.com/aerie-db/aerie/internal/head"
+)
+
+// ErrNativeHistogram is returned for native histogram samples: Aerie
+// stores float samples only (classic histograms, as _bucket series, work).
+var ErrNativeHistogram = errors.New("native histograms are not supported by Aerie; send classic histograms")
+
+// Appender implements storage.Appendable, so Prometheus' scrape manager,
+// rules manager and remote-write handler write into Aerie. Each Append is
+// checked against the committed state as Prometheus' head does, so its
+// callers count out-of-bounds and duplicate samples per sample; Commit
+// forms the group rows (one scrape of one target is one row) and returns
+// once they are durable.
+func (db *DB) Appender(ctx context.Context) storage.Appender {
+	return &appender{db: db, app: db.head.Appender()}
+}
+
+type appender struct {
+	db   *DB
+	app  *head.Appender
+	opts storage.AppendOptions
+}
+
+func (a *appender) Append(_ storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
+	if err := a.app.Check(l, t, v, a.opts.DiscardOutOfOrder); err != nil {
+		return 0, err
+	}
+	if err := a.app.Append(l, t, v); err != nil {
+		return 0, err
+	}
+	// Refs are not exposed: Aerie resolves labels at Append, and 0 tells
+	// callers not to cache.
+	return 0, nil
+}
+
+func (a *appender) SetOptions(o *storage.AppendOptions) {
+	if o != nil {
+		a.opts = *o
+	}
+}
+
+// Commit stores the batch. Samples the head rejects at commit (a race with
+// another commit, or a duplicate inside the batch) are counted and
+// dropped, as Prometheus' head does; only a storage failure is an error.
+func (a *appender) Commit() error {
+	err := a.app.Commit()
+	var ae *head.AppendError
+	if errors.As(err, &ae) {
+		a.db.countCommitRejections(ae)
+		return nil
+	}
+	return err
+}
+
+func (a *appender) Rollback() error { return a.app.Rollback() }
+
+// AppendExemplar drops the exemplar: Aerie does not store exemplars, and
+// /api/v1/query_exemplars answers empty.
+func (a *appender) AppendExemplar(ref storage.SeriesRef, _ labels.Labels, _ exemplar.Exemplar) (storage.SeriesRef, error) {
+	return ref, nil
+}
+
+func (a *appender) AppendHistogram(storage.SeriesRef, labels.Labels, int64, *histogram.Histogram, *histogram.FloatHistogram) (storage.SeriesRef, error) {
+	return 0, ErrNativeHistogram
+}
+
+func (a *appender) AppendHistogramSTZeroSample(storage.SeriesRef, labels.Labels, int64, int64, *histogram.Histogram, *histogram.FloatHistogram) (storage.SeriesRef, error) {
+	return 0, ErrNativeHistogram
+}
+
+// UpdateMetadata records metric metadata (type, help, unit) per metric
+// name for /api/v1/metadata.
+func (a *appender) UpdateMetadata(ref storage.SeriesRef, l labels.Labels, m metadata.Metadata) (storage.SeriesRef, error) {
+	a.db.meta.set(l.Get(labels.MetricName), m)
+	return ref, nil
+}
+
+// AppendSTZeroSample ignores start timestamps (created-timestamp zero
+// injection is off in Aerie).
+func (a *appender) AppendSTZeroSample(ref storage.SeriesRef, _ labels.Labels, _, _ int64) (storage.SeriesRef, error) {
+	return ref, nil
+}
+
+// metadataStore keeps the latest metadata per metric name.
+type metadataStore struct {
+	mu sync.RWMutex // guards m
+	m  map[string]metadata.Metadata
+}
+
+func (s *metadataStore) set(name string, md metadata.Metadata) {
+	if name == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]metadata.Metadata{}
+	}
+	s.m[name] = md
+}
+
+// Metadata returns the metadata recorded for metric name.
+func (db *DB) Metadata(name string) (metadata.Metadata, bool) {
+	db.meta.mu.RLock()
+	defer db.meta.mu.RUnlock()
+	m, ok := db.meta.m[name]
+	return m, ok
+}
+
+// AllMetadata returns a copy of every metric's metadata.
+func (db *DB) AllMetadata() map[string]metadata.Metadata {
+	db.meta.mu.RLock()
+	defer db.meta.mu.RUnlock()
+	out := make(map[string]metadata.Metadata, len(db.meta.m))
+	for k, v := range db.meta.m {
+		out[k] = v
+	}
+	return out
+}
+
+// CommitRejections counts samples rejected at commit, by reason.
+func (db *DB) CommitRejections() map[string]int64 {
+	db.rejMu.Lock()
+	defer db.rejMu.Unlock()
+	out := make(map[string]int64, len(db.rejected))
+	for k, v := range db.rejected {
+		out[k] = v
+	}
+	return out
+}
+
+func (db *DB) countCommitRejections(ae *head.AppendError) {
+	db.rejMu.Lock()
+	defer db.rejMu.Unlock()
+	if db.rejected == nil {
+		db.rejected = map[string]int64{}
+	}
+	for reason, n := range ae.ByReason {
+		db.rejected[reason] += int64(n)
+	}
+	db.log.Debug("samples rejected at commit", "err", ae)
+}
+
+var _ storage.Appendable = (*DB)(nil)
