@@ -85,6 +85,9 @@ func (db *DB) flushPartition(pid int64) error {
 	db.mu.Unlock()
 	db.head.DropPartition(pid)
 	db.flushes.Add(1)
+	if db.opts.OnFlush != nil {
+		db.opts.OnFlush(time.Since(start))
+	}
 	db.log.Info("partition flushed", "block", meta.ULID, "mint", pmin, "maxt", pmax,
 		"series", meta.Stats.Series, "samples", meta.Stats.Samples, "bytes", meta.Stats.DataBytes+meta.Stats.IndexBytes, "took", time.Since(start))
 	return nil

@@ -43,6 +43,10 @@ type Options struct {
 	FlushCheckInterval time.Duration
 
 	Logger *slog.Logger
+
+	// Hooks for the server's metrics; nil is fine.
+	OnWALFsync func(time.Duration) // every WAL fsync
+	OnFlush    func(time.Duration) // every partition written as a block
 }
 
 func (o *Options) headOptions() head.Options {
@@ -69,6 +73,7 @@ type DB struct {
 	dict *index.TagDict
 	wal  *wal.WAL
 	head *head.Head
+	tomb *tombstones
 
 	flushMu sync.Mutex // serializes flushes, retention and WAL truncation
 
@@ -115,15 +120,22 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if db.dict, err = index.OpenTagDict(filepath.Join(dir, tagDictFilename)); err != nil {
 		return nil, fmt.Errorf("open tag dictionary: %w", err)
 	}
+	if db.tomb, err = openTombstones(filepath.Join(dir, tombstonesFilename)); err != nil {
+		db.dict.Close()
+		return nil, fmt.Errorf("open tombstones: %w", err)
+	}
 	if err := db.openBlocks(); err != nil {
+		db.tomb.close()
 		db.dict.Close()
 		return nil, err
 	}
 	db.wal, err = wal.Open(filepath.Join(dir, walDirname), wal.Options{
 		SegmentSize: o.WALSegmentSize, Sync: o.WALSync, SyncInterval: o.WALSyncInterval, Logger: o.Logger,
+		OnFsync: o.OnWALFsync,
 	})
 	if err != nil {
 		db.closeBlocks()
+		db.tomb.close()
 		db.dict.Close()
 		return nil, fmt.Errorf("open WAL: %w", err)
 	}
@@ -133,6 +145,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err := db.replay(); err != nil {
 		db.wal.Close()
 		db.closeBlocks()
+		db.tomb.close()
 		db.dict.Close()
 		return nil, err
 	}
@@ -355,6 +368,7 @@ func (db *DB) Close() error {
 	defer db.flushMu.Unlock()
 	err := db.wal.Close()
 	db.closeBlocks()
+	db.tomb.close()
 	if derr := db.dict.Close(); err == nil {
 		err = derr
 	}

@@ -110,7 +110,7 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	out := make([]storage.Series, 0, len(all))
 	var it chunkenc.Iterator
 	for _, e := range all {
-		s := &series{lset: e.lset, sources: e.sources}
+		s := &series{lset: e.lset, sources: e.sources, deleted: q.db.tomb.intervals(e.lset)}
 		if err := ctx.Err(); err != nil {
 			return storage.ErrSeriesSet(err)
 		}
@@ -135,19 +135,29 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 type series struct {
 	lset    labels.Labels
 	sources []source
+	deleted []Interval // tombstones
 }
 
 func (s *series) Labels() labels.Labels { return s.lset }
 
 func (s *series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
+	var out chunkenc.Iterator
 	if len(s.sources) == 1 {
-		return s.sources[0](it)
+		if d, ok := it.(*deletedIterator); ok {
+			it = d.Iterator
+		}
+		out = s.sources[0](it)
+	} else {
+		its := make([]chunkenc.Iterator, len(s.sources))
+		for i, src := range s.sources {
+			its[i] = src(nil)
+		}
+		out = seriesiter.Merge(its...)
 	}
-	its := make([]chunkenc.Iterator, len(s.sources))
-	for i, src := range s.sources {
-		its[i] = src(nil)
+	if len(s.deleted) > 0 {
+		return &deletedIterator{Iterator: out, ivs: s.deleted}
 	}
-	return seriesiter.Merge(its...)
+	return out
 }
 
 type seriesSet struct {
