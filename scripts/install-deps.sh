@@ -1,7 +1,37 @@
 #!/usr/bin/env bash
-# Installs what the tests need, idempotently. Today that is only the Go
-# module cache (prometheus/tsdb, the differential peer, is a Go library);
-# later issues add Debian packages here.
+# Installs what the tests need, idempotently: the Go module cache
+# (prometheus/tsdb, the differential peer, is a Go library) and, for the
+# end-to-end tests (internal/e2e, scripts/e2e.sh), Debian's Prometheus and
+# node_exporter. The e2e tests skip, with a message, when those are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go mod download
+
+# Debian 12 ships prometheus 2.42 and prometheus-node-exporter 1.5. apt does
+# not start their services here (no systemd); the tests start their own.
+need=()
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+command -v prometheus-node-exporter >/dev/null 2>&1 || need+=(prometheus-node-exporter)
+if [ ${#need[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "warning: no apt-get: not installing ${need[*]}; the end-to-end tests will skip" >&2
+  else
+    sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+      if command -v sudo >/dev/null 2>&1; then sudo=(sudo); else
+        echo "warning: not root and no sudo: not installing ${need[*]}; the end-to-end tests will skip" >&2
+        exit 0
+      fi
+    fi
+    echo "installing ${need[*]} (Debian packages, for the end-to-end tests)"
+    export DEBIAN_FRONTEND=noninteractive
+    # Update the lists only when the install fails on stale or missing ones.
+    if ! "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/tmp/aerie-apt.log 2>&1; then
+      "${sudo[@]}" apt-get update -qq >>/tmp/aerie-apt.log 2>&1 || true
+      if ! "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >>/tmp/aerie-apt.log 2>&1; then
+        tail -20 /tmp/aerie-apt.log >&2
+        echo "warning: could not install ${need[*]}; the end-to-end tests will skip" >&2
+      fi
+    fi
+  fi
+fi

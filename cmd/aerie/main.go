@@ -21,6 +21,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDemoCmd(), newInspectCmd())
+	root.AddCommand(newServeCmd(), newDemoCmd(), newInspectCmd())
 	return root
 }

@@ -1,0 +1,46 @@
+// Package ingest holds Aerie's push-ingestion HTTP handlers: InfluxDB line
+// protocol (/write, /api/v2/write) and the Prometheus text / OpenMetrics
+// import of VictoriaMetrics (/api/v1/import/prometheus). Each handler is a
+// plain http.Handler over a storage.Appendable: it parses the body with the
+// protocol's own library (influxdata/line-protocol, Prometheus textparse),
+// turns every sample into an Append and commits in batches.
+//
+// Data model (DESIGN.md §1): the Influx line `m,tag=v f1=1,f2=2 ts` gives
+// the series m_f1{tag="v"} and m_f2{tag="v"} (VictoriaMetrics' convention;
+// a field named "value" still gives m_value). Names are sanitized to
+// Prometheus' classic metric and label names: every other character becomes
+// '_', and a leading digit gets a '_' in front. The fields of one line share
+// its timestamp and are appended together, so they form one group row.
+//
+// Invariants:
+//  1. Never a silent drop: every sample of a body is either stored or
+//     counted as rejected with a reason, and any rejection makes the answer
+//     a 4xx whose message says how many samples were stored, how many were
+//     rejected by reason, and where (line number; for syntax errors also
+//     column and byte offset) the first few bad lines are. An unparseable
+//     line counts as one rejected sample, since its fields cannot be known.
+//  2. Good lines of a partly bad body are stored: a bad line is skipped and
+//     parsing resumes on the next line. The answer is 204 only when every
+//     sample was stored, 400 otherwise.
+//  3. Samples are committed in batches of Options.BatchSamples, always at
+//     line boundaries, so a body never needs memory in proportion to its
+//     size for buffered samples (the Prometheus import holds the body
+//     itself, as textparse needs it whole). Hence a 5xx (storage failure
+//     at Commit: 503 with Retry-After) or a 413 found mid-stream (gzip, or
+//     no Content-Length) may follow a partial commit; the message says how
+//     many samples were stored before it. Re-sending the body is safe for
+//     samples with explicit timestamps: identical duplicates are no-ops.
+//  4. Bodies are limited to Options.MaxBodyBytes both on the wire and
+//     after gzip decompression (no gzip bombs); beyond it the answer is 413.
+//  5. Two samples of one series with one timestamp in one batch keep the
+//     first: an identical second one is a no-op counted as stored, a
+//     different one is rejected as "duplicate" here, before the engine
+//     would drop it at Commit. Rejections that only Commit can see (a race
+//     with a concurrent writer, an out-of-order sample that collides with
+//     a stored one) are counted by the engine, not in the answer, because
+//     storage.Appender.Commit does not report them.
+//  6. Samples without a timestamp get the time the request was received
+//     (for Influx, truncated to the request's precision, as InfluxDB does).
+//  7. The error report and the body decoding (limits, gzip) have one
+//     implementation each, shared by both handlers.
+package ingest

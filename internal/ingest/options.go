@@ -1,0 +1,101 @@
+package ingest
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/prometheus/storage"
+
+	"github.com/aerie-db/aerie/internal/head"
+)
+
+// Options configure the handlers. Zero values take the defaults in
+// brackets.
+type Options struct {
+	MaxBodyBytes int64        // [64 MiB] on the wire and after decompression
+	BatchSamples int          // [10000] samples per Commit
+	MaxReported  int          // [10] bad lines named in an error message
+	Logger       *slog.Logger // [discard]
+
+	// Metrics, if set, is called once per request and reason with the
+	// number of samples stored (reason ReasonOK) or rejected, so a server
+	// can export aerie_ingested_samples_total{protocol} and
+	// aerie_rejected_samples_total{protocol,reason}. Protocols are
+	// ProtocolInflux and ProtocolPromImport.
+	Metrics func(protocol, reason string, n int)
+
+	// Now is the receipt time of a request [time.Now].
+	Now func() time.Time
+}
+
+// Protocols passed to Options.Metrics.
+const (
+	ProtocolInflux     = "influx"
+	ProtocolPromImport = "import_prometheus"
+)
+
+// Reasons passed to Options.Metrics. The storage reasons match the
+// server's names for Append errors.
+const (
+	ReasonOK              = "ok"
+	ReasonParse           = "parse_error"
+	ReasonStringField     = "string_field"
+	ReasonInexact         = "inexact_integer"
+	ReasonNativeHistogram = "native_histogram"
+	ReasonOutOfBounds     = "out_of_bounds"
+	ReasonTooOld          = "too_old"
+	ReasonOutOfOrder      = "out_of_order"
+	ReasonDuplicate       = "duplicate"
+	ReasonInvalidLabels   = "invalid_labels"
+	ReasonSeriesLimit     = "series_limit"
+	ReasonStorage         = "storage_error"
+	ReasonBodyTooLarge    = "body_too_large"
+	ReasonBodyRead        = "body_read_error"
+	ReasonOther           = "other"
+)
+
+const (
+	defaultMaxBodyBytes = 64 << 20
+	defaultBatchSamples = 10_000
+	defaultMaxReported  = 10
+)
+
+func (o Options) withDefaults() Options {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if o.BatchSamples <= 0 {
+		o.BatchSamples = defaultBatchSamples
+	}
+	if o.MaxReported <= 0 {
+		o.MaxReported = defaultMaxReported
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// appendReason maps an Append error to a short, bounded reason.
+func appendReason(err error) string {
+	switch {
+	case errors.Is(err, storage.ErrOutOfBounds):
+		return ReasonOutOfBounds
+	case errors.Is(err, storage.ErrTooOldSample):
+		return ReasonTooOld
+	case errors.Is(err, storage.ErrOutOfOrderSample):
+		return ReasonOutOfOrder
+	case errors.Is(err, storage.ErrDuplicateSampleForTimestamp):
+		return ReasonDuplicate
+	case errors.Is(err, head.ErrInvalidLabels):
+		return ReasonInvalidLabels
+	case errors.Is(err, head.ErrSeriesLimit):
+		return ReasonSeriesLimit
+	}
+	return ReasonOther
+}

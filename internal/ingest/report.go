@@ -1,0 +1,151 @@
+package ingest
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// InfluxDB 2.x error codes, used by both handlers.
+const (
+	codeInvalid     = "invalid"
+	codeTooLarge    = "request too large"
+	codeUnavailable = "unavailable"
+	codeUnsupported = "unsupported media type"
+	codeMethod      = "method not allowed"
+	codeNotFound    = "not found"
+)
+
+// report counts what one request stored and rejected and keeps the first
+// few reasons, for the answer and for Options.Metrics.
+type report struct {
+	maxReported int
+
+	stored   int
+	rejected int
+	byReason map[string]int
+	reasons  []string  // keys of byReason in first-seen order
+	examples []example // at most maxReported
+	omitted  int       // problems not in examples
+}
+
+// example is one reported problem; line orders them (0: not tied to a
+// line, shown last).
+type example struct {
+	line int64
+	text string
+}
+
+func newReport(maxReported int) *report {
+	return &report{maxReported: maxReported, byReason: map[string]int{}}
+}
+
+// reject counts n rejected samples for reason; detail (built only if it
+// will be shown) says where and why, about line (0 if none).
+func (r *report) reject(reason string, n int, line int64, detail func() string) {
+	r.rejected += n
+	if _, ok := r.byReason[reason]; !ok {
+		r.reasons = append(r.reasons, reason)
+	}
+	r.byReason[reason] += n
+	if len(r.examples) < r.maxReported {
+		r.examples = append(r.examples, example{line, detail()})
+	} else {
+		r.omitted++
+	}
+}
+
+// message is the answer's text: counts first, then the bad lines.
+func (r *report) message() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "stored %d samples, rejected %d", r.stored, r.rejected)
+	if len(r.reasons) > 0 {
+		b.WriteString(" (")
+		for i, k := range r.reasons {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s: %d", k, r.byReason[k])
+		}
+		b.WriteString(")")
+	}
+	ex := slices.Clone(r.examples)
+	slices.SortStableFunc(ex, func(a, b example) int {
+		return cmp.Compare(uint64(a.line-1), uint64(b.line-1)) // 0 last
+	})
+	for i, e := range ex {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(e.text)
+	}
+	if r.omitted > 0 {
+		fmt.Fprintf(&b, "; and %d more", r.omitted)
+	}
+	return b.String()
+}
+
+// flushMetrics hands the counts to the metrics hook.
+func (r *report) flushMetrics(protocol string, hook func(protocol, reason string, n int)) {
+	if hook == nil {
+		return
+	}
+	if r.stored > 0 {
+		hook(protocol, ReasonOK, r.stored)
+	}
+	for _, k := range r.reasons {
+		hook(protocol, k, r.byReason[k])
+	}
+}
+
+// where names a place in a body: 1-based line, and 1-based column and
+// 0-based byte offset when known (col 0 = unknown).
+func where(line int64, col int, off int64) string {
+	if col <= 0 {
+		return "line " + strconv.FormatInt(line, 10)
+	}
+	return fmt.Sprintf("line %d col %d (byte %d)", line, col, off)
+}
+
+// writeError answers with InfluxDB 2.x's error shape.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{code, msg})
+}
+
+// respond answers a request whose body was read (readErr: a read failure
+// that stopped it) and ingested (commitErr: a storage failure that stopped
+// it), and hands the counts to the metrics hook.
+func respond(w http.ResponseWriter, opts *Options, protocol string, rep *report, readErr, commitErr error) {
+	defer rep.flushMetrics(protocol, opts.Metrics)
+	switch {
+	case commitErr != nil:
+		opts.Logger.Error("ingest: storage failure", "protocol", protocol, "err", commitErr, "stored", rep.stored)
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable,
+			fmt.Sprintf("storage unavailable: %v; samples committed before the failure stay stored; %s", commitErr, rep.message()))
+	case isTooLarge(readErr):
+		writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge,
+			fmt.Sprintf("request body exceeds the limit of %d bytes (on the wire or after decompression); %s", opts.MaxBodyBytes, rep.message()))
+	case readErr != nil:
+		writeError(w, http.StatusBadRequest, codeInvalid, fmt.Sprintf("reading body: %v; %s", readErr, rep.message()))
+	case rep.rejected > 0:
+		opts.Logger.Warn("ingest: samples rejected", "protocol", protocol, "stored", rep.stored, "rejected", rep.rejected, "msg", rep.message())
+		writeError(w, http.StatusBadRequest, codeInvalid, rep.message())
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}

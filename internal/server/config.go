@@ -1,0 +1,141 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/config"
+	"go.yaml.in/yaml/v2"
+
+	"github.com/aerie-db/aerie/internal/tsdb"
+	"github.com/aerie-db/aerie/internal/wal"
+)
+
+// AerieConfig is the `aerie:` section of the configuration file.
+type AerieConfig struct {
+	Retention      model.Duration  `yaml:"retention,omitempty"`       // 0 = keep forever
+	PartitionRange model.Duration  `yaml:"partition_range,omitempty"` // default 2h
+	GroupBy        []string        `yaml:"group_by,omitempty"`        // default [job, instance]
+	OOOWindow      *model.Duration `yaml:"ooo_window,omitempty"`      // default 1h; 0 = off
+	WAL            struct {
+		Sync         string         `yaml:"sync,omitempty"`          // batch (default) | interval
+		SyncInterval model.Duration `yaml:"sync_interval,omitempty"` // default 1s
+	} `yaml:"wal,omitempty"`
+	Limits struct {
+		MaxSeries     int `yaml:"max_series,omitempty"`
+		MaxGroupWidth int `yaml:"max_group_width,omitempty"`
+	} `yaml:"limits,omitempty"`
+}
+
+// Config is the whole configuration file.
+type Config struct {
+	Prom  *config.Config
+	Aerie AerieConfig
+	// Warnings are settings that were accepted but are ignored.
+	Warnings []string
+}
+
+// LoadConfig reads path (a prometheus.yml with an optional `aerie:`
+// section). An empty path gives the defaults.
+func LoadConfig(path string, logger *slog.Logger) (*Config, error) {
+	if path == "" {
+		return ParseConfig(nil, logger)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ParseConfig(b, logger)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	c.Prom.SetDirectory(filepath.Dir(path))
+	return c, nil
+}
+
+// ParseConfig parses a configuration document. The `aerie:` section is
+// split off and parsed strictly; the rest goes to Prometheus' own loader,
+// so a prometheus.yml is accepted as Prometheus would accept it.
+func ParseConfig(b []byte, logger *slog.Logger) (*Config, error) {
+	var doc yaml.MapSlice
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	var rest yaml.MapSlice
+	var aerieRaw interface{}
+	for _, it := range doc {
+		if k, _ := it.Key.(string); k == "aerie" {
+			aerieRaw = it.Value
+			continue
+		}
+		rest = append(rest, it)
+	}
+	c := &Config{}
+	if aerieRaw != nil {
+		ab, err := yaml.Marshal(aerieRaw)
+		if err != nil {
+			return nil, err
+		}
+		if err := yaml.UnmarshalStrict(ab, &c.Aerie); err != nil {
+			return nil, fmt.Errorf("aerie section: %w", err)
+		}
+	}
+	rb, err := yaml.Marshal(rest)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) == 0 {
+		rb = nil
+	}
+	c.Prom, err = config.Load(string(bytes.TrimSpace(rb)), logger)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Prom.RemoteWriteConfigs) > 0 {
+		c.Warnings = append(c.Warnings, "remote_write is ignored: Aerie is the storage")
+	}
+	if len(c.Prom.AlertingConfig.AlertmanagerConfigs) > 0 {
+		c.Warnings = append(c.Warnings, "alerting.alertmanagers is ignored: alerts are evaluated and shown in /api/v1/alerts but not sent")
+	}
+	if _, err := c.Aerie.walSync(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (a *AerieConfig) walSync() (wal.SyncMode, error) {
+	switch a.WAL.Sync {
+	case "", "batch":
+		return wal.SyncBatch, nil
+	case "interval":
+		return wal.SyncInterval, nil
+	}
+	return 0, fmt.Errorf("aerie section: wal.sync must be batch or interval, not %q", a.WAL.Sync)
+}
+
+// EngineOptions turns the section into the engine's options.
+func (a *AerieConfig) EngineOptions() tsdb.Options {
+	sync, _ := a.walSync()
+	o := tsdb.Options{
+		Retention:       int64(time.Duration(a.Retention) / time.Millisecond),
+		PartitionRange:  int64(time.Duration(a.PartitionRange) / time.Millisecond),
+		GroupBy:         a.GroupBy,
+		MaxSeries:       a.Limits.MaxSeries,
+		MaxGroupWidth:   a.Limits.MaxGroupWidth,
+		WALSync:         sync,
+		WALSyncInterval: time.Duration(a.WAL.SyncInterval),
+	}
+	if a.OOOWindow != nil {
+		if *a.OOOWindow == 0 {
+			o.NoOOO = true
+		} else {
+			o.OOOWindow = int64(time.Duration(*a.OOOWindow) / time.Millisecond)
+		}
+	}
+	return o
+}

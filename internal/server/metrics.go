@@ -1,0 +1,180 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+
+	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/ingest"
+	"github.com/aerie-db/aerie/internal/tsdb"
+)
+
+// metrics are the server's own metrics, all prefixed aerie_.
+type metrics struct {
+	reg *prometheus.Registry
+
+	ingested  *prometheus.CounterVec   // protocol
+	rejected  *prometheus.CounterVec   // protocol, reason
+	walFsync  prometheus.Histogram     // seconds
+	flushes   prometheus.Histogram     // seconds
+	httpReqs  *prometheus.CounterVec   // handler, code
+	httpDur   *prometheus.HistogramVec // handler
+	queryDurs *prometheus.HistogramVec // handler
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.ingested = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "aerie_ingested_samples_total", Help: "Samples stored, by ingestion protocol.",
+	}, []string{"protocol"})
+	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "aerie_rejected_samples_total", Help: "Samples rejected, by ingestion protocol and reason.",
+	}, []string{"protocol", "reason"})
+	m.walFsync = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "aerie_wal_fsync_duration_seconds", Help: "Duration of WAL fsyncs (one per group commit).",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+	})
+	m.flushes = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "aerie_flush_duration_seconds", Help: "Duration of writing one head partition as a block.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+	})
+	m.httpReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "aerie_http_requests_total", Help: "HTTP requests by handler and status code.",
+	}, []string{"handler", "code"})
+	m.httpDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "aerie_http_request_duration_seconds", Help: "HTTP request latency by handler.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"handler"})
+	m.reg.MustRegister(m.ingested, m.rejected, m.walFsync, m.flushes, m.httpReqs, m.httpDur)
+	prefixed := prometheus.WrapRegistererWithPrefix("aerie_", m.reg)
+	prefixed.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// registerEngine exports the engine's gauges.
+func (m *metrics) registerEngine(db *tsdb.DB) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_head_series", Help: "Series in the head's registry."},
+			func() float64 { return float64(db.Head().NumSeries()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_head_groups", Help: "Groups in the head."},
+			func() float64 { return float64(db.Head().NumGroups()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_blocks", Help: "Blocks open for queries."},
+			func() float64 { return float64(db.Stats().Blocks) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_blocks_quarantined_total", Help: "Blocks moved to quarantine/ because they failed verification."},
+			func() float64 { return float64(db.Stats().Quarantined) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_flushes_total", Help: "Head partitions written as blocks."},
+			func() float64 { return float64(db.Stats().Flushes) }),
+	)
+}
+
+// instrument wraps h with request counting and latency by handler name.
+func (m *metrics) instrument(name string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		m.httpReqs.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
+		m.httpDur.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// countingAppendable counts what one protocol stores and what it is
+// refused, per reason.
+type countingAppendable struct {
+	storage.Appendable
+	m        *metrics
+	protocol string
+}
+
+func (c countingAppendable) Appender(ctx context.Context) storage.Appender {
+	return &countingAppender{Appender: c.Appendable.Appender(ctx), c: c}
+}
+
+type countingAppender struct {
+	storage.Appender
+	c       countingAppendable
+	pending int
+}
+
+func (a *countingAppender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
+	ref, err := a.Appender.Append(ref, l, t, v)
+	if err != nil {
+		a.c.m.rejected.WithLabelValues(a.c.protocol, reason(err)).Inc()
+		return ref, err
+	}
+	a.pending++
+	return ref, nil
+}
+
+func (a *countingAppender) Commit() error {
+	err := a.Appender.Commit()
+	if err == nil {
+		a.c.m.ingested.WithLabelValues(a.c.protocol).Add(float64(a.pending))
+	} else {
+		a.c.m.rejected.WithLabelValues(a.c.protocol, "storage_error").Add(float64(a.pending))
+	}
+	a.pending = 0
+	return err
+}
+
+func (a *countingAppender) Rollback() error {
+	a.pending = 0
+	return a.Appender.Rollback()
+}
+
+// ingestHook counts what the line-protocol and import handlers stored and
+// rejected (their parse errors never reach an appender).
+func (m *metrics) ingestHook(protocol, reason string, n int) {
+	if reason == ingest.ReasonOK {
+		m.ingested.WithLabelValues(protocol).Add(float64(n))
+		return
+	}
+	m.rejected.WithLabelValues(protocol, reason).Add(float64(n))
+}
+
+// reason maps an append error to a short, bounded label value.
+func reason(err error) string {
+	switch {
+	case errors.Is(err, storage.ErrOutOfBounds):
+		return "out_of_bounds"
+	case errors.Is(err, storage.ErrTooOldSample):
+		return "too_old"
+	case errors.Is(err, storage.ErrOutOfOrderSample):
+		return "out_of_order"
+	case errors.Is(err, storage.ErrDuplicateSampleForTimestamp):
+		return "duplicate"
+	case errors.Is(err, head.ErrInvalidLabels):
+		return "invalid_labels"
+	case errors.Is(err, head.ErrSeriesLimit):
+		return "series_limit"
+	case errors.Is(err, head.ErrGroupTooWide):
+		return "group_too_wide"
+	case errors.Is(err, tsdb.ErrNativeHistogram):
+		return "native_histogram"
+	}
+	return "other"
+}

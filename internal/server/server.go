@@ -1,0 +1,294 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/discovery"
+	_ "github.com/prometheus/prometheus/discovery/file" // file_sd_configs
+	_ "github.com/prometheus/prometheus/discovery/http" // http_sd_configs
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/rules"
+	"github.com/prometheus/prometheus/scrape"
+	v1 "github.com/prometheus/prometheus/web/api/v1"
+
+	"github.com/aerie-db/aerie/internal/api"
+	"github.com/aerie-db/aerie/internal/ingest"
+	"github.com/aerie-db/aerie/internal/tsdb"
+)
+
+// Options are the command-line settings of `aerie serve`.
+type Options struct {
+	DataDir    string // --data.dir
+	HTTPAddr   string // --http.addr
+	ConfigFile string // --config.file
+	MaxBody    int64  // --http.max-body
+
+	QueryTimeout         time.Duration
+	MaxSamples           int
+	MaxConcurrentQueries int
+	LookbackDelta        time.Duration
+
+	Logger *slog.Logger
+	Flags  map[string]string // every flag, for /api/v1/status/flags
+}
+
+// Server is a running Aerie.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	cfg     *Config
+	db      *tsdb.DB
+	m       *metrics
+	engine  *promql.Engine
+	scrape  *scrape.Manager
+	disc    *discovery.Manager
+	rules   *rules.Manager
+	httpSrv *http.Server
+	ln      net.Listener
+	ready   atomic.Bool
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New loads the configuration, opens (and replays) the data directory and
+// builds every component; Run starts them.
+func New(opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = 64 << 20
+	}
+	s := &Server{opts: opts, log: opts.Logger, m: newMetrics()}
+	cfg, err := LoadConfig(opts.ConfigFile, s.log)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		s.log.Warn("configuration", "warning", w)
+	}
+	s.cfg = cfg
+	eo := cfg.Aerie.EngineOptions()
+	eo.Logger = s.log
+	eo.OnWALFsync = func(d time.Duration) { s.m.walFsync.Observe(d.Seconds()) }
+	eo.OnFlush = func(d time.Duration) { s.m.flushes.Observe(d.Seconds()) }
+	start := time.Now()
+	s.db, err = tsdb.Open(opts.DataDir, &eo)
+	if err != nil {
+		return nil, fmt.Errorf("open data directory %s: %w", opts.DataDir, err)
+	}
+	s.log.Info("data directory open", "dir", opts.DataDir, "took", time.Since(start), "head_series", s.db.Head().NumSeries(), "blocks", len(s.db.Blocks()))
+	s.m.registerEngine(s.db)
+	if err := s.build(); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) build() error {
+	reg := s.m.reg
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	sdMetrics, err := discovery.CreateAndRegisterSDMetrics(prefixed(reg))
+	if err != nil {
+		return err
+	}
+	s.disc = discovery.NewManager(ctx, s.log.With("component", "discovery"), prefixed(reg), sdMetrics)
+	if s.disc == nil {
+		return errors.New("discovery manager")
+	}
+	s.scrape, err = scrape.NewManager(&scrape.Options{}, s.log.With("component", "scrape"), nil,
+		countingAppendable{Appendable: s.db, m: s.m, protocol: "scrape"}, nil, prefixed(reg))
+	if err != nil {
+		return err
+	}
+	handler, engine, err := api.New(s.db, api.Options{
+		QueryTimeout:         s.opts.QueryTimeout,
+		MaxSamples:           s.opts.MaxSamples,
+		MaxConcurrentQueries: s.opts.MaxConcurrentQueries,
+		LookbackDelta:        s.opts.LookbackDelta,
+		Flags:                s.opts.Flags,
+		Config:               func() config.Config { return *s.cfg.Prom },
+		Logger:               s.log.With("component", "api"),
+		Registerer:           prefixed(reg),
+		Gatherer:             reg,
+		Ready:                s.ready.Load,
+		Rules:                func(context.Context) v1.RulesRetriever { return s.rules },
+		Targets:              func(context.Context) v1.TargetRetriever { return s.scrape },
+		ScrapePools:          func(context.Context) v1.ScrapePoolsRetriever { return s.scrape },
+		EnableAdmin:          true,
+		StorageRetention:     retentionString(s.cfg.Aerie.Retention),
+	})
+	if err != nil {
+		return err
+	}
+	s.engine = engine
+	s.rules = rules.NewManager(&rules.ManagerOptions{
+		Appendable:  countingAppendable{Appendable: s.db, m: s.m, protocol: "rules"},
+		Queryable:   s.db,
+		QueryFunc:   rules.EngineQueryFunc(engine, s.db),
+		NotifyFunc:  func(context.Context, string, ...*rules.Alert) {},
+		Context:     ctx,
+		ExternalURL: &url.URL{Scheme: "http", Host: s.opts.HTTPAddr},
+		Logger:      s.log.With("component", "rules"),
+		Registerer:  prefixed(reg),
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle("/api/v1/", s.m.instrument("api", limitBody(handler, s.opts.MaxBody)))
+	iopts := ingest.Options{MaxBodyBytes: s.opts.MaxBody, Logger: s.log.With("component", "ingest"), Metrics: s.m.ingestHook}
+	influx := ingest.NewInfluxHandler(s.db, iopts)
+	mux.Handle("/write", s.m.instrument("influx_write", influx))
+	mux.Handle("/api/v2/write", s.m.instrument("influx_v2_write", influx))
+	mux.Handle("/api/v1/import/prometheus", s.m.instrument("import_prometheus",
+		ingest.NewPromImportHandler(s.db, iopts)))
+	mux.Handle("/metrics", s.m.instrument("metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "Aerie is Healthy.")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.ready.Load() {
+			http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "Aerie is Ready.")
+	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	s.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	return nil
+}
+
+// limitBody makes bodies over max fail with 413 inside the handlers that
+// read them (Prometheus' remote write handler reports the read error).
+func limitBody(h http.Handler, max int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > max {
+			http.Error(w, fmt.Sprintf("request body of %d bytes exceeds --http.max-body=%d", r.ContentLength, max), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, max)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Listen binds the HTTP address (":0" picks a port; Addr tells which).
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.opts.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr returns the bound address.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Run serves until ctx is done, then shuts down in order (invariant 2).
+func (s *Server) Run(ctx context.Context) error {
+	if s.ln == nil {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 4)
+	s.wg.Add(3)
+	go func() { defer s.wg.Done(); errc <- s.disc.Run() }()
+	go func() { defer s.wg.Done(); errc <- s.scrape.Run(s.disc.SyncCh()) }()
+	go func() { defer s.wg.Done(); s.rules.Run() }()
+	if err := s.applyConfig(); err != nil {
+		s.shutdown()
+		return err
+	}
+	go func() {
+		if err := s.httpSrv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	s.ready.Store(true)
+	s.log.Info("Aerie is ready", "addr", s.Addr())
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		if err != nil {
+			s.log.Error("component failed", "err", err)
+		}
+	}
+	s.shutdown()
+	return err
+}
+
+func (s *Server) applyConfig() error {
+	cfg := s.cfg.Prom
+	if err := s.scrape.ApplyConfig(cfg); err != nil {
+		return fmt.Errorf("scrape config: %w", err)
+	}
+	sd := map[string]discovery.Configs{}
+	scfgs, err := cfg.GetScrapeConfigs()
+	if err != nil {
+		return err
+	}
+	for _, sc := range scfgs {
+		sd[sc.JobName] = sc.ServiceDiscoveryConfigs
+	}
+	if err := s.disc.ApplyConfig(sd); err != nil {
+		return fmt.Errorf("service discovery: %w", err)
+	}
+	files, err := ruleFiles(cfg)
+	if err != nil {
+		return err
+	}
+	interval := time.Duration(cfg.GlobalConfig.EvaluationInterval)
+	if interval == 0 {
+		interval = time.Duration(model.Duration(time.Minute))
+	}
+	if err := s.rules.Update(interval, files, labels.FromMap(nil), "", nil); err != nil {
+		return fmt.Errorf("rule files: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) shutdown() {
+	s.ready.Store(false)
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.httpSrv.Shutdown(sctx); err != nil {
+		s.log.Warn("http shutdown", "err", err)
+	}
+	s.scrape.Stop()
+	s.rules.Stop()
+	s.cancel() // stops discovery
+	s.wg.Wait()
+	if err := s.db.Close(); err != nil {
+		s.log.Error("close data directory", "err", err)
+	}
+	s.log.Info("Aerie stopped")
+}
+
+func retentionString(d model.Duration) string {
+	if d == 0 {
+		return "none"
+	}
+	return d.String()
+}

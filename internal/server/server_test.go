@@ -1,0 +1,155 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestServeScrapesAndAnswers runs the whole server: it scrapes itself,
+// takes Influx lines, answers PromQL, exports aerie_ metrics, shuts down
+// gracefully and keeps the data across a restart.
+func TestServeScrapesAndAnswers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: waits for the scrape manager's first reload (5 s)")
+	}
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfg := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: aerie
+    static_configs:
+      - targets: [%q]
+rule_files: [rules.yml]
+remote_write:
+  - url: http://example.invalid/
+aerie:
+  ooo_window: 10m
+  wal:
+    sync: batch
+`, addr)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yml"), []byte(`
+groups:
+  - name: g
+    rules:
+      - record: job:up:sum
+        expr: sum by (job) (up)
+`), 0o644))
+	run := func() (context.CancelFunc, chan error) {
+		s, err := New(Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, err)
+		require.NoError(t, s.Listen())
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		require.Eventually(t, func() bool { c, _ := get(t, "http://"+addr+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+		return cancel, done
+	}
+	cancel, done := run()
+	base := "http://" + addr
+	code, body := get(t, base+"/-/healthy")
+	require.Equal(t, 200, code, body)
+
+	resp, err := http.Post(base+"/write?precision=ms", "text/plain", strings.NewReader(fmt.Sprintf("weather,city=x temp=21.5 %d\n", time.Now().UnixMilli())))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+
+	value := func(q string) string {
+		_, body := get(t, base+"/api/v1/query?query="+q)
+		var r struct {
+			Status string
+			Data   struct {
+				Result []struct {
+					Value [2]interface{}
+				}
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &r), body)
+		if len(r.Data.Result) == 0 {
+			return ""
+		}
+		return r.Data.Result[0].Value[1].(string)
+	}
+	require.Equal(t, "21.5", value("weather_temp"))
+	require.Eventually(t, func() bool { return value("up") == "1" }, 20*time.Second, 200*time.Millisecond, "self-scrape")
+	require.Eventually(t, func() bool { return value("job:up:sum") == "1" }, 20*time.Second, 200*time.Millisecond, "recording rule")
+	_, body = get(t, base+"/metrics")
+	for _, m := range []string{"aerie_ingested_samples_total", "aerie_wal_fsync_duration_seconds", "aerie_head_series", "aerie_http_requests_total", "aerie_go_goroutines"} {
+		require.Contains(t, body, m)
+	}
+	require.NotContains(t, body, "\ngo_goroutines", "every metric is prefixed aerie_")
+	code, _ = get(t, base+"/debug/pprof/")
+	require.Equal(t, 200, code)
+
+	cancel()
+	require.NoError(t, <-done)
+	cancel, done = run()
+	defer func() { cancel(); <-done }()
+	require.Equal(t, "21.5", value("weather_temp"), "data survive a graceful restart")
+}
+
+func TestParseConfig(t *testing.T) {
+	c, err := ParseConfig([]byte(`
+scrape_configs:
+  - job_name: a
+    static_configs: [{targets: ["127.0.0.1:1"]}]
+aerie:
+  retention: 15d
+  partition_range: 1h
+  group_by: [job]
+  ooo_window: 0s
+  wal: {sync: interval, sync_interval: 2s}
+  limits: {max_series: 1000, max_group_width: 50}
+`), nil)
+	require.NoError(t, err)
+	o := c.Aerie.EngineOptions()
+	require.Equal(t, int64(15*24*3600_000), o.Retention)
+	require.Equal(t, int64(3600_000), o.PartitionRange)
+	require.True(t, o.NoOOO)
+	require.Equal(t, 1000, o.MaxSeries)
+	require.Equal(t, []string{"job"}, o.GroupBy)
+	require.Len(t, c.Prom.ScrapeConfigs, 1)
+
+	_, err = ParseConfig([]byte("aerie:\n  retension: 1d\n"), nil)
+	require.ErrorContains(t, err, "retension", "unknown keys are named")
+	_, err = ParseConfig([]byte("aerie:\n  wal: {sync: always}\n"), nil)
+	require.ErrorContains(t, err, "wal.sync")
+	_, err = ParseConfig([]byte("scrape_configs: 7\n"), nil)
+	require.Error(t, err)
+	c, err = ParseConfig(nil, nil)
+	require.NoError(t, err)
+	require.Empty(t, c.Warnings)
+}
