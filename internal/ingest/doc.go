@@ -19,6 +19,11 @@
 //     rejected by reason, and where (line number; for syntax errors also
 //     column and byte offset) the first few bad lines are. An unparseable
 //     line counts as one rejected sample, since its fields cannot be known.
+//     The one exception is an Influx string field: Aerie stores numbers
+//     only, so it is skipped and counted (aerie_rejected_samples_total
+//     {reason="string_field"}) without failing the request, as
+//     VictoriaMetrics does — Telegraf sends string fields in ordinary
+//     batches, and a 400 for each would drown its logs.
 //  2. Good lines of a partly bad body are stored: a bad line is skipped and
 //     parsing resumes on the next line. The answer is 204 only when every
 //     sample was stored, 400 otherwise.

@@ -36,5 +36,5 @@ func ExampleNewInfluxHandler() {
 	fmt.Print(rec.Body.String())
 	// Output:
 	// 400
-	// {"code":"invalid","message":"stored 3 samples, rejected 2 (parse_error: 1, string_field: 1): line 2 col 23 (byte 75): field value has unrecognized type (at \"oops\"); line 3: field \"status\" of \"svc\": string fields are not supported (field skipped)"}
+	// {"code":"invalid","message":"stored 3 samples, rejected 1 (parse_error: 1): line 2 col 23 (byte 75): field value has unrecognized type (at \"oops\")"}
 }

@@ -226,6 +226,10 @@ func (p *influxParser) line(lineNo, off int64, line []byte) {
 	}
 	for i := range p.fields {
 		f := &p.fields[i]
+		if f.reason == ReasonStringField {
+			p.rep.skip(f.reason, 1)
+			continue
+		}
 		if f.reason != "" {
 			p.rep.reject(f.reason, 1, lineNo, func() string { return fmt.Sprintf("%s: %s", where(lineNo, 0, 0), f.detail) })
 			continue

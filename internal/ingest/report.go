@@ -28,9 +28,10 @@ type report struct {
 	stored   int
 	rejected int
 	byReason map[string]int
-	reasons  []string  // keys of byReason in first-seen order
-	examples []example // at most maxReported
-	omitted  int       // problems not in examples
+	reasons  []string       // keys of byReason in first-seen order
+	examples []example      // at most maxReported
+	omitted  int            // problems not in examples
+	skipped  map[string]int // by reason: left out without failing the request
 }
 
 // example is one reported problem; line orders them (0: not tied to a
@@ -46,6 +47,17 @@ func newReport(maxReported int) *report {
 
 // reject counts n rejected samples for reason; detail (built only if it
 // will be shown) says where and why, about line (0 if none).
+// skip counts samples left out on purpose (string fields: InfluxDB stores
+// them, Aerie stores numbers only). They are exported as rejections by
+// reason but do not fail the request, so Telegraf's usual string fields do
+// not turn every batch into an error, as with VictoriaMetrics.
+func (r *report) skip(reason string, n int) {
+	if r.skipped == nil {
+		r.skipped = map[string]int{}
+	}
+	r.skipped[reason] += n
+}
+
 func (r *report) reject(reason string, n int, line int64, detail func() string) {
 	r.rejected += n
 	if _, ok := r.byReason[reason]; !ok {
@@ -101,6 +113,9 @@ func (r *report) flushMetrics(protocol string, hook func(protocol, reason string
 	}
 	for _, k := range r.reasons {
 		hook(protocol, k, r.byReason[k])
+	}
+	for k, n := range r.skipped {
+		hook(protocol, k, n)
 	}
 }
 
