@@ -35,6 +35,9 @@ go test -tags invariants -short -count=1 ./internal/...
 step "differential test against prometheus/tsdb, kill -9 crash test, replay memory (full size)"
 go test -count=1 -timeout 20m -run 'TestDifferential|TestCrashKill9|TestReplayMemoryBounded' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "full tests failed"; exit 1; }
 
+step "end-to-end: Debian Prometheus and node_exporter against aerie serve"
+scripts/e2e.sh 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "end-to-end tests failed"; exit 1; }
+
 step "fuzz (each target ${FUZZTIME} inputs)"
 for pkg in $(go list ./...); do
   for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do

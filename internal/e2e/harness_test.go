@@ -42,10 +42,13 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	// The shared stack stops in reverse start order: Prometheus before
 	// Aerie, its remote-write target, then node_exporter.
-	if errs := stopShared(); len(errs) > 0 {
-		for _, err := range errs {
-			fmt.Fprintln(os.Stderr, "e2e: stopping the shared stack:", err)
-		}
+	stopStart := time.Now()
+	for _, err := range stopShared() {
+		fmt.Fprintln(os.Stderr, "e2e: stopping the shared stack:", err)
+		code = max(code, 1)
+	}
+	if d := time.Since(stopStart); d > 5*time.Second {
+		fmt.Fprintf(os.Stderr, "e2e: stopping the shared stack took %s\n", d.Round(time.Millisecond))
 	}
 	if code != 0 {
 		fmt.Fprintln(os.Stderr, "e2e: kept logs and data under", tmpRoot)
@@ -312,7 +315,8 @@ func buildAerie() (path, skipMsg string) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			// The rest of the suite (go vet, the unit tests) reports a broken
 			// build; here it only means there is no server to test.
-			return "", fmt.Sprintf("aerie serve is not available: go build ./cmd/aerie failed (%v):\n%s", err, out)
+			lines := strings.SplitN(strings.TrimSpace(string(out)), "\n", 5)
+			return "", fmt.Sprintf("aerie serve is not available: go build ./cmd/aerie failed (%v): %s", err, strings.Join(lines[:min(len(lines), 4)], " | "))
 		}
 		fmt.Fprintf(os.Stderr, "e2e: built %s in %s\n", path, time.Since(start).Round(100*time.Millisecond))
 	}

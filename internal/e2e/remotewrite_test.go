@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/url"
 	"sort"
 	"strconv"
 	"testing"
@@ -72,6 +74,39 @@ func TestRemoteWriteMatchesPrometheus(t *testing.T) {
 		}
 		t.Logf("job %s: %d series, %d samples compared", job, len(pr), samples)
 	}
+
+	// The label APIs over the same remote-written series.
+	match := url.Values{"match[]": {`{job=~"node|prometheus"}`}, "start": {fmtTime(w.Start)}, "end": {fmtTime(w.T)}}
+	for _, path := range []string{"/api/v1/labels", "/api/v1/label/__name__/values", "/api/v1/label/job/values", "/api/v1/label/mode/values"} {
+		p, err := apiOK(st.prom, path, match)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := apiOK(st.aerie, path, match)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pl, al []string
+		if err := json.Unmarshal(p.Data, &pl); err != nil {
+			t.Fatalf("%s: Prometheus: %v", path, err)
+		}
+		if err := json.Unmarshal(a.Data, &al); err != nil {
+			t.Fatalf("%s: Aerie: %v", path, err)
+		}
+		onlyP, onlyA := diffSets(toSet(pl), toSet(al))
+		if len(onlyP)+len(onlyA) > 0 || len(pl) == 0 {
+			t.Errorf("%s?%s: %d values from Prometheus, %d from Aerie; only in Prometheus: %s; only in Aerie: %s",
+				path, match.Encode(), len(pl), len(al), summarize(onlyP, 5), summarize(onlyA, 5))
+		}
+	}
+}
+
+func toSet(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
 }
 
 // TestAerieScrapeSeriesSet checks that Aerie's own scrape of node_exporter
@@ -80,7 +115,7 @@ func TestRemoteWriteMatchesPrometheus(t *testing.T) {
 func TestAerieScrapeSeriesSet(t *testing.T) {
 	t.Parallel()
 	st, w := sharedStack(t)
-	// Allowed difference 7 (see promql_test.go): Prometheus 3.x scraping
+	// Allowed difference 8 (see promql_test.go): Prometheus 3.x scraping
 	// writes the quantile label of summaries and the le label of classic
 	// histograms in OpenMetrics' float format (quantile="1" becomes "1.0");
 	// 2.42 keeps the exposition's text. Both sides are put in that format.
