@@ -18,7 +18,6 @@ import (
 
 // Errors of the admin endpoints Aerie does not support yet.
 var (
-	ErrDeleteNotImplemented = errors.New("delete series is not implemented yet in Aerie")
 	ErrSnapshotNotSupported = errors.New("snapshots are not supported by Aerie")
 )
 
@@ -33,12 +32,14 @@ var _ v1.TSDBAdminStats = (*AdminStats)(nil)
 // NewAdminStats returns the admin and statistics view of db.
 func NewAdminStats(db *tsdb.DB) *AdminStats { return &AdminStats{db: db} }
 
-// CleanTombstones does nothing: Aerie has no tombstones.
+// CleanTombstones does nothing: Aerie's tombstones are applied at query
+// time and have no separate clean-up step yet.
 func (*AdminStats) CleanTombstones() error { return nil }
 
-// Delete is not implemented yet.
-func (a *AdminStats) Delete(_ context.Context, _, _ int64, _ ...*labels.Matcher) error {
-	return ErrDeleteNotImplemented
+// Delete records tombstones for the matching series (tsdb.DB.Delete);
+// every later query honours them.
+func (a *AdminStats) Delete(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) error {
+	return a.db.Delete(ctx, mint, maxt, ms...)
 }
 
 // Snapshot is not supported.

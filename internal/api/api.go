@@ -26,6 +26,7 @@ import (
 
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/scrape"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/features"
 	"github.com/prometheus/prometheus/util/httputil"
@@ -69,6 +70,10 @@ type Options struct {
 	NotificationsSub    func() (<-chan notifications.Notification, func(), bool)
 
 	EnableAdmin bool // admin/tsdb/* endpoints
+
+	// Appendable, if set, receives remote writes instead of the DB (the
+	// server counts samples per protocol with it) [the DB].
+	Appendable storage.Appendable
 
 	// DisableRemoteWrite turns the /write receiver off [on, accepting
 	// remote write 1.0 and 2.0 messages].
@@ -221,7 +226,7 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 	}
 	opts = opts.withDefaults()
 	engine := NewEngine(db.Dir(), opts)
-	s := &Storage{DB: db}
+	s := &Storage{DB: db, App: opts.Appendable}
 	quarantined := func() int64 { return db.Stats().Quarantined }
 	h := newHandler(engine, s, s, s, s, NewAdminStats(db), db.Dir(), db, quarantined, opts)
 	return h, engine, nil
@@ -287,44 +292,57 @@ func newHandler(
 		rr = func(context.Context) v1.RulesRetriever { return Empty{} }
 	}
 
-	rwEnabled := !opts.DisableRemoteWrite
-	build := func(tr func(context.Context) v1.TargetRetriever, reg prometheus.Registerer, rw bool, otlp bool) *v1.API {
-		return v1.NewAPI(engine, q, ap, apV2, eq, spr, tr, ar,
-			opts.Config,
-			opts.Flags,
-			opts.GlobalURLOptions,
-			ready,
-			admin,
-			dbDir,
-			opts.EnableAdmin,
-			opts.Logger,
-			rr,
-			opts.RemoteReadSampleLimit,
-			opts.RemoteReadConcurrencyLimit,
-			opts.RemoteReadMaxBytesInFrame,
-			false, // isAgent
-			opts.CORSOrigin,
-			runtimeInfo,
-			BuildInfo(),
-			opts.NotificationsGetter,
-			opts.NotificationsSub,
-			opts.Gatherer,
-			reg,
-			nil, // statsRenderer: v1.DefaultStatsRenderer
-			rw,
-			remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType},
-			otlp,
-			false, // otlpDeltaToCumulative
-			false, // otlpNativeDeltaIngestion
-			false, // stZeroIngestionEnabled
-			opts.LookbackDelta,
-			false, // enableTypeAndUnitLabels
-			true,  // appendMetadata: remote write metadata reaches Aerie's metadata store
-			nil,   // overrideErrorCode
-			opts.FeatureRegistry,
-			v1.OpenAPIOptions{ExternalURL: opts.ExternalURL, Version: Version},
-		)
+	// /metadata answers from the targets plus, unless TargetMetadataOnly,
+	// one pseudo-target holding the metadata stored in the DB. Only
+	// requests to /metadata are marked to see it, so /targets and
+	// /targets/metadata never show it.
+	var metaTarget *scrape.Target
+	if meta != nil && !opts.TargetMetadataOnly {
+		metaTarget = newMetadataTarget(meta)
 	}
+	targets := func(ctx context.Context) v1.TargetRetriever {
+		if metaTarget != nil && ctx.Value(metadataRequestKey{}) != nil {
+			return withMetadataTarget{TargetRetriever: tr(ctx), target: metaTarget}
+		}
+		return tr(ctx)
+	}
+
+	rwEnabled := !opts.DisableRemoteWrite
+	api := v1.NewAPI(engine, q, ap, apV2, eq, spr, targets, ar,
+		opts.Config,
+		opts.Flags,
+		opts.GlobalURLOptions,
+		ready,
+		admin,
+		dbDir,
+		opts.EnableAdmin,
+		opts.Logger,
+		rr,
+		opts.RemoteReadSampleLimit,
+		opts.RemoteReadConcurrencyLimit,
+		opts.RemoteReadMaxBytesInFrame,
+		false, // isAgent
+		opts.CORSOrigin,
+		runtimeInfo,
+		BuildInfo(),
+		opts.NotificationsGetter,
+		opts.NotificationsSub,
+		opts.Gatherer,
+		opts.Registerer,
+		nil, // statsRenderer: v1.DefaultStatsRenderer
+		rwEnabled,
+		remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType},
+		opts.EnableOTLPWrite,
+		false, // otlpDeltaToCumulative
+		false, // otlpNativeDeltaIngestion
+		false, // stZeroIngestionEnabled
+		opts.LookbackDelta,
+		false, // enableTypeAndUnitLabels
+		true,  // appendMetadata: remote write metadata reaches Aerie's metadata store
+		nil,   // overrideErrorCode
+		opts.FeatureRegistry,
+		v1.OpenAPIOptions{ExternalURL: opts.ExternalURL, Version: Version},
+	)
 
 	r := opts.FeatureRegistry
 	r.Set(features.API, "admin", opts.EnableAdmin)
@@ -337,27 +355,21 @@ func newHandler(
 	r.Enable(features.API, "time_range_labels")
 	r.Enable(features.API, "exclude_alerts")
 
-	main := build(tr, opts.Registerer, rwEnabled, opts.EnableOTLPWrite)
+	// As Prometheus' web.Handler: a route.Router for the API, under the
+	// prefix.
+	router := route.New().WithInstrumentation(setPathWithPrefix(Prefix))
+	api.Register(router)
+	h := http.StripPrefix(Prefix, router)
 	mux := http.NewServeMux()
-	mux.Handle(Prefix+"/", http.StripPrefix(Prefix, register(main)))
-	if meta != nil && !opts.TargetMetadataOnly {
-		// /metadata is answered by Prometheus' own handler too, from the
-		// targets plus one pseudo-target holding the stored metadata. A
-		// second API instance does it, so /targets never shows that
-		// pseudo-target.
-		mt := func(ctx context.Context) v1.TargetRetriever {
-			return withMetadataTarget{TargetRetriever: tr(ctx), target: newMetadataTarget(meta)}
-		}
-		mux.Handle(Prefix+"/metadata", http.StripPrefix(Prefix, register(build(mt, nil, false, false))))
-	}
+	mux.Handle(Prefix+"/", h)
+	mux.Handle(Prefix+"/metadata", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), metadataRequestKey{}, true)))
+	}))
 	return mux
 }
 
-func register(a *v1.API) http.Handler {
-	r := route.New().WithInstrumentation(setPathWithPrefix(Prefix))
-	a.Register(r)
-	return r
-}
+// metadataRequestKey marks the context of /metadata requests.
+type metadataRequestKey struct{}
 
 // setPathWithPrefix is Prometheus' web.setPathWithPrefix: it records the
 // full request path for handlers that need it.

@@ -16,6 +16,9 @@ import (
 // both appender generations, and exemplars (none: Aerie drops them).
 type Storage struct {
 	DB *tsdb.DB
+	// App, if set, takes the writes (remote write, OTLP) instead of DB:
+	// the server passes a wrapper that counts samples per protocol.
+	App storage.Appendable
 }
 
 var (
@@ -49,18 +52,21 @@ func (q chunkQuerier) Select(ctx context.Context, sortSeries bool, hints *storag
 	return storage.NewSeriesSetToChunkSet(q.Querier.Select(ctx, sortSeries, hints, ms...))
 }
 
-// Appender returns the DB's appender.
+// Appender returns the appender of App, or of the DB.
 func (s *Storage) Appender(ctx context.Context) storage.Appender {
+	if s.App != nil {
+		return s.App.Appender(ctx)
+	}
 	return s.DB.Appender(ctx)
 }
 
 // AppenderV2 returns the DB's AppenderV2 if it has one, else an adapter
 // over its Appender.
 func (s *Storage) AppenderV2(ctx context.Context) storage.AppenderV2 {
-	if v2, ok := any(s.DB).(storage.AppendableV2); ok {
+	if v2, ok := any(s.DB).(storage.AppendableV2); ok && s.App == nil {
 		return v2.AppenderV2(ctx)
 	}
-	return &appenderV2{app: s.DB.Appender(ctx)}
+	return &appenderV2{app: s.Appender(ctx)}
 }
 
 // appenderV2 implements storage.AppenderV2 over a storage.Appender.

@@ -133,6 +133,7 @@ func (s *Server) build() error {
 		Targets:              func(context.Context) v1.TargetRetriever { return s.scrape },
 		ScrapePools:          func(context.Context) v1.ScrapePoolsRetriever { return s.scrape },
 		EnableAdmin:          true,
+		Appendable:           countingAppendable{Appendable: s.db, m: s.m, protocol: "remote_write"},
 		StorageRetention:     retentionString(s.cfg.Aerie.Retention),
 	})
 	if err != nil {
@@ -280,6 +281,9 @@ func (s *Server) shutdown() {
 	s.rules.Stop()
 	s.cancel() // stops discovery
 	s.wg.Wait()
+	if err := s.engine.Close(); err != nil {
+		s.log.Warn("close query engine", "err", err)
+	}
 	if err := s.db.Close(); err != nil {
 		s.log.Error("close data directory", "err", err)
 	}
