@@ -1,11 +1,16 @@
 # Aerie — see README.md.
 DATA_DIR ?= ./data
 
-.PHONY: run test build fmt vet
+.PHONY: run demo test build fmt vet
 
-# Runs Aerie on the embedded default data directory: loads a demo workload
-# into the engine, flushes it to blocks, and answers PromQL over it.
+# Runs the Aerie server on the embedded default data directory, listening
+# on 127.0.0.1:9201 (see docs/quickstart.md).
 run:
+	go run ./cmd/aerie serve --data.dir=$(DATA_DIR) --http.addr=127.0.0.1:9201
+
+# Loads a demo workload into the engine, flushes it to blocks, and answers
+# PromQL over it, without a server.
+demo:
 	go run ./cmd/aerie demo --data.dir=$(DATA_DIR)
 
 # Runs every test (what CI runs).

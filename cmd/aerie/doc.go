@@ -1,6 +1,6 @@
 // Command aerie is Aerie's one binary: one subcommand per operator task,
-// each in its own file with its own test. Today it carries `demo` (load a
-// workload into the engine and query it with PromQL — what `make run`
-// starts) and `inspect` (list a data directory's blocks); `serve` arrives
-// with the HTTP server.
+// each in its own file. `serve` runs the server (what `make run` starts;
+// tested end to end in internal/e2e and in-process in internal/server),
+// `demo` loads a workload into the engine and queries it with PromQL, and
+// `inspect` lists a data directory's blocks.
 package main
