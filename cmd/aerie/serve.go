@@ -48,6 +48,7 @@ SIGTERM or SIGINT shut it down gracefully.`,
 	f.StringVar(&o.HTTPAddr, "http.addr", "127.0.0.1:9201", "address to listen on")
 	f.StringVar(&o.ConfigFile, "config.file", "", "prometheus.yml with an optional aerie: section")
 	f.Int64Var(&o.MaxBody, "http.max-body", 64<<20, "largest request body in bytes (413 above)")
+	f.IntVar(&o.MaxInflightWrites, "http.max-inflight-writes", 256, "concurrent write requests; more get 503 with Retry-After")
 	f.DurationVar(&o.QueryTimeout, "query.timeout", 2*time.Minute, "maximum time a query may take")
 	f.IntVar(&o.MaxSamples, "query.max-samples", 50_000_000, "maximum samples a query may load")
 	f.IntVar(&o.MaxConcurrentQueries, "query.max-concurrency", 20, "maximum queries executed at once")

@@ -36,6 +36,9 @@ type Options struct {
 	HTTPAddr   string // --http.addr
 	ConfigFile string // --config.file
 	MaxBody    int64  // --http.max-body
+	// MaxInflightWrites bounds concurrent write requests; beyond it they
+	// get 503 + Retry-After (--http.max-inflight-writes).
+	MaxInflightWrites int
 
 	QueryTimeout         time.Duration
 	MaxSamples           int
@@ -73,6 +76,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = 64 << 20
+	}
+	if opts.MaxInflightWrites <= 0 {
+		opts.MaxInflightWrites = 256
 	}
 	s := &Server{opts: opts, log: opts.Logger, m: newMetrics()}
 	cfg, err := LoadConfig(opts.ConfigFile, s.log)
@@ -152,13 +158,15 @@ func (s *Server) build() error {
 	})
 
 	mux := http.NewServeMux()
+	writes := newWriteLimiter(s.opts.MaxInflightWrites)
 	mux.Handle("/api/v1/", s.m.instrument("api", limitBody(handler, s.opts.MaxBody)))
+	mux.Handle("/api/v1/write", s.m.instrument("remote_write", writes.wrap(limitBody(handler, s.opts.MaxBody))))
 	iopts := ingest.Options{MaxBodyBytes: s.opts.MaxBody, Logger: s.log.With("component", "ingest"), Metrics: s.m.ingestHook}
 	influx := ingest.NewInfluxHandler(s.db, iopts)
-	mux.Handle("/write", s.m.instrument("influx_write", influx))
-	mux.Handle("/api/v2/write", s.m.instrument("influx_v2_write", influx))
+	mux.Handle("/write", s.m.instrument("influx_write", writes.wrap(influx)))
+	mux.Handle("/api/v2/write", s.m.instrument("influx_v2_write", writes.wrap(influx)))
 	mux.Handle("/api/v1/import/prometheus", s.m.instrument("import_prometheus",
-		ingest.NewPromImportHandler(s.db, iopts)))
+		writes.wrap(ingest.NewPromImportHandler(s.db, iopts))))
 	mux.Handle("/metrics", s.m.instrument("metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Aerie is Healthy.")
