@@ -282,3 +282,23 @@ func (g *group) appendDefsLocked(recs [][]byte, slotsNow int) [][]byte {
 	}
 	return recs
 }
+
+// Bytes returns the bytes of encoded tuples and their index held by the
+// head (time tuples, value tuples, per-tuple offsets and presence, open
+// tuples and out-of-order buffers); Go object overhead is not counted.
+func (h *Head) Bytes() int64 {
+	var n int64
+	for _, g := range h.groupList() {
+		g.mu.RLock()
+		for _, p := range g.parts {
+			n += int64(len(p.tdata) + 4*len(p.toffs) + 8*p.openN)
+			for _, c := range p.cols {
+				if c != nil {
+					n += int64(len(c.data) + 4*len(c.offs) + len(c.pres) + 8*p.openN + 16*len(c.ooo))
+				}
+			}
+		}
+		g.mu.RUnlock()
+	}
+	return n
+}

@@ -226,3 +226,16 @@ func TestAppendRow(t *testing.T) {
 	require.ErrorIs(t, h.AppendRow(model.GroupID(gid0), 0, []float64{1}, []bool{true}), storage.ErrDuplicateSampleForTimestamp)
 	require.Error(t, h.AppendRow(99, 0, nil, nil))
 }
+
+func TestBytesGrows(t *testing.T) {
+	h := New(Options{}, nil)
+	require.Zero(t, h.Bytes())
+	for i := int64(0); i < 100; i++ {
+		app := h.Appender()
+		require.NoError(t, app.Append(lbl("__name__", "x"), i*1000, float64(i)))
+		require.NoError(t, app.Commit())
+	}
+	b := h.Bytes()
+	require.Greater(t, b, int64(100))
+	require.Less(t, b, int64(100*16), "compressed: well under 16 B per sample")
+}

@@ -66,6 +66,8 @@ func (m *metrics) registerEngine(db *tsdb.DB) {
 			func() float64 { return float64(db.Head().NumSeries()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_head_groups", Help: "Groups in the head."},
 			func() float64 { return float64(db.Head().NumGroups()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_head_bytes", Help: "Bytes of encoded tuples and their index in the head."},
+			func() float64 { return float64(db.Head().Bytes()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_blocks", Help: "Blocks open for queries."},
 			func() float64 { return float64(db.Stats().Blocks) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_blocks_quarantined_total", Help: "Blocks moved to quarantine/ because they failed verification."},

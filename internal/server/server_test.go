@@ -107,7 +107,7 @@ groups:
 	require.Eventually(t, func() bool { return value("up") == "1" }, 20*time.Second, 200*time.Millisecond, "self-scrape")
 	require.Eventually(t, func() bool { return value("job:up:sum") == "1" }, 20*time.Second, 200*time.Millisecond, "recording rule")
 	_, body = get(t, base+"/metrics")
-	for _, m := range []string{"aerie_ingested_samples_total", "aerie_wal_fsync_duration_seconds", "aerie_head_series", "aerie_http_requests_total", "aerie_go_goroutines"} {
+	for _, m := range []string{"aerie_ingested_samples_total", "aerie_wal_fsync_duration_seconds", "aerie_head_series", "aerie_head_bytes", "aerie_http_requests_total", "aerie_go_goroutines"} {
 		require.Contains(t, body, m)
 	}
 	require.NotContains(t, body, "\ngo_goroutines", "every metric is prefixed aerie_")
