@@ -35,7 +35,8 @@ go test -tags invariants -short -count=1 ./internal/...
 step "differential test against prometheus/tsdb, kill -9 crash test, replay memory (full size)"
 go test -count=1 -timeout 20m -run 'TestDifferential|TestCrashKill9|TestReplayMemoryBounded' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "full tests failed"; exit 1; }
 
-step "end-to-end: Debian Prometheus and node_exporter against aerie serve"
+step "end-to-end: the server in-process, then Debian Prometheus and node_exporter against aerie serve"
+go test -count=1 ./internal/server/
 scripts/e2e.sh 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "end-to-end tests failed"; exit 1; }
 
 step "fuzz (each target ${FUZZTIME} inputs)"
