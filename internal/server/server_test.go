@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +46,13 @@ func TestServeScrapesAndAnswers(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	cfg := filepath.Join(dir, "prometheus.yml")
+	// The same target found three ways: static, file and HTTP discovery.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "targets.json"), []byte(fmt.Sprintf(`[{"targets": [%q], "labels": {"sd": "file"}}]`, addr)), 0o644))
+	sd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `[{"targets": [%q], "labels": {"sd": "http"}}]`, addr)
+	}))
+	defer sd.Close()
 	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
 global:
   scrape_interval: 1s
@@ -52,6 +61,14 @@ scrape_configs:
   - job_name: aerie
     static_configs:
       - targets: [%q]
+  - job_name: aerie-file
+    file_sd_configs:
+      - files: [targets.json]
+        refresh_interval: 1s
+  - job_name: aerie-http
+    http_sd_configs:
+      - url: %s
+        refresh_interval: 1s
 rule_files: [rules.yml]
 remote_write:
   - url: http://example.invalid/
@@ -59,7 +76,7 @@ aerie:
   ooo_window: 10m
   wal:
     sync: batch
-`, addr)), 0o644))
+`, addr, sd.URL)), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yml"), []byte(`
 groups:
   - name: g
@@ -88,7 +105,7 @@ groups:
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
 
 	value := func(q string) string {
-		_, body := get(t, base+"/api/v1/query?query="+q)
+		_, body := get(t, base+"/api/v1/query?query="+url.QueryEscape(q))
 		var r struct {
 			Status string
 			Data   struct {
@@ -104,8 +121,10 @@ groups:
 		return r.Data.Result[0].Value[1].(string)
 	}
 	require.Equal(t, "21.5", value("weather_temp"))
-	require.Eventually(t, func() bool { return value("up") == "1" }, 20*time.Second, 200*time.Millisecond, "self-scrape")
-	require.Eventually(t, func() bool { return value("job:up:sum") == "1" }, 20*time.Second, 200*time.Millisecond, "recording rule")
+	require.Eventually(t, func() bool { return value(`up{job="aerie"}`) == "1" }, 20*time.Second, 200*time.Millisecond, "self-scrape")
+	require.Eventually(t, func() bool { return value(`up{job="aerie-file",sd="file"}`) == "1" }, 20*time.Second, 200*time.Millisecond, "file_sd")
+	require.Eventually(t, func() bool { return value(`up{job="aerie-http",sd="http"}`) == "1" }, 20*time.Second, 200*time.Millisecond, "http_sd")
+	require.Eventually(t, func() bool { return value(`job:up:sum{job="aerie"}`) == "1" }, 20*time.Second, 200*time.Millisecond, "recording rule")
 	_, body = get(t, base+"/metrics")
 	for _, m := range []string{"aerie_ingested_samples_total", "aerie_wal_fsync_duration_seconds", "aerie_head_series", "aerie_head_bytes", "aerie_http_requests_total", "aerie_go_goroutines"} {
 		require.Contains(t, body, m)
