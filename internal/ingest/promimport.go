@@ -192,6 +192,16 @@ func (pi *promImport) run() error {
 				off, lineNo = pi.lineEnd(body, cur), line+1
 				break
 			}
+			var lset labels.Labels
+			if e == textparse.EntrySeries {
+				// textparse can panic on some malformed input (found by
+				// FuzzPromImportHandler); that is a bad line, not a crash.
+				if perr := seriesLabels(p, &lset); perr != nil {
+					pi.parseError(cur, line, perr)
+					off, lineNo = pi.lineEnd(body, cur), line+1
+					break
+				}
+			}
 			next, nextLine := pi.lineEnd(body, cur), line+1
 			switch e {
 			case textparse.EntrySeries:
@@ -202,8 +212,6 @@ func (pi *promImport) run() error {
 					nl := bytes.Count(body[cur:off+end], []byte("\n"))
 					next, nextLine = pi.lineEnd(body, off+end), line+1+int64(nl)
 				}
-				var lset labels.Labels
-				p.Labels(&lset)
 				if len(pi.extra) > 0 {
 					lb := labels.NewBuilder(lset)
 					for _, l := range pi.extra {
@@ -287,4 +295,16 @@ func subsliceEnd(buf, s []byte) (int, bool) {
 		return 0, false
 	}
 	return start + len(s), true
+}
+
+// seriesLabels reads the current series' labels, turning a parser panic
+// into an error.
+func seriesLabels(p textparse.Parser, l *labels.Labels) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed series: %v", r)
+		}
+	}()
+	p.Labels(l)
+	return nil
 }
