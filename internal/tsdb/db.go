@@ -164,22 +164,13 @@ func Open(dir string, opts *Options) (*DB, error) {
 type walLogger struct{ db *DB }
 
 func (l walLogger) Log(maxT int64, recs ...[]byte) error {
-	_, before, err := l.db.wal.Segments()
-	if err != nil {
-		return err
-	}
-	if err := l.db.wal.Log(recs...); err != nil {
-		return err
-	}
-	_, after, err := l.db.wal.Segments()
+	seg, err := l.db.wal.LogSegment(recs...)
 	if err != nil {
 		return err
 	}
 	l.db.segMu.Lock()
-	for s := before; s <= after; s++ {
-		if old, ok := l.db.segMaxT[s]; !ok || maxT > old {
-			l.db.segMaxT[s] = maxT
-		}
+	if old, ok := l.db.segMaxT[seg]; !ok || maxT > old {
+		l.db.segMaxT[seg] = maxT
 	}
 	l.db.segMu.Unlock()
 	return nil

@@ -175,18 +175,26 @@ func (w *WAL) Dir() string { return w.dir }
 // A failed write or fsync fails the WAL: Log returns the error to every
 // caller that was waiting and to every later call. Reopen to recover.
 func (w *WAL) Log(recs ...[]byte) error {
+	_, err := w.LogSegment(recs...)
+	return err
+}
+
+// LogSegment is Log that also returns the index of the segment the batch
+// was written to, so callers can track what each segment holds without
+// listing the directory.
+func (w *WAL) LogSegment(recs ...[]byte) (int, error) {
 	if len(recs) == 0 {
-		return nil
+		return 0, nil
 	}
 	for _, r := range recs {
 		if err := checkRecordSize(r); err != nil {
-			return fmt.Errorf("wal: %w", err)
+			return 0, fmt.Errorf("wal: %w", err)
 		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usableLocked(); err != nil {
-		return err
+		return 0, err
 	}
 	w.buf = w.buf[:0]
 	for _, r := range recs {
@@ -196,24 +204,25 @@ func (w *WAL) Log(recs ...[]byte) error {
 	switch {
 	case w.active == nil:
 		if err := w.createSegmentLocked(); err != nil {
-			return err
+			return 0, err
 		}
 	case w.activeSize > SegmentHeaderSize && w.activeSize+need > w.opts.SegmentSize:
 		if err := w.cutLocked(); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	n, err := w.active.Write(w.buf)
 	w.activeSize += int64(n)
 	if err != nil {
-		return w.failLocked(fmt.Errorf("wal: write %s: %w", w.active.Name(), err))
+		return 0, w.failLocked(fmt.Errorf("wal: write %s: %w", w.active.Name(), err))
 	}
 	if cap(w.buf) > 4<<20 {
 		w.buf = nil // do not pin the memory of one huge batch
 	}
 	w.written++
+	seg := w.activeIdx
 	if w.opts.Sync == SyncInterval {
-		return nil
+		return seg, nil
 	}
 	seq := w.written
 	w.workCond.Signal()
@@ -221,9 +230,9 @@ func (w *WAL) Log(recs ...[]byte) error {
 		w.syncedCond.Wait()
 	}
 	if w.synced >= seq {
-		return nil
+		return seg, nil
 	}
-	return w.err
+	return 0, w.err
 }
 
 // Cut closes the active segment (after fsyncing it) and starts a new one;

@@ -309,3 +309,28 @@ func TestReplayMemoryBounded(t *testing.T) {
 	t.Logf("heap in use during replay of 32 MiB: %d KiB, before: %d KiB", maxHeap>>10, base>>10)
 	require.Less(t, maxHeap, base+4<<20)
 }
+
+// TestLogSegmentReportsItsSegment checks that the index LogSegment returns
+// is the segment Replay later finds the batch in, across cuts.
+func TestLogSegmentReportsItsSegment(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir, Options{SegmentSize: 200})
+	where := map[string]int{}
+	for i := range 40 {
+		r := testRecord(i, 30)
+		seg, err := w.LogSegment(r)
+		require.NoError(t, err)
+		where[string(r)] = seg
+	}
+	require.NoError(t, w.Close())
+	w = openT(t, dir, Options{SegmentSize: 200})
+	defer w.Close()
+	seen := 0
+	require.NoError(t, w.Replay(func(seg int, rec []byte) error {
+		require.Equal(t, where[string(rec)], seg)
+		seen++
+		return nil
+	}))
+	require.Equal(t, 40, seen)
+	require.Greater(t, where[string(testRecord(39, 30))], where[string(testRecord(0, 30))], "the test crossed segments")
+}
