@@ -3,7 +3,8 @@ package block
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/aerie-db/aerie/internal/checksum"
 )
 
 // File names inside a block directory.
@@ -40,9 +41,7 @@ const (
 
 var sectionNames = [numSections]string{"tags", "groups", "series", "metrics"}
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func crc(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+func crc(b []byte) uint32 { return checksum.CRC32C(b) }
 
 // ErrCorrupt is wrapped by every CorruptionError.
 var ErrCorrupt = errors.New("corrupt block")

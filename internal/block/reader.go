@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/aerie-db/aerie/internal/checksum"
 	"github.com/aerie-db/aerie/internal/encoding"
 	"github.com/aerie-db/aerie/internal/index"
 	"github.com/aerie-db/aerie/internal/seriesiter"
@@ -166,7 +166,7 @@ func (r *Reader) verifyData(path string) error {
 		for _, c := range g.cols {
 			end += c.meta.DataLen()
 		}
-		h := crc32.New(castagnoli)
+		h := checksum.New()
 		if _, err := io.CopyN(h, br, end-g.off); err != nil {
 			return &CorruptionError{File: path, Offset: pos, Err: fmt.Errorf("group %d extent truncated: %w", i, err)}
 		}

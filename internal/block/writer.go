@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/aerie-db/aerie/internal/checksum"
 	"github.com/aerie-db/aerie/internal/encoding"
 	"github.com/aerie-db/aerie/internal/index"
 	"github.com/aerie-db/aerie/internal/invariants"
@@ -149,7 +149,7 @@ func (w *Writer) AddGroup(ts []int64, cols []Column) error {
 		return fmt.Errorf("group rows [%d, %d] outside block [%d, %d)", ts[0], ts[len(ts)-1], w.mint, w.maxt)
 	}
 	ge := groupEntry{off: w.off, rows: len(ts), minT: ts[0], maxT: ts[len(ts)-1]}
-	h := crc32.New(castagnoli)
+	h := checksum.New()
 	w.buf = encoding.AppendScaledTimestamps(w.buf[:0], ts)
 	ge.tsLen = int64(len(w.buf))
 	if err := w.write(h, w.buf); err != nil {

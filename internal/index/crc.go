@@ -1,9 +1,7 @@
 package index
 
-import "hash/crc32"
+import crc "github.com/aerie-db/aerie/internal/checksum"
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// checksum is the one CRC32C (Castagnoli) helper every table and record of
-// this package goes through.
-func checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+// checksum is the CRC32C every table and record of this package goes
+// through: internal/checksum's.
+func checksum(b []byte) uint32 { return crc.CRC32C(b) }

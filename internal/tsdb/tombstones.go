@@ -6,12 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 	"os"
 	"sync"
 
+	"github.com/aerie-db/aerie/internal/checksum"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -23,8 +23,6 @@ const (
 	TombstonesMagic   uint32 = 0xAE10B570
 	TombstonesVersion uint8  = 1
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Interval is a deleted time range, inclusive.
 type Interval struct{ Mint, Maxt int64 }
@@ -129,7 +127,7 @@ func readRecord(r *bufio.Reader) ([]byte, int, error) {
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, 0, err
 	}
-	if crc32.Checksum(buf[4:], castagnoli) != binary.LittleEndian.Uint32(buf) {
+	if checksum.CRC32C(buf[4:]) != binary.LittleEndian.Uint32(buf) {
 		return nil, 0, errors.New("checksum mismatch")
 	}
 	return buf[4:], len(binary.AppendUvarint(nil, ln)) + len(buf), nil
@@ -231,7 +229,7 @@ func (ts *tombstones) add(series []labels.Labels, iv Interval) error {
 	for _, lset := range series {
 		rec := appendTombstone(nil, lset, []Interval{iv})
 		buf = binary.AppendUvarint(buf, uint64(len(rec)))
-		buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(rec, castagnoli))
+		buf = binary.LittleEndian.AppendUint32(buf, checksum.CRC32C(rec))
 		buf = append(buf, rec...)
 	}
 	ts.mu.Lock()

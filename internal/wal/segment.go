@@ -5,13 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	crc "github.com/aerie-db/aerie/internal/checksum"
 )
 
 // On-disk format constants. docs/format/wal.md lists them; keep both in step.
@@ -50,10 +51,8 @@ func osCreate(name string) (segmentFile, error) {
 	return os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// checksum is the one CRC32C helper of the package.
-func checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+// checksum is the one CRC32C helper of the package. It is internal/checksum's.
+func checksum(b []byte) uint32 { return crc.CRC32C(b) }
 
 func appendSegmentHeader(dst []byte) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, SegmentMagic)
