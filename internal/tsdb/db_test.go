@@ -102,3 +102,38 @@ func TestDBRoundTrip(t *testing.T) {
 }
 
 var _ storage.Queryable = (*DB)(nil)
+
+// TestQuerierOpenAcrossFlush: a querier opened before a flush and used
+// after it still sees the flushed rows (found by aerie bench's query loop:
+// the querier held the old block list while the head dropped the
+// partition).
+func TestQuerierOpenAcrossFlush(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	l := labels.FromStrings("__name__", "m", "job", "j", "instance", "a")
+	for i := int64(0); i < 100; i++ {
+		app := db.RowAppender()
+		require.NoError(t, app.Append(l, i*15_000, float64(i)))
+		require.NoError(t, app.Commit())
+	}
+	q, err := db.Querier(0, math.MaxInt64)
+	require.NoError(t, err)
+	require.NoError(t, db.FlushHead())
+	require.Len(t, db.Blocks(), 1)
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m"))
+	n := 0
+	var it chunkenc.Iterator
+	for ss.Next() {
+		it = ss.At().Iterator(it)
+		for it.Next() == chunkenc.ValFloat {
+			n++
+		}
+	}
+	require.NoError(t, ss.Err())
+	require.Equal(t, 100, n)
+	vs, _, err := q.LabelValues(context.Background(), "instance", nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, vs)
+	require.NoError(t, q.Close())
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -34,18 +35,52 @@ func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
 // querier reads the blocks it acquired and the head. Head data are
 // snapshotted per Select, so a querier sees every row committed before
 // its Select.
+//
+// A flush adds its block before it drops the partition from the head, so
+// a Select that reads the head after the drop must also read the new
+// block: after each head snapshot, the querier acquires the blocks added
+// since (moreBlocks). A sample seen in both is merged once.
 type querier struct {
 	db         *DB
 	mint, maxt int64
-	blocks     []*block.Reader
+
+	mu     sync.Mutex // guards blocks; Selects may run concurrently
+	blocks []*block.Reader
 }
 
 func (q *querier) Close() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	for _, b := range q.blocks {
 		b.Release()
 	}
 	q.blocks = nil
 	return nil
+}
+
+// acquired returns the blocks the querier holds.
+func (q *querier) acquired() []*block.Reader {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.blocks)
+}
+
+// moreBlocks acquires the blocks overlapping the querier's range that were
+// added since it acquired its own, and returns them.
+func (q *querier) moreBlocks() []*block.Reader {
+	q.db.mu.RLock()
+	defer q.db.mu.RUnlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var added []*block.Reader
+	for _, b := range q.db.blocks {
+		m := b.Meta()
+		if m.MaxTime > q.mint && m.MinTime <= q.maxt && !slices.Contains(q.blocks, b) && b.Acquire() {
+			q.blocks = append(q.blocks, b)
+			added = append(added, b)
+		}
+	}
+	return added
 }
 
 // source is one place a series' samples live: a block selection or a head
@@ -76,16 +111,22 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 		all = append(all, e)
 		return e
 	}
-	for _, b := range q.blocks {
-		sel, err := b.Select(mint, maxt, ms...)
-		if err != nil {
-			return storage.ErrSeriesSet(err)
+	selectBlocks := func(bs []*block.Reader) error {
+		for _, b := range bs {
+			sel, err := b.Select(mint, maxt, ms...)
+			if err != nil {
+				return err
+			}
+			for i := range sel.Series {
+				s := &sel.Series[i]
+				e := get(s.Labels)
+				e.sources = append(e.sources, s.Iterator)
+			}
 		}
-		for i := range sel.Series {
-			s := &sel.Series[i]
-			e := get(s.Labels)
-			e.sources = append(e.sources, s.Iterator)
-		}
+		return nil
+	}
+	if err := selectBlocks(q.acquired()); err != nil {
+		return storage.ErrSeriesSet(err)
 	}
 	hs, err := q.db.head.Select(mint, maxt, ms...)
 	if err != nil {
@@ -99,6 +140,9 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 				return seriesiter.NewIterator(it, c, c.Extra, mint, maxt)
 			})
 		}
+	}
+	if err := selectBlocks(q.moreBlocks()); err != nil { // flushed since (see querier)
+		return storage.ErrSeriesSet(err)
 	}
 	if hints != nil && hints.ShardCount > 0 {
 		all = slices.DeleteFunc(all, func(e *seriesEntry) bool {
@@ -181,7 +225,7 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *storage.L
 		}
 		out = append(out, vs...)
 	}
-	for _, b := range q.blocks {
+	for _, b := range append(q.acquired(), q.moreBlocks()...) { // after the head: see querier
 		vs, err := index.LabelValues(b.Index(), name, ms...)
 		if err != nil {
 			return nil, nil, err
@@ -201,7 +245,7 @@ func (q *querier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms 
 		}
 		out = append(out, ns...)
 	}
-	for _, b := range q.blocks {
+	for _, b := range append(q.acquired(), q.moreBlocks()...) {
 		ns, err := index.LabelNames(b.Index(), ms...)
 		if err != nil {
 			return nil, nil, err
