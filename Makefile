@@ -1,7 +1,7 @@
 # Aerie — see README.md.
 DATA_DIR ?= ./data
 
-.PHONY: run demo test build fmt vet
+.PHONY: run demo test build fmt vet benchmarks
 
 # Runs the Aerie server on the embedded default data directory, listening
 # on 127.0.0.1:9201 (see docs/quickstart.md).
@@ -16,6 +16,11 @@ demo:
 # Runs every test (what CI runs).
 test:
 	scripts/test.sh
+
+# Runs aerie bench at medium scale for every workload, side by side with
+# prometheus/tsdb, and regenerates docs/BENCHMARKS.md (~15 min on 2 cores).
+benchmarks:
+	scripts/benchmarks.sh
 
 build:
 	go build -o aerie ./cmd/aerie

@@ -1,0 +1,256 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	promtsdb "github.com/prometheus/prometheus/tsdb"
+
+	"github.com/aerie-db/aerie/bench/workload"
+	"github.com/aerie-db/aerie/internal/model"
+	"github.com/aerie-db/aerie/internal/tsdb"
+	"github.com/aerie-db/aerie/internal/wal"
+)
+
+// engine is one storage engine under measurement. Both are opened with
+// their WAL on and background flushing off, so every phase controls when
+// data move from memory to disk.
+type engine interface {
+	storage.Queryable
+	name() string
+	// target prepares a writer of one workload target's rows.
+	target(series []labels.Labels) (targetWriter, error)
+	// flushAll moves every sample in memory into blocks.
+	flushAll() error
+	// diskBytes returns the bytes of the blocks (data and index separately).
+	diskBytes() (data, index int64, err error)
+	close() error
+}
+
+// targetWriter writes the rows of one target; it is used by one goroutine.
+type targetWriter interface {
+	write(row *workload.Row) error
+}
+
+// aerieOptions are the engine options of a bench run.
+type aerieOptions struct {
+	tupleSize int
+	walSync   wal.SyncMode
+}
+
+// aerieEngine is Aerie's engine, written one group row at a time.
+type aerieEngine struct {
+	*tsdb.DB
+}
+
+func openAerie(dir string, o aerieOptions) (*aerieEngine, error) {
+	db, err := tsdb.Open(dir, &tsdb.Options{
+		TupleSize:          o.tupleSize,
+		WALSync:            o.walSync,
+		FlushCheckInterval: -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open aerie in %s: %w", dir, err)
+	}
+	return &aerieEngine{db}, nil
+}
+
+func (e *aerieEngine) name() string { return "aerie" }
+
+// aerieTarget holds a target's series as (group, slot) pairs. All series of
+// a scrape target normally share one group; the general case splits a row
+// per group.
+type aerieTarget struct {
+	e      *aerieEngine
+	groups []*aerieGroupRow
+	where  []struct{ g, slot int } // per series index: groups index, slot
+}
+
+type aerieGroupRow struct {
+	gid    model.GroupID
+	values []float64
+	pres   []bool
+	used   []int // slots this target writes
+}
+
+func (e *aerieEngine) target(series []labels.Labels) (targetWriter, error) {
+	h := e.Head()
+	t := &aerieTarget{e: e, where: make([]struct{ g, slot int }, len(series))}
+	byGID := map[model.GroupID]int{}
+	for i, ls := range series {
+		gid, slot, err := h.Join(ls)
+		if err != nil {
+			return nil, fmt.Errorf("join %s: %w", ls, err)
+		}
+		gi, ok := byGID[gid]
+		if !ok {
+			gi = len(t.groups)
+			byGID[gid] = gi
+			t.groups = append(t.groups, &aerieGroupRow{gid: gid})
+		}
+		g := t.groups[gi]
+		if int(slot) >= len(g.values) {
+			g.values = append(g.values, make([]float64, int(slot)+1-len(g.values))...)
+			g.pres = append(g.pres, make([]bool, int(slot)+1-len(g.pres))...)
+		}
+		g.used = append(g.used, int(slot))
+		t.where[i] = struct{ g, slot int }{gi, int(slot)}
+	}
+	return t, nil
+}
+
+func (t *aerieTarget) write(row *workload.Row) error {
+	for _, g := range t.groups {
+		clear(g.pres)
+	}
+	for i, v := range row.Values {
+		if row.Present != nil && !row.Present[i] {
+			continue
+		}
+		w := t.where[i]
+		g := t.groups[w.g]
+		g.values[w.slot], g.pres[w.slot] = v, true
+	}
+	h := t.e.Head()
+	for _, g := range t.groups {
+		if err := h.AppendRow(g.gid, row.T, g.values, g.pres); err != nil {
+			return fmt.Errorf("aerie row at %d: %w", row.T, err)
+		}
+	}
+	return nil
+}
+
+func (e *aerieEngine) flushAll() error { return e.FlushHead() }
+
+// diskBytes counts every file of the blocks directory: "data" files as
+// data, the rest (index, meta.json) as index, plus the global tag
+// dictionary, which is part of every block's index.
+func (e *aerieEngine) diskBytes() (data, index int64, err error) {
+	data, index, err = dirBytes(filepath.Join(e.Dir(), "blocks"), func(p string) bool { return filepath.Base(p) == "data" })
+	if err != nil {
+		return 0, 0, err
+	}
+	fi, err := os.Stat(filepath.Join(e.Dir(), "tagdict"))
+	if err != nil {
+		return 0, 0, err
+	}
+	return data, index + fi.Size(), nil
+}
+
+// dirBytes sums the sizes of the files under dir, split by isData.
+func dirBytes(dir string, isData func(path string) bool) (data, index int64, err error) {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if isData(p) {
+			data += fi.Size()
+		} else {
+			index += fi.Size()
+		}
+		return nil
+	})
+	return data, index, err
+}
+
+func (e *aerieEngine) close() error { return e.Close() }
+
+// promEngine is prometheus/tsdb used as a library, with its defaults
+// except that automatic compaction is off.
+type promEngine struct {
+	db *promtsdb.DB
+}
+
+func openProm(dir string) (*promEngine, error) {
+	opts := promtsdb.DefaultOptions()
+	db, err := promtsdb.Open(dir, nil, nil, opts, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open prometheus/tsdb in %s: %w", dir, err)
+	}
+	db.DisableCompactions()
+	return &promEngine{db: db}, nil
+}
+
+func (e *promEngine) name() string { return "prometheus" }
+
+func (e *promEngine) Querier(mint, maxt int64) (storage.Querier, error) {
+	return e.db.Querier(mint, maxt)
+}
+
+// promTarget caches series refs as Prometheus' scrape loop does, and
+// commits one appender per scrape.
+type promTarget struct {
+	db     *promtsdb.DB
+	series []labels.Labels
+	refs   []storage.SeriesRef
+}
+
+func (e *promEngine) target(series []labels.Labels) (targetWriter, error) {
+	return &promTarget{db: e.db, series: series, refs: make([]storage.SeriesRef, len(series))}, nil
+}
+
+func (t *promTarget) write(row *workload.Row) error {
+	app := t.db.Appender(context.Background())
+	for i, v := range row.Values {
+		if row.Present != nil && !row.Present[i] {
+			continue
+		}
+		ref, err := app.Append(t.refs[i], t.series[i], row.T, v)
+		if err != nil {
+			app.Rollback()
+			return fmt.Errorf("prometheus append %s at %d: %w", t.series[i], row.T, err)
+		}
+		t.refs[i] = ref
+	}
+	return app.Commit()
+}
+
+// flushAll compacts the head into blocks of Prometheus' default 2 h range,
+// one window at a time, as its own head compaction does.
+func (e *promEngine) flushAll() error {
+	h := e.db.Head()
+	if h.NumSeries() == 0 || h.MinTime() == math.MaxInt64 {
+		return nil
+	}
+	const r = promtsdb.DefaultBlockDuration
+	// Read maxt once: truncating an emptied head moves its MaxTime up.
+	mint, maxt := h.MinTime(), h.MaxTime()
+	for lo := mint - mod(mint, r); lo <= maxt; lo += r {
+		if err := e.db.CompactHead(promtsdb.NewRangeHead(h, lo, lo+r-1)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mod(a, b int64) int64 { return ((a % b) + b) % b }
+
+// diskBytes counts every file of the blocks: chunks/ as data, the rest
+// (index, meta.json, tombstones) as index.
+func (e *promEngine) diskBytes() (data, index int64, err error) {
+	for _, b := range e.db.Blocks() {
+		d, i, err := dirBytes(b.Dir(), func(p string) bool { return strings.Contains(filepath.ToSlash(p), "/chunks/") })
+		if err != nil {
+			return 0, 0, err
+		}
+		data, index = data+d, index+i
+	}
+	return data, index, nil
+}
+
+func (e *promEngine) close() error { return e.db.Close() }
+
+// sinceMs is a duration in milliseconds as a float.
+func sinceMs(t time.Time) float64 { return float64(time.Since(t)) / float64(time.Millisecond) }

@@ -1,0 +1,352 @@
+package bench
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+var engineKinds = []string{"aerie", "prometheus"}
+
+// mainPhase inserts the main dataset into both engines (insert_throughput),
+// runs the TSBS patterns over their heads, flushes both to blocks
+// (disk_bytes_per_sample) and runs the patterns again over the blocks.
+func (r *runner) mainPhase() error {
+	var engines []engine
+	defer func() {
+		for _, e := range engines {
+			r.closeEngine(e, "main")
+		}
+	}()
+	var ins []insertStats
+	for _, kind := range engineKinds {
+		e, err := r.open(kind, "main", 0)
+		if err != nil {
+			return err
+		}
+		engines = append(engines, e)
+		st, err := r.insert(e, r.main)
+		if err != nil {
+			return err
+		}
+		r.logf("%s: inserted %d samples in %v: %.0f samples/s; GC pauses %v", kind, st.samples, st.write.Round(time.Millisecond),
+			float64(st.samples)/st.write.Seconds(), st.gcPause)
+		ins = append(ins, st)
+	}
+	r.rep.Samples = ins[0].samples
+	r.rep.add("insert_throughput", "samples/s", higher,
+		float64(ins[0].samples)/ins[0].write.Seconds(), float64(ins[1].samples)/ins[1].write.Seconds(),
+		fmt.Sprintf("%d writers, one scrape per commit/row, generation excluded", r.cfg.Writers))
+	r.rep.add("insert_gc_pause", "ms", lower, ms(ins[0].gcPause), ms(ins[1].gcPause), "Go GC pause total during the insert")
+
+	prof, profErr := profileOf(r.main)
+	if profErr != nil {
+		r.logf("skipping the TSBS patterns: %v", profErr)
+	} else if err := r.tsbs(engines, prof, "head"); err != nil {
+		return err
+	}
+	var flush [2]time.Duration
+	var data, index [2]int64
+	for i, e := range engines {
+		t0 := time.Now()
+		if err := e.flushAll(); err != nil {
+			return fmt.Errorf("%s: flush: %w", e.name(), err)
+		}
+		flush[i] = time.Since(t0)
+		var err error
+		if data[i], index[i], err = e.diskBytes(); err != nil {
+			return err
+		}
+		r.logf("%s: flushed in %v: %d data + %d index bytes", e.name(), flush[i].Round(time.Millisecond), data[i], index[i])
+	}
+	n := float64(ins[0].samples)
+	r.rep.add("disk_bytes_per_sample", "B", lower, float64(data[0]+index[0])/n, float64(data[1]+index[1])/n, "block data + index after flushing everything")
+	r.rep.add("disk_data_bytes_per_sample", "B", lower, float64(data[0])/n, float64(data[1])/n, "Aerie data files; Prometheus chunks/")
+	r.rep.add("disk_index_bytes_per_sample", "B", lower, float64(index[0])/n, float64(index[1])/n, "index, meta, Aerie's tag dictionary")
+	r.rep.add("flush_all_seconds", "s", lower, flush[0].Seconds(), flush[1].Seconds(), "whole head into 2 h blocks, no concurrent queries")
+	if profErr == nil {
+		return r.tsbs(engines, prof, "disk")
+	}
+	return nil
+}
+
+// tsbs runs every TSBS pattern QueryRuns times over both engines, with the
+// same instances for both, alternating which goes first, and checks that
+// both return the same result.
+func (r *runner) tsbs(engines []engine, prof profile, variant string) error {
+	hs := hosts(r.main, prof)
+	for _, pt := range patterns {
+		rnd := r.newRand(hashString(pt.name))
+		lat := make([][]time.Duration, len(engines))
+		for i := -1; i < r.scale.QueryRuns; i++ { // i = -1 warms up, unrecorded
+			q := pt.instance(rnd, prof, hs, r.main.MinTime(), r.main.MaxTime())
+			res := make([]promql.Result, len(engines))
+			for j := range engines {
+				k := (j + max(i, 0)) % len(engines) // alternate who goes first
+				var (
+					d   time.Duration
+					err error
+				)
+				if res[k], d, err = q.run(r.eng, engines[k]); err != nil {
+					return fmt.Errorf("%s tsbs %s: %w", engines[k].name(), pt.name, err)
+				}
+				if i >= 0 {
+					lat[k] = append(lat[k], d)
+				}
+			}
+			if err := sameResult(res[0], res[1]); err != nil {
+				return fmt.Errorf("tsbs %s (%s): engines disagree on %s: %w", pt.name, variant, q.expr, err)
+			}
+			if empty(res[0]) {
+				return fmt.Errorf("tsbs %s (%s): %s returned nothing over %v..%v", pt.name, variant, q.expr, q.start, q.end)
+			}
+		}
+		name := "tsbs_" + pt.name + "_" + variant
+		r.rep.add(name, "ms", lower, ms(percentile(lat[0], 0.5)), ms(percentile(lat[1], 0.5)), "median; "+pt.comment)
+		r.rep.add(name+"_p99", "ms", lower, ms(percentile(lat[0], 0.99)), ms(percentile(lat[1], 0.99)), "")
+		r.logf("tsbs %-18s %s: aerie %.3f ms, prometheus %.3f ms (median of %d)", pt.name, variant,
+			ms(percentile(lat[0], 0.5)), ms(percentile(lat[1], 0.5)), len(lat[0]))
+	}
+	return nil
+}
+
+func empty(res promql.Result) bool {
+	switch v := res.Value.(type) {
+	case promql.Vector:
+		return len(v) == 0
+	case promql.Matrix:
+		return len(v) == 0
+	}
+	return true
+}
+
+// flushPhase loads a 2 h partition into each engine in turn, measures the
+// settled Go heap it added (head_bytes_per_series), then flushes it while a
+// goroutine queries the last 15 minutes of one random series in a loop
+// (Heracles §4.5) and reports those queries' latencies.
+func (r *runner) flushPhase() error {
+	var heap [2]float64
+	var lat [2][]time.Duration
+	var flush [2]time.Duration
+	nseries := len(allSeries(r.flushW))
+	for i, kind := range engineKinds {
+		base := settledHeap()
+		e, err := r.open(kind, "flush", 0)
+		if err != nil {
+			return err
+		}
+		if _, err := r.insert(e, r.flushW); err != nil {
+			r.closeEngine(e, "flush")
+			return err
+		}
+		heap[i] = float64(settledHeap()-base) / float64(nseries)
+		lat[i], flush[i], err = r.flushUnderQueries(e)
+		if cerr := r.closeEngine(e, "flush"); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", kind, err)
+		}
+		r.logf("%s: head %.0f B/series; flush %v under %d queries: p99 %v, p99.99 %v, max %v", kind, heap[i], flush[i].Round(time.Millisecond),
+			len(lat[i]), percentile(lat[i], 0.99), percentile(lat[i], 0.9999), percentile(lat[i], 1))
+	}
+	r.rep.add("head_bytes_per_series", "B", lower, heap[0], heap[1],
+		fmt.Sprintf("settled Go heap added by %d series x 2 h at %v (Prometheus also mmaps full chunks outside the heap)", nseries, r.flushW.Interval()))
+	note := fmt.Sprintf("last 15 min of one series, in a loop during the flush of %d series x 2 h; %d and %d queries", nseries, len(lat[0]), len(lat[1]))
+	for _, p := range []struct {
+		suffix string
+		q      float64
+	}{{"_p50", 0.5}, {"_p99", 0.99}, {"_p9999", 0.9999}, {"_max", 1}} {
+		r.rep.add("flush_query"+p.suffix, "ms", lower, ms(percentile(lat[0], p.q)), ms(percentile(lat[1], p.q)), note)
+		note = ""
+	}
+	r.rep.add("flush_seconds", "s", lower, flush[0].Seconds(), flush[1].Seconds(), "the 2 h partition, under the query loop")
+	return nil
+}
+
+// flushUnderQueries flushes e while one goroutine queries it.
+func (r *runner) flushUnderQueries(e engine) ([]time.Duration, time.Duration, error) {
+	series := allSeries(r.flushW)
+	maxt := r.flushW.MaxTime()
+	stop := make(chan struct{})
+	var (
+		wg   sync.WaitGroup
+		lat  []time.Duration
+		qerr error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rnd := r.newRand(hashString("flush"))
+		var it chunkenc.Iterator
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ls := series[rnd.IntN(len(series))]
+			t0 := time.Now()
+			var n int
+			var err error
+			n, it, err = lastWindow(e, ls, maxt, it)
+			lat = append(lat, time.Since(t0))
+			if err == nil && n == 0 {
+				err = fmt.Errorf("no samples of %s in the last %v", ls, queryWindow)
+			}
+			if err != nil {
+				qerr = err
+				return
+			}
+		}
+	}()
+	t0 := time.Now()
+	err := e.flushAll()
+	d := time.Since(t0)
+	close(stop)
+	wg.Wait()
+	if err == nil {
+		err = qerr
+	}
+	return lat, d, err
+}
+
+// tuplePhase measures Aerie's tuple size trade-off (Heracles §4.4.5) on the
+// flush dataset: bytes per sample in the head and on disk, and query
+// latency, with Prometheus' 120-sample chunks as the reference row. It
+// also times a flush without concurrent queries (flush_cpu_seconds).
+func (r *runner) tuplePhase() error {
+	prof, profErr := profileOf(r.flushW)
+	series := allSeries(r.flushW)
+	hs := []string{}
+	if profErr == nil {
+		hs = hosts(r.flushW, prof)
+	}
+	var flushWall, flushCPU [2]float64
+	for _, k := range []int{4, 8, 16, 0} {
+		kind := "aerie"
+		if k == 0 {
+			kind = "prometheus"
+		}
+		e, err := r.open(kind, "tuple", k)
+		if err != nil {
+			return err
+		}
+		row, err := r.tupleRow(e, k, series, prof, hs, profErr == nil)
+		if cerr := r.closeEngine(e, "tuple"); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("tuple size %d: %w", k, err)
+		}
+		r.rep.TupleSizes = append(r.rep.TupleSizes, row)
+		r.logf("%s tuple %d: head %.3f B/sample, disk %.3f (data %.3f) B/sample, 15 min query head %.3f ms disk %.3f ms",
+			kind, k, row.HeadBytesPerSample, row.DiskBytesPerSample, row.DiskDataBytesPerSample, row.Query15mHeadMs, row.Query15mDiskMs)
+		switch k {
+		case 8:
+			flushWall[0], flushCPU[0] = row.flushWall, row.flushCPU
+		case 0:
+			flushWall[1], flushCPU[1] = row.flushWall, row.flushCPU
+		}
+	}
+	r.rep.add("flush_idle_seconds", "s", lower, flushWall[0], flushWall[1], "the 2 h partition of the flush phase, no queries")
+	r.rep.add("flush_cpu_seconds", "s", lower, flushCPU[0], flushCPU[1], "process CPU (user+sys) during that flush")
+	return nil
+}
+
+func (r *runner) tupleRow(e engine, k int, series []labels.Labels, prof profile, hs []string, tsbsOK bool) (TupleRow, error) {
+	row := TupleRow{Engine: e.name(), TupleSize: k}
+	st, err := r.insert(e, r.flushW)
+	if err != nil {
+		return row, err
+	}
+	n := float64(st.samples)
+	if a, ok := e.(*aerieEngine); ok {
+		row.HeadBytesPerSample = float64(a.Head().Bytes()) / n
+	}
+	if row.Query15mHeadMs, err = r.median15m(e, series); err != nil {
+		return row, err
+	}
+	ru0 := cpuTime()
+	t0 := time.Now()
+	if err := e.flushAll(); err != nil {
+		return row, err
+	}
+	row.flushWall, row.flushCPU = time.Since(t0).Seconds(), (cpuTime() - ru0).Seconds()
+	data, index, err := e.diskBytes()
+	if err != nil {
+		return row, err
+	}
+	row.DiskBytesPerSample, row.DiskDataBytesPerSample = float64(data+index)/n, float64(data)/n
+	if row.Query15mDiskMs, err = r.median15m(e, series); err != nil {
+		return row, err
+	}
+	if tsbsOK {
+		pt := patterns[slices.IndexFunc(patterns, func(p pattern) bool { return p.name == "5-1-1" })]
+		rnd := r.newRand(hashString("tuple 5-1-1"))
+		var lat []time.Duration
+		for i := 0; i < r.scale.QueryRuns; i++ {
+			q := pt.instance(rnd, prof, hs, r.flushW.MinTime(), r.flushW.MaxTime())
+			_, d, err := q.run(r.eng, e)
+			if err != nil {
+				return row, err
+			}
+			lat = append(lat, d)
+		}
+		row.TSBS511DiskMs = ms(percentile(lat, 0.5))
+	}
+	return row, nil
+}
+
+// median15m is the median latency of queries for the last 15 minutes of
+// random series.
+func (r *runner) median15m(e engine, series []labels.Labels) (float64, error) {
+	rnd := r.newRand(hashString("15m"))
+	var it chunkenc.Iterator
+	var lat []time.Duration
+	for i := 0; i < 200; i++ {
+		t0 := time.Now()
+		var err error
+		if _, it, err = lastWindow(e, series[rnd.IntN(len(series))], r.flushW.MaxTime(), it); err != nil {
+			return 0, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return ms(percentile(lat, 0.5)), nil
+}
+
+// cpuTime is the process' user plus system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// percentile returns the nearest-rank q-quantile of ds (q = 1: the maximum).
+func percentile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func hashString(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}

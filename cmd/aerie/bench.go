@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aerie-db/aerie/bench"
+)
+
+func newBenchCmd() *cobra.Command {
+	var (
+		cfg      bench.Config
+		jsonPath string
+		quiet    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure Aerie's engine side by side with prometheus/tsdb",
+		Long: `bench runs one workload through Aerie's engine and through the
+prometheus/tsdb library in this process and prints the measurements with
+their ratios (Aerie ÷ Prometheus): insert throughput, the TSBS query
+patterns of Heracles Table 2 over the head and over blocks, bytes per
+sample on disk, head bytes per series, query latency while a 2 h partition
+is flushed, and the tuple-size trade-off. See bench/doc.go and
+docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !quiet {
+				cfg.Log = cmd.ErrOrStderr()
+			}
+			rep, err := bench.Run(cfg)
+			if err != nil {
+				return err
+			}
+			if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if jsonPath == "" {
+				return nil
+			}
+			f, err := os.Create(jsonPath)
+			if err != nil {
+				return err
+			}
+			if err := rep.WriteJSON(f); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Workload, "workload", "node", "node, random (node's series and timestamps, values uniform in [0,1)) or tsbs (devops cpu-only)")
+	f.StringVar(&cfg.Input, "input", "", "real data instead of a generated workload: a remote-write dump (.rwpb.zst) or OpenMetrics text with timestamps")
+	f.StringVar(&cfg.Scale, "scale", "small", "small (1 K series, <2 min), medium (10 K series) or large (150 K series, Heracles' scale)")
+	f.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file")
+	f.StringVar(&cfg.Dir, "dir", "", "scratch directory for both engines' data (default: a temporary directory, removed after)")
+	f.Int64Var(&cfg.Seed, "seed", 1, "workload seed")
+	f.DurationVar(&cfg.Interval, "interval", 0, "scrape interval (default 15s for node and random, 10s for tsbs)")
+	f.IntVar(&cfg.Writers, "writers", 0, "concurrent writers (default GOMAXPROCS)")
+	f.StringVar(&cfg.AerieSync, "aerie.wal-sync", "interval", "Aerie's WAL sync: interval (fsync every second) or batch (fsync before each commit returns)")
+	f.IntVar(&cfg.QueryRuns, "query-runs", 0, "instances of each TSBS pattern (default: the scale's)")
+	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
+	cmd.AddCommand(newBenchReportCmd())
+	return cmd
+}
+
+func newBenchReportCmd() *cobra.Command {
+	var out, notes, command string
+	cmd := &cobra.Command{
+		Use:   "report FILE.json...",
+		Short: "Write docs/BENCHMARKS.md from bench --json reports",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var reps []*bench.Report
+			for _, a := range args {
+				r, err := bench.ReadReport(a)
+				if err != nil {
+					return err
+				}
+				reps = append(reps, r)
+			}
+			var extra string
+			if notes != "" {
+				b, err := os.ReadFile(notes)
+				if err != nil {
+					return err
+				}
+				extra = string(b)
+			}
+			var sb strings.Builder
+			if err := bench.WriteMarkdown(&sb, reps, command, extra); err != nil {
+				return err
+			}
+			if out == "" || out == "-" {
+				_, err := fmt.Fprint(cmd.OutOrStdout(), sb.String())
+				return err
+			}
+			return os.WriteFile(out, []byte(sb.String()), 0o644)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "-", "output file")
+	cmd.Flags().StringVar(&notes, "notes", "", "hand-written Markdown appended after the tables (analysis, what is missing)")
+	cmd.Flags().StringVar(&command, "command", "make benchmarks", "the command named as the generator")
+	return cmd
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Regenerates docs/BENCHMARKS.md: runs `aerie bench` at medium scale for
+# each workload (JSON into bench/results/) and then `aerie bench report`.
+# SCALE=small or WORKLOADS="node" shorten it. Takes ~15 minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SCALE=${SCALE:-medium}
+WORKLOADS=${WORKLOADS:-"node random tsbs"}
+mkdir -p bench/results
+go build -o bench/results/aerie ./cmd/aerie
+files=()
+for w in $WORKLOADS; do
+  echo "=== $w ($SCALE)" >&2
+  bench/results/aerie bench --workload="$w" --scale="$SCALE" --json="bench/results/$w-$SCALE.json"
+  files+=("bench/results/$w-$SCALE.json")
+done
+bench/results/aerie bench report --notes bench/NOTES.md --command "make benchmarks" -o docs/BENCHMARKS.md "${files[@]}"
+rm -f bench/results/aerie
+echo "wrote docs/BENCHMARKS.md" >&2
