@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/aerie-db/aerie/internal/model"
+	"github.com/aerie-db/aerie/internal/wal"
 )
 
 // Join returns the group and slot of the series lset, creating the series
@@ -60,6 +61,11 @@ func (h *Head) AppendRow(gid model.GroupID, t int64, values []float64, presence 
 	if g == nil {
 		return fmt.Errorf("row for unknown group %d", gid)
 	}
+	if err := h.appendRowFast(g, t, values, presence); err != errRetry {
+		return err
+	}
+	// A series of the row moved to a group of its own: the general path
+	// splits the row by group.
 	g.mu.RLock()
 	width := len(g.slots)
 	pend := make([]pending, 0, len(values))
@@ -75,4 +81,90 @@ func (h *Head) AppendRow(gid model.GroupID, t int64, values []float64, presence 
 	}
 	g.mu.RUnlock()
 	return h.commitAll(pend, &AppendError{})
+}
+
+// appendRowFast commits one row of g when every present slot's series
+// still belongs to g (errRetry otherwise, before anything is validated or
+// written). It is commit's path for a single group and row, without
+// commit's per-sample maps and sort: the slots are known and unique.
+func (h *Head) appendRowFast(g *group, t int64, values []float64, presence []bool) error {
+	g.appendMu.Lock()
+	defer g.appendMu.Unlock()
+	n := 0
+	for _, ok := range presence {
+		if ok {
+			n++
+		}
+	}
+	r := row{t: t, slots: make([]model.Slot, 0, n), vals: make([]float64, 0, n), series: make([]*memSeries, 0, n), idx: make([]int, 0, n)}
+	g.mu.RLock()
+	width := len(g.slots)
+	for slot, ok := range presence {
+		if !ok {
+			continue
+		}
+		if slot >= width {
+			g.mu.RUnlock()
+			return fmt.Errorf("%w: slot %d of group %d (width %d)", ErrTooManyRows, slot, g.id, width)
+		}
+		r.series = append(r.series, g.slots[slot])
+	}
+	g.mu.RUnlock()
+	h.regMu.RLock()
+	for _, s := range r.series {
+		if s.cur != g {
+			h.regMu.RUnlock()
+			return errRetry
+		}
+	}
+	h.regMu.RUnlock()
+
+	lim := h.limits()
+	rej := &AppendError{}
+	all := r.series
+	r.series = r.series[:0]
+	i := 0
+	for slot, ok := range presence {
+		if !ok {
+			continue
+		}
+		s, v := all[i], values[slot]
+		i++
+		dup, err := lim.check(t, v, s.lastT.Load(), s.lastV.Load())
+		if dup {
+			rej.Accepted++ // identical to the stored sample
+			continue
+		}
+		if err != nil {
+			rej.add(slot, s.lset, t, err)
+			continue
+		}
+		r.slots = append(r.slots, model.Slot(slot))
+		r.vals = append(r.vals, v)
+		r.series = append(r.series, s)
+		r.idx = append(r.idx, slot)
+	}
+	if len(r.slots) > 0 {
+		rows := []row{r}
+		moves := h.trackMisfits(g, rows)
+		if h.wal != nil {
+			recs := g.appendDefsLocked(nil, width)
+			recs = append(recs, wal.AppendRows(nil, rowsRecord(g.id, width, rows)))
+			if err := h.wal.Log(t, recs...); err != nil {
+				return err
+			}
+			g.loggedDef = true
+			g.mu.RLock()
+			g.loggedSlots = len(g.slots)
+			g.mu.RUnlock()
+		}
+		h.applyRows(g, rows, rej)
+		if len(moves) > 0 {
+			h.moveSeries(moves)
+		}
+	}
+	if rej.Rejected > 0 {
+		return rej
+	}
+	return nil
 }
