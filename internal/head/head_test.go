@@ -227,6 +227,29 @@ func TestAppendRow(t *testing.T) {
 	require.Error(t, h.AppendRow(99, 0, nil, nil))
 }
 
+// TestAppendRowAfterMove: once a series that sat alone in its rows moved
+// to a group of its own, rows of the old group that include its slot take
+// the general path and lose nothing.
+func TestAppendRowAfterMove(t *testing.T) {
+	h := New(Options{}, nil)
+	gid, _, err := h.Join(lbl("__name__", "a", "job", "j", "instance", "i"))
+	require.NoError(t, err)
+	_, _, err = h.Join(lbl("__name__", "b", "job", "j", "instance", "i"))
+	require.NoError(t, err)
+	for i := int64(0); i < 20; i++ {
+		pres := []bool{true, i >= 5} // "a" alone for 5 rows: it moves
+		require.NoError(t, h.AppendRow(gid, i*1000, []float64{float64(i), -float64(i)}, pres))
+	}
+	require.GreaterOrEqual(t, h.NumGroups(), 2)
+	a, b := samplesOf(t, h, "a"), samplesOf(t, h, "b")
+	require.Len(t, a, 20)
+	require.Len(t, b, 15)
+	for i, s := range a {
+		require.Equal(t, int64(i)*1000, s.T)
+		require.Equal(t, float64(i), s.V)
+	}
+}
+
 func TestBytesGrows(t *testing.T) {
 	h := New(Options{}, nil)
 	require.Zero(t, h.Bytes())
