@@ -42,8 +42,9 @@ type targetWriter interface {
 
 // aerieOptions are the engine options of a bench run.
 type aerieOptions struct {
-	tupleSize int
-	walSync   wal.SyncMode
+	tupleSize      int // head; at most head.MaxTupleSize
+	blockTupleSize int
+	walSync        wal.SyncMode
 }
 
 // aerieEngine is Aerie's engine, written one group row at a time.
@@ -54,6 +55,7 @@ type aerieEngine struct {
 func openAerie(dir string, o aerieOptions) (*aerieEngine, error) {
 	db, err := tsdb.Open(dir, &tsdb.Options{
 		TupleSize:          o.tupleSize,
+		BlockTupleSize:     o.blockTupleSize,
 		WALSync:            o.walSync,
 		FlushCheckInterval: -1,
 	})

@@ -111,10 +111,10 @@ func WriteMarkdown(w io.Writer, reports []*Report, command, notes string) error 
 			}
 			p("| `%s` | %s | %s | %s | %.3f | %s | %s | %s |\n", res.Name, res.Unit, num(res.Aerie), num(res.Prometheus), res.Ratio, res.Better, goal, res.Note)
 		}
-		p("\nTuple size trade-off (Heracles §4.4.5), on the flush dataset:\n\n")
+		p("\nTuple size trade-off (Heracles §4.4.5), on the flush dataset. The head's tuples hold at most 8 rows, so the 16 row keeps a head of 8 and writes blocks of 16:\n\n")
 		p("| engine | tuple | head B/sample | disk B/sample | disk data B/sample | 15 min query, head (ms) | 15 min query, disk (ms) | tsbs 5-1-1, disk (ms) |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, t := range r.TupleSizes {
-			p("| %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n", t.Engine, tupleName(t.TupleSize), dash(t.HeadBytesPerSample),
+			p("| %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n", t.Engine, t.name(), dash(t.HeadBytesPerSample),
 				t.DiskBytesPerSample, t.DiskDataBytesPerSample, t.Query15mHeadMs, t.Query15mDiskMs, t.TSBS511DiskMs)
 		}
 		p("\n")

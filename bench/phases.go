@@ -221,8 +221,10 @@ func (r *runner) flushUnderQueries(e engine) ([]time.Duration, time.Duration, er
 
 // tuplePhase measures Aerie's tuple size trade-off (Heracles §4.4.5) on the
 // flush dataset: bytes per sample in the head and on disk, and query
-// latency, with Prometheus' 120-sample chunks as the reference row. It
-// also times a flush without concurrent queries (flush_cpu_seconds).
+// latency, with Prometheus' 120-sample chunks as the reference row. The
+// head's tuples hold at most 8 rows (presence is one byte per tuple), so
+// the 16 row has a head of 8 and blocks of 16. It also times a flush
+// without concurrent queries (flush_cpu_seconds).
 func (r *runner) tuplePhase() error {
 	prof, profErr := profileOf(r.flushW)
 	series := allSeries(r.flushW)
@@ -270,6 +272,7 @@ func (r *runner) tupleRow(e engine, k int, series []labels.Labels, prof profile,
 	}
 	n := float64(st.samples)
 	if a, ok := e.(*aerieEngine); ok {
+		row.HeadTupleSize = a.Head().Options().TupleSize
 		row.HeadBytesPerSample = float64(a.Head().Bytes()) / n
 	}
 	if row.Query15mHeadMs, err = r.median15m(e, series); err != nil {

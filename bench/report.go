@@ -38,7 +38,8 @@ type Result struct {
 // TupleSize 0 is the Prometheus reference (120-sample XOR chunks).
 type TupleRow struct {
 	Engine                 string  `json:"engine"`
-	TupleSize              int     `json:"tuple_size"`
+	TupleSize              int     `json:"tuple_size"`      // in blocks
+	HeadTupleSize          int     `json:"head_tuple_size"` // in the head (at most 8)
 	HeadBytesPerSample     float64 `json:"head_bytes_per_sample"`
 	DiskBytesPerSample     float64 `json:"disk_bytes_per_sample"`
 	DiskDataBytesPerSample float64 `json:"disk_data_bytes_per_sample"`
@@ -146,17 +147,21 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "engine\ttuple\thead B/sample\tdisk B/sample\tdisk data B/sample\t15 min head ms\t15 min disk ms\t5-1-1 disk ms\t")
 	for _, t := range rep.TupleSizes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", t.Engine, tupleName(t.TupleSize), dash(t.HeadBytesPerSample),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", t.Engine, t.name(), dash(t.HeadBytesPerSample),
 			t.DiskBytesPerSample, t.DiskDataBytesPerSample, t.Query15mHeadMs, t.Query15mDiskMs, t.TSBS511DiskMs)
 	}
 	return tw.Flush()
 }
 
-func tupleName(k int) string {
-	if k == 0 {
+// name is the tuple column of a row: "16 (head 8)" where they differ.
+func (t TupleRow) name() string {
+	switch {
+	case t.TupleSize == 0:
 		return "120/chunk"
+	case t.HeadTupleSize != 0 && t.HeadTupleSize != t.TupleSize:
+		return fmt.Sprintf("%d (head %d)", t.TupleSize, t.HeadTupleSize)
 	}
-	return fmt.Sprint(k)
+	return fmt.Sprint(t.TupleSize)
 }
 
 func dash(v float64) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/aerie-db/aerie/bench/workload"
+	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/wal"
 )
 
@@ -190,7 +191,7 @@ func (r *runner) open(kind, phase string, tupleSize int) (engine, error) {
 		return nil, err
 	}
 	if kind == "aerie" {
-		return openAerie(dir, aerieOptions{tupleSize: tupleSize, walSync: r.sync})
+		return openAerie(dir, aerieOptions{tupleSize: min(tupleSize, head.MaxTupleSize), blockTupleSize: tupleSize, walSync: r.sync})
 	}
 	return openProm(dir)
 }

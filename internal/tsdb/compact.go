@@ -54,7 +54,7 @@ func (db *DB) flushPartition(pid int64) error {
 	start := time.Now()
 	pmin, pmax := db.head.PartitionBounds(pid)
 	w, err := block.NewWriter(fmt.Sprintf("%s/%s", db.dir, blocksDirname), pmin, pmax, db.dict, block.WriterOptions{
-		TupleSize: db.head.Options().TupleSize, MetricInterval: db.opts.MetricInterval,
+		TupleSize: db.blockTupleSize(), MetricInterval: db.opts.MetricInterval,
 	})
 	if err != nil {
 		return fmt.Errorf("flush partition %d: %w", pid, err)
@@ -91,6 +91,14 @@ func (db *DB) flushPartition(pid int64) error {
 	db.log.Info("partition flushed", "block", meta.ULID, "mint", pmin, "maxt", pmax,
 		"series", meta.Stats.Series, "samples", meta.Stats.Samples, "bytes", meta.Stats.DataBytes+meta.Stats.IndexBytes, "took", time.Since(start))
 	return nil
+}
+
+// blockTupleSize is the tuple size of new blocks.
+func (db *DB) blockTupleSize() int {
+	if db.opts.BlockTupleSize > 0 {
+		return db.opts.BlockTupleSize
+	}
+	return db.head.Options().TupleSize
 }
 
 // applyRetention deletes blocks whose whole range is older than the

@@ -30,7 +30,8 @@ type Options struct {
 	GroupBy        []string // [job, instance]
 	MaxGroupWidth  int      // [20000]
 	MaxSeries      int      // [0 = unlimited]
-	TupleSize      int      // [8]
+	TupleSize      int      // [8] rows per head tuple, 1..head.MaxTupleSize
+	BlockTupleSize int      // [TupleSize] rows per tuple in blocks, 1..32
 	MetricInterval int64    // [1h] ms, block metrics
 
 	WALSync         wal.SyncMode  // [wal.SyncBatch]
