@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,9 +13,10 @@ import (
 
 func newBenchCmd() *cobra.Command {
 	var (
-		cfg      bench.Config
-		jsonPath string
-		quiet    bool
+		cfg        bench.Config
+		jsonPath   string
+		cpuProfile string
+		quiet      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -30,6 +32,17 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !quiet {
 				cfg.Log = cmd.ErrOrStderr()
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
 			}
 			rep, err := bench.Run(cfg)
 			if err != nil {
@@ -64,6 +77,7 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 	f.StringVar(&cfg.AerieSync, "aerie.wal-sync", "interval", "Aerie's WAL sync: interval (fsync every second) or batch (fsync before each commit returns)")
 	f.IntVar(&cfg.QueryRuns, "query-runs", 0, "instances of each TSBS pattern (default: the scale's)")
 	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (both engines: use pprof -focus to split them)")
 	cmd.AddCommand(newBenchReportCmd())
 	return cmd
 }

@@ -153,3 +153,69 @@ func TestMerge(t *testing.T) {
 		t.Fatal("after seek")
 	}
 }
+
+// TestMergeAgainstModel merges random sources, overlapping or disjoint in
+// time, with Next and Seek mixed, against a map: the earliest source wins
+// a timestamp.
+func TestMergeAgainstModel(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	for round := 0; round < 300; round++ {
+		k := 1 + r.Intn(5)
+		model := map[int64]float64{}
+		var its []chunkenc.Iterator
+		base := int64(0)
+		for i := 0; i < k; i++ {
+			if r.Intn(2) == 0 {
+				base += int64(r.Intn(50)) // often disjoint, sometimes overlapping
+			} else {
+				base = int64(r.Intn(100))
+			}
+			s := &sliceSource{n: 1 + r.Intn(8)}
+			t0 := base
+			for j := r.Intn(30); j > 0; j-- {
+				t0 += 1 + int64(r.Intn(3))
+				s.ts = append(s.ts, t0)
+				s.vs = append(s.vs, float64(i*1000)+float64(t0))
+				s.present = append(s.present, true)
+				if _, ok := model[t0]; !ok {
+					model[t0] = float64(i*1000) + float64(t0)
+				}
+			}
+			base = t0
+			its = append(its, NewIterator(nil, s, nil, 0, 1000))
+		}
+		var want []Sample
+		for t0, v := range model {
+			want = append(want, Sample{t0, v})
+		}
+		sort.Slice(want, func(i, j int) bool { return want[i].T < want[j].T })
+		it := Merge(its...)
+		i := 0
+		for {
+			var vt chunkenc.ValueType
+			if r.Intn(4) == 0 && i < len(want) {
+				skip := r.Intn(3)
+				if i+skip >= len(want) {
+					skip = 0
+				}
+				vt = it.Seek(want[i+skip].T)
+				i += skip
+			} else {
+				vt = it.Next()
+			}
+			if vt == chunkenc.ValNone {
+				break
+			}
+			if i >= len(want) {
+				t.Fatalf("round %d: extra sample at %d", round, it.AtT())
+			}
+			if x, y := it.At(); x != want[i].T || y != want[i].V {
+				t.Fatalf("round %d: sample %d = (%d, %v), want %v", round, i, x, y, want[i])
+			}
+			i++
+		}
+		if i != len(want) {
+			t.Fatalf("round %d: %d samples, want %d", round, i, len(want))
+		}
+	}
+}

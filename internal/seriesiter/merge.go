@@ -1,6 +1,8 @@
 package seriesiter
 
 import (
+	"math"
+
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
@@ -24,7 +26,12 @@ type mergeIterator struct {
 	cur     int
 	t       int64
 	v       float64
-	err     error
+	// next is the least timestamp of the positioned iterators other than
+	// cur (math.MaxInt64 if none): while cur stays below it, Next only
+	// advances cur, so sources that do not overlap in time (partitions,
+	// blocks) cost one comparison per sample, not a scan of all sources.
+	next int64
+	err  error
 }
 
 func (m *mergeIterator) Next() chunkenc.ValueType {
@@ -37,6 +44,18 @@ func (m *mergeIterator) Next() chunkenc.ValueType {
 	}
 	if m.cur < 0 {
 		return chunkenc.ValNone
+	}
+	if m.t < m.next { // only cur is at m.t
+		it := m.its[m.cur]
+		if it.Next() == chunkenc.ValFloat {
+			if t := it.AtT(); t < m.next {
+				m.t, m.v = it.At()
+				return chunkenc.ValFloat
+			}
+		} else {
+			m.ok[m.cur] = false
+		}
+		return m.pick()
 	}
 	t := m.t
 	for i, it := range m.its {
@@ -65,6 +84,7 @@ func (m *mergeIterator) Seek(t int64) chunkenc.ValueType {
 
 func (m *mergeIterator) pick() chunkenc.ValueType {
 	m.cur = -1
+	m.next = math.MaxInt64
 	for i, it := range m.its {
 		if !m.ok[i] {
 			if err := it.Err(); err != nil && m.err == nil {
@@ -72,9 +92,16 @@ func (m *mergeIterator) pick() chunkenc.ValueType {
 			}
 			continue
 		}
-		if m.cur < 0 || it.AtT() < m.t {
+		switch t := it.AtT(); {
+		case m.cur < 0:
 			m.cur = i
 			m.t, m.v = it.At()
+		case t < m.t:
+			m.next = m.t
+			m.cur = i
+			m.t, m.v = it.At()
+		default:
+			m.next = min(m.next, t)
 		}
 	}
 	if m.err != nil {
