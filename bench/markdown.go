@@ -69,7 +69,7 @@ func WriteMarkdown(w io.Writer, reports []*Report, command, notes string) error 
 
 	p("## Goals\n\n| goal | target | ")
 	for _, r := range reports {
-		p("%s | ", r.Workload)
+		p("%s (%s) | ", r.Workload, r.Scale)
 	}
 	p("\n|---|---|%s\n", strings.Repeat("---|", len(reports)))
 	for _, g := range Goals {

@@ -28,6 +28,8 @@ type Config struct {
 	Dir      string        // scratch directory ("" → a temporary one, removed after)
 	Seed     int64         // workload seed
 	Interval time.Duration // scrape interval (0 → 15 s for node/random, 10 s for tsbs)
+	Targets  int           // targets (hosts for tsbs) of the main dataset (0 → the scale's series)
+	Duration time.Duration // span of the main dataset (0 → the scale's, 12 h)
 	Writers  int           // concurrent writers (0 → GOMAXPROCS)
 	// AerieSync is Aerie's WAL sync mode: "interval" (default: fsync once a
 	// second in the background, the closest to prometheus/tsdb, whose WAL
@@ -164,7 +166,13 @@ func (r *runner) workloads() error {
 		return err
 	}
 	spec.Targets = (r.scale.Series + perTarget - 1) / perTarget
+	if r.cfg.Targets > 0 {
+		spec.Targets = r.cfg.Targets
+	}
 	spec.Duration = r.scale.Duration
+	if r.cfg.Duration > 0 {
+		spec.Duration = r.cfg.Duration
+	}
 	if r.main, err = workload.New(r.cfg.Workload, spec); err != nil {
 		return err
 	}

@@ -74,6 +74,8 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 	f.Int64Var(&cfg.Seed, "seed", 1, "workload seed")
 	f.DurationVar(&cfg.Interval, "interval", 0, "scrape interval (default 15s for node and random, 10s for tsbs)")
 	f.IntVar(&cfg.Writers, "writers", 0, "concurrent writers (default GOMAXPROCS)")
+	f.IntVar(&cfg.Targets, "targets", 0, "targets (tsbs: hosts) of the main dataset (default: the scale's series count)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "span of the main dataset (default: the scale's, 12h)")
 	f.StringVar(&cfg.AerieSync, "aerie.wal-sync", "interval", "Aerie's WAL sync: interval (fsync every second) or batch (fsync before each commit returns)")
 	f.IntVar(&cfg.QueryRuns, "query-runs", 0, "instances of each TSBS pattern (default: the scale's)")
 	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
