@@ -93,7 +93,7 @@ func WriteMarkdown(w io.Writer, reports []*Report, command, notes string) error 
 				if g.met(res.Ratio) {
 					mark = "met"
 				}
-				p("%.2f× (%s) | ", res.Ratio, mark)
+				p("%.3f× (%s) | ", res.Ratio, mark)
 			}
 			p("\n")
 		}

@@ -85,7 +85,7 @@ func newReport(cfg Config, sc Scale, w workload.Workload) *Report {
 		Series:   len(allSeries(w)),
 		Config: map[string]string{
 			"interval":         w.Interval().String(),
-			"span":             time.Duration(w.MaxTime()-w.MinTime()).String() + "ms",
+			"span":             (time.Duration(w.MaxTime()-w.MinTime()) * time.Millisecond).String(),
 			"writers":          fmt.Sprint(cfg.Writers),
 			"seed":             fmt.Sprint(cfg.Seed),
 			"query_runs":       fmt.Sprint(sc.QueryRuns),
