@@ -216,7 +216,8 @@ func procField(path, key string) string {
 }
 
 // commit returns the VCS revision of the binary, or of the working tree
-// (go run does not stamp one), with "-dirty" for uncommitted changes.
+// (go run, and builds with -buildvcs=false, do not stamp one), with
+// "-dirty" for uncommitted changes.
 func commit() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		var rev, dirty string
@@ -239,7 +240,9 @@ func commit() string {
 		return "unknown"
 	}
 	rev := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+	// The outputs of a bench run do not make the tree dirty.
+	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results", ":!docs/BENCHMARKS.md").Output()
+	if err == nil && len(st) > 0 {
 		rev += "-dirty"
 	}
 	return rev

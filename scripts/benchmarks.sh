@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 SCALE=${SCALE:-medium}
 WORKLOADS=${WORKLOADS:-"node random tsbs"}
 mkdir -p bench/results
-go build -o bench/results/aerie ./cmd/aerie
+go build -buildvcs=true -o bench/results/aerie ./cmd/aerie # stamps the commit
 files=()
 for w in $WORKLOADS; do
   echo "=== $w ($SCALE)" >&2
