@@ -45,6 +45,7 @@ type aerieOptions struct {
 	tupleSize      int // head; at most head.MaxTupleSize
 	blockTupleSize int
 	walSync        wal.SyncMode
+	flushCPU       float64 // tsdb.Options.FlushCPUBudget
 }
 
 // aerieEngine is Aerie's engine, written one group row at a time.
@@ -56,6 +57,7 @@ func openAerie(dir string, o aerieOptions) (*aerieEngine, error) {
 	db, err := tsdb.Open(dir, &tsdb.Options{
 		TupleSize:          o.tupleSize,
 		BlockTupleSize:     o.blockTupleSize,
+		FlushCPUBudget:     o.flushCPU,
 		WALSync:            o.walSync,
 		FlushCheckInterval: -1,
 	})

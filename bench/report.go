@@ -90,6 +90,7 @@ func newReport(cfg Config, sc Scale, w workload.Workload) *Report {
 			"seed":             fmt.Sprint(cfg.Seed),
 			"query_runs":       fmt.Sprint(sc.QueryRuns),
 			"aerie_wal_sync":   cfg.AerieSync,
+			"aerie_flush_cpu":  fmt.Sprint(max(cfg.AerieFlushCPU, 0)),
 			"prometheus_wal":   "library defaults: records written at commit, fsync when a segment is full, no compression; automatic compaction off",
 			"aerie_tuple_size": "8",
 			"flush_series":     fmt.Sprint(sc.FlushSeries),

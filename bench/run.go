@@ -36,8 +36,11 @@ type Config struct {
 	// writes at commit and fsyncs when a segment is full) or "batch" (fsync
 	// before every commit returns).
 	AerieSync string
-	QueryRuns int       // instances of each TSBS pattern (0 → the scale's)
-	Log       io.Writer // progress; nil discards
+	// AerieFlushCPU is Aerie's flush CPU budget, a share of one core
+	// (tsdb.Options.FlushCPUBudget; 0 → 1).
+	AerieFlushCPU float64
+	QueryRuns     int       // instances of each TSBS pattern (0 → the scale's)
+	Log           io.Writer // progress; nil discards
 }
 
 // Scale sizes a run. Series counts are rounded up to whole targets.
@@ -199,7 +202,7 @@ func (r *runner) open(kind, phase string, tupleSize int) (engine, error) {
 		return nil, err
 	}
 	if kind == "aerie" {
-		return openAerie(dir, aerieOptions{tupleSize: min(tupleSize, head.MaxTupleSize), blockTupleSize: tupleSize, walSync: r.sync})
+		return openAerie(dir, aerieOptions{tupleSize: min(tupleSize, head.MaxTupleSize), blockTupleSize: tupleSize, walSync: r.sync, flushCPU: r.cfg.AerieFlushCPU})
 	}
 	return openProm(dir)
 }

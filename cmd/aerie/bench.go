@@ -77,6 +77,7 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 	f.IntVar(&cfg.Targets, "targets", 0, "targets (tsbs: hosts) of the main dataset (default: the scale's series count)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "span of the main dataset (default: the scale's, 12h)")
 	f.StringVar(&cfg.AerieSync, "aerie.wal-sync", "interval", "Aerie's WAL sync: interval (fsync every second) or batch (fsync before each commit returns)")
+	f.Float64Var(&cfg.AerieFlushCPU, "aerie.flush-cpu", 1, "Aerie's flush CPU budget, a share of one core (0 < x <= 1)")
 	f.IntVar(&cfg.QueryRuns, "query-runs", 0, "instances of each TSBS pattern (default: the scale's)")
 	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (both engines: use pprof -focus to split them)")

@@ -30,6 +30,9 @@ type AerieConfig struct {
 		MaxSeries     int `yaml:"max_series,omitempty"`
 		MaxGroupWidth int `yaml:"max_group_width,omitempty"`
 	} `yaml:"limits,omitempty"`
+	Flush struct {
+		CPUBudget float64 `yaml:"cpu_budget,omitempty"` // share of one core, (0, 1]; default 1
+	} `yaml:"flush,omitempty"`
 }
 
 // Config is the whole configuration file.
@@ -105,6 +108,9 @@ func ParseConfig(b []byte, logger *slog.Logger) (*Config, error) {
 	if _, err := c.Aerie.walSync(); err != nil {
 		return nil, err
 	}
+	if b := c.Aerie.Flush.CPUBudget; b < 0 || b > 1 {
+		return nil, fmt.Errorf("aerie section: flush.cpu_budget must be a share of one core in (0, 1], not %v", b)
+	}
 	return c, nil
 }
 
@@ -129,6 +135,7 @@ func (a *AerieConfig) EngineOptions() tsdb.Options {
 		MaxGroupWidth:   a.Limits.MaxGroupWidth,
 		WALSync:         sync,
 		WALSyncInterval: time.Duration(a.WAL.SyncInterval),
+		FlushCPUBudget:  a.Flush.CPUBudget,
 	}
 	if a.OOOWindow != nil {
 		if *a.OOOWindow == 0 {

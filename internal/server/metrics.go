@@ -74,6 +74,10 @@ func (m *metrics) registerEngine(db *tsdb.DB) {
 			func() float64 { return float64(db.Stats().Quarantined) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_flushes_total", Help: "Head partitions written as blocks."},
 			func() float64 { return float64(db.Stats().Flushes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_flush_groups_done", Help: "Groups converted by the running partition flush (0 when none runs)."},
+			func() float64 { d, _ := db.FlushProgress(); return float64(d) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_flush_groups", Help: "Groups of the running partition flush (0 when none runs)."},
+			func() float64 { _, t := db.FlushProgress(); return float64(t) }),
 	)
 }
 

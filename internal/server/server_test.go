@@ -152,6 +152,7 @@ aerie:
   ooo_window: 0s
   wal: {sync: interval, sync_interval: 2s}
   limits: {max_series: 1000, max_group_width: 50}
+  flush: {cpu_budget: 0.5}
 `), nil)
 	require.NoError(t, err)
 	o := c.Aerie.EngineOptions()
@@ -160,12 +161,15 @@ aerie:
 	require.True(t, o.NoOOO)
 	require.Equal(t, 1000, o.MaxSeries)
 	require.Equal(t, []string{"job"}, o.GroupBy)
+	require.Equal(t, 0.5, o.FlushCPUBudget)
 	require.Len(t, c.Prom.ScrapeConfigs, 1)
 
 	_, err = ParseConfig([]byte("aerie:\n  retension: 1d\n"), nil)
 	require.ErrorContains(t, err, "retension", "unknown keys are named")
 	_, err = ParseConfig([]byte("aerie:\n  wal: {sync: always}\n"), nil)
 	require.ErrorContains(t, err, "wal.sync")
+	_, err = ParseConfig([]byte("aerie:\n  flush: {cpu_budget: 2}\n"), nil)
+	require.ErrorContains(t, err, "flush.cpu_budget")
 	_, err = ParseConfig([]byte("scrape_configs: 7\n"), nil)
 	require.Error(t, err)
 	c, err = ParseConfig(nil, nil)

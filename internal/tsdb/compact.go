@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/aerie-db/aerie/internal/block"
@@ -60,12 +61,19 @@ func (db *DB) flushPartition(pid int64) error {
 		return fmt.Errorf("flush partition %d: %w", pid, err)
 	}
 	cols := []block.Column{}
+	db.flushDone.Store(0)
+	db.flushTotal.Store(int64(db.head.NumGroups()))
+	defer func() { db.flushTotal.Store(0); db.flushDone.Store(0) }()
+	pace := newPacer(db.opts.FlushCPUBudget)
 	err = db.head.PartitionGroups(pid, func(g *head.FlushGroup) error {
 		cols = cols[:0]
 		for _, s := range g.Series {
 			cols = append(cols, block.Column{Labels: s.Labels, Values: s.Values, Present: s.Present})
 		}
-		return w.AddGroup(g.T, cols)
+		err := w.AddGroup(g.T, cols)
+		db.flushDone.Add(1)
+		pace.step()
+		return err
 	})
 	if err != nil {
 		w.Abort()
@@ -99,6 +107,32 @@ func (db *DB) blockTupleSize() int {
 		return db.opts.BlockTupleSize
 	}
 	return db.head.Options().TupleSize
+}
+
+// FlushProgress reports the groups converted by the running partition flush
+// and the groups there are (0, 0 when no flush runs).
+func (db *DB) FlushProgress() (done, total int64) {
+	return db.flushDone.Load(), db.flushTotal.Load()
+}
+
+// pacer keeps a loop's busy time within a share of one core: step, called
+// after each unit of work, sleeps for the work's time × (1/budget − 1)
+// and yields the processor either way. The flush runs in one goroutine,
+// so a budget of 1 is one core at most.
+type pacer struct {
+	budget float64
+	last   time.Time
+}
+
+func newPacer(budget float64) *pacer { return &pacer{budget: budget, last: time.Now()} }
+
+func (p *pacer) step() {
+	if p.budget < 1 {
+		busy := time.Since(p.last)
+		time.Sleep(time.Duration(float64(busy) * (1/p.budget - 1)))
+	}
+	runtime.Gosched()
+	p.last = time.Now()
 }
 
 // applyRetention deletes blocks whose whole range is older than the

@@ -38,6 +38,12 @@ type Options struct {
 	WALSyncInterval time.Duration // [1s], SyncInterval mode
 	WALSegmentSize  int64         // [128 MiB]
 
+	// FlushCPUBudget is the share of one core a partition flush may use
+	// [1]: after converting a group it sleeps so that its busy time stays
+	// within the budget, and it yields between groups either way, so that
+	// queries are not starved while the WAL keeps the data durable.
+	FlushCPUBudget float64
+
 	// FlushCheckInterval is how often the background loop looks for
 	// partitions to flush and blocks to delete [1m]; negative disables the
 	// loop (callers then call Compact).
@@ -86,6 +92,8 @@ type DB struct {
 
 	quarantined atomic.Int64
 	flushes     atomic.Int64
+	flushDone   atomic.Int64 // groups converted by the running flush
+	flushTotal  atomic.Int64 // groups of the running flush (0: none)
 
 	meta     metadataStore
 	rejMu    sync.Mutex // guards rejected
@@ -110,6 +118,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	if o.MetricInterval <= 0 {
 		o.MetricInterval = block.DefaultMetricInterval
+	}
+	if o.FlushCPUBudget <= 0 || o.FlushCPUBudget > 1 {
+		o.FlushCPUBudget = 1
 	}
 	for _, d := range []string{dir, filepath.Join(dir, blocksDirname)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

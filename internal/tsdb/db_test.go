@@ -137,3 +137,28 @@ func TestQuerierOpenAcrossFlush(t *testing.T) {
 	require.Equal(t, []string{"a"}, vs)
 	require.NoError(t, q.Close())
 }
+
+// TestPacedFlush: a flush with a CPU budget below one core writes the same
+// block, and FlushProgress is back to (0, 0) after it.
+func TestPacedFlush(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1, FlushCPUBudget: 0.5})
+	require.NoError(t, err)
+	defer db.Close()
+	for i := int64(0); i < 50; i++ {
+		app := db.RowAppender()
+		for g := 0; g < 10; g++ {
+			l := labels.FromStrings("__name__", "m", "job", "j", "instance", string(rune('a'+g)))
+			require.NoError(t, app.Append(l, i*15_000, float64(i*int64(g))))
+		}
+		require.NoError(t, app.Commit())
+	}
+	require.NoError(t, db.FlushHead())
+	done, total := db.FlushProgress()
+	require.Zero(t, done+total)
+	require.Len(t, db.Blocks(), 1)
+	got := query(t, db, 0, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m"))
+	require.Len(t, got, 10)
+	for _, s := range got {
+		require.Len(t, s, 50)
+	}
+}
