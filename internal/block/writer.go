@@ -200,13 +200,19 @@ func (w *Writer) seriesID(lset labels.Labels) uint32 {
 func (w *Writer) addMetrics(id uint32, ts []int64, c Column) {
 	ms := w.metrics[id]
 	iv := w.opts.MetricInterval
+	j, cur := -1, int64(0) // ms[j] is interval cur; rows are sorted, so it changes rarely
 	for i, t := range ts {
 		if !c.Present[i] {
 			continue
 		}
 		w.samples++
 		k := floorDiv(t, iv)
-		j, found := slices.BinarySearchFunc(ms, k, func(m IntervalMetrics, k int64) int {
+		if j >= 0 && k == cur {
+			ms[j].add(t, c.Values[i])
+			continue
+		}
+		var found bool
+		j, found = slices.BinarySearchFunc(ms, k, func(m IntervalMetrics, k int64) int {
 			switch {
 			case m.Interval < k:
 				return -1
@@ -218,6 +224,7 @@ func (w *Writer) addMetrics(id uint32, ts []int64, c Column) {
 		if !found {
 			ms = slices.Insert(ms, j, IntervalMetrics{Interval: k})
 		}
+		cur = k
 		ms[j].add(t, c.Values[i])
 	}
 	w.metrics[id] = ms

@@ -23,7 +23,8 @@ type FlushSeries struct {
 }
 
 // FlushGroup is one group's data in one partition: the union of its rows
-// (in-order and out-of-order, merged) and every slot with data.
+// (in-order and out-of-order, merged) and every slot with data. Its slices
+// are reused for the next group: they are valid only during the callback.
 type FlushGroup struct {
 	ID     model.GroupID
 	Key    string
@@ -65,6 +66,10 @@ func (h *Head) groupList() []*group {
 // group id order, with its rows merged. The data stay in the head (and
 // keep serving queries) until DropPartition.
 func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
+	var (
+		vbuf []float64 // every series' Values, reused across groups
+		pbuf []bool    // and Present
+	)
 	for _, g := range h.groupList() {
 		g.mu.RLock()
 		p := g.parts[pid]
@@ -101,8 +106,15 @@ func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 		slices.Sort(ts)
 		ts = slices.Compact(ts)
 		fg := &FlushGroup{ID: g.id, Key: g.key, T: ts}
-		for _, sn := range snaps {
-			fs := FlushSeries{Ref: sn.s.ref, Labels: sn.s.lset, Values: make([]float64, len(ts)), Present: make([]bool, len(ts))}
+		n := len(ts) * len(snaps)
+		if cap(vbuf) < n {
+			vbuf, pbuf = make([]float64, n), make([]bool, n)
+		}
+		vbuf, pbuf = vbuf[:n], pbuf[:n]
+		clear(pbuf)
+		for i, sn := range snaps {
+			lo, hi := i*len(ts), (i+1)*len(ts)
+			fs := FlushSeries{Ref: sn.s.ref, Labels: sn.s.lset, Values: vbuf[lo:hi:hi], Present: pbuf[lo:hi:hi]}
 			it := seriesiter.NewIterator(nil, sn.c, sn.c.Extra, math.MinInt64, math.MaxInt64)
 			j := 0
 			for it.Next() != 0 {
