@@ -160,7 +160,8 @@ func TestRun(t *testing.T) {
 }
 
 // TestRunFromFile runs the harness on a real-data file written by the test:
-// OpenMetrics text with timestamps, two node_exporter hosts, 12 h at 60 s.
+// OpenMetrics text with timestamps, two node_exporter hosts and one other
+// target, 12 h at 60 s.
 func TestRunFromFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "in.prom")
 	var b strings.Builder
@@ -172,6 +173,8 @@ func TestRunFromFile(t *testing.T) {
 			}
 			fmt.Fprintf(&b, "node_cpu_seconds_total{job=\"node\",instance=%q,cpu=\"0\",mode=\"user\"} %d %d\n", h, i*30, ts)
 		}
+		// A target without node metrics, as in a real capture: no pattern may pick it.
+		fmt.Fprintf(&b, "prometheus_ready{job=\"prometheus\",instance=\"p:9090\"} 1 %d\n", ts)
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -182,7 +185,7 @@ func TestRunFromFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := rep.Result("tsbs_double-groupby-1_disk"); !ok || rep.Samples != 12*60*2*6 {
+	if _, ok := rep.Result("tsbs_double-groupby-1_disk"); !ok || rep.Samples != 12*60*(2*6+1) {
 		t.Fatalf("report from file: %d samples, %+v", rep.Samples, rep.Results)
 	}
 }

@@ -354,13 +354,15 @@ func settledHeap() int64 {
 	return int64(memStats().HeapAlloc)
 }
 
-// hosts returns the host label values of w's targets.
+// hosts returns the host label values of w's targets that have the
+// profile's metrics (a real capture also holds, say, Prometheus' own
+// target).
 func hosts(w workload.Workload, p profile) []string {
 	var hs []string
 	seen := map[string]bool{}
 	for i := 0; i < w.NumTargets(); i++ {
 		for _, ls := range w.Series(i) {
-			if h := ls.Get(p.host); h != "" && !seen[h] {
+			if h := ls.Get(p.host); h != "" && !seen[h] && ls.Get(labels.MetricName) == p.metric1 {
 				seen[h] = true
 				hs = append(hs, h)
 			}
