@@ -89,6 +89,7 @@ func (db *DB) flushPartition(pid int64) error {
 	}
 	db.mu.Lock()
 	db.blocks = append(db.blocks, b)
+	db.added.Add(1)
 	sortBlocks(db.blocks)
 	db.mu.Unlock()
 	db.head.DropPartition(pid)

@@ -86,6 +86,7 @@ type DB struct {
 
 	mu     sync.RWMutex // guards blocks
 	blocks []*block.Reader
+	added  atomic.Uint64 // blocks ever added by flushes; written under mu
 
 	segMu   sync.Mutex // guards segMaxT
 	segMaxT map[int]int64

@@ -22,6 +22,7 @@ import (
 func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
 	q := &querier{db: db, mint: mint, maxt: maxt}
 	db.mu.RLock()
+	q.added = db.added.Load()
 	for _, b := range db.blocks {
 		m := b.Meta()
 		if m.MaxTime > mint && m.MinTime <= maxt && b.Acquire() {
@@ -44,8 +45,9 @@ type querier struct {
 	db         *DB
 	mint, maxt int64
 
-	mu     sync.Mutex // guards blocks; Selects may run concurrently
+	mu     sync.Mutex // guards blocks and added; Selects may run concurrently
 	blocks []*block.Reader
+	added  uint64 // db.added when blocks was last brought up to date
 }
 
 func (q *querier) Close() error {
@@ -66,12 +68,17 @@ func (q *querier) acquired() []*block.Reader {
 }
 
 // moreBlocks acquires the blocks overlapping the querier's range that were
-// added since it acquired its own, and returns them.
+// added since it acquired its own, and returns them. Without a flush in
+// between it is one atomic load.
 func (q *querier) moreBlocks() []*block.Reader {
-	q.db.mu.RLock()
-	defer q.db.mu.RUnlock()
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.db.added.Load() == q.added {
+		return nil
+	}
+	q.db.mu.RLock()
+	defer q.db.mu.RUnlock()
+	q.added = q.db.added.Load()
 	var added []*block.Reader
 	for _, b := range q.db.blocks {
 		m := b.Meta()
