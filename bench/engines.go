@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -255,6 +254,3 @@ func (e *promEngine) diskBytes() (data, index int64, err error) {
 }
 
 func (e *promEngine) close() error { return e.db.Close() }
-
-// sinceMs is a duration in milliseconds as a float.
-func sinceMs(t time.Time) float64 { return float64(time.Since(t)) / float64(time.Millisecond) }
