@@ -136,6 +136,8 @@ func (r *runner) flushPhase() error {
 	var heap [2]float64
 	var lat [2][]time.Duration
 	var flush [2]time.Duration
+	var gcPause [2]time.Duration
+	var gcCycles [2]uint32
 	nseries := len(allSeries(r.flushW))
 	for i, kind := range engineKinds {
 		base := settledHeap()
@@ -148,15 +150,19 @@ func (r *runner) flushPhase() error {
 			return err
 		}
 		heap[i] = float64(settledHeap()-base) / float64(nseries)
+		ms0 := memStats()
 		lat[i], flush[i], err = r.flushUnderQueries(e)
+		ms1 := memStats()
+		gcPause[i] = time.Duration(ms1.PauseTotalNs - ms0.PauseTotalNs)
+		gcCycles[i] = ms1.NumGC - ms0.NumGC
 		if cerr := r.closeEngine(e, "flush"); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", kind, err)
 		}
-		r.logf("%s: head %.0f B/series; flush %v under %d queries: p99 %v, p99.99 %v, max %v", kind, heap[i], flush[i].Round(time.Millisecond),
-			len(lat[i]), percentile(lat[i], 0.99), percentile(lat[i], 0.9999), percentile(lat[i], 1))
+		r.logf("%s: head %.0f B/series; flush %v under %d queries: p99 %v, p99.99 %v, max %v; %d GC cycles, pauses %v", kind, heap[i], flush[i].Round(time.Millisecond),
+			len(lat[i]), percentile(lat[i], 0.99), percentile(lat[i], 0.9999), percentile(lat[i], 1), gcCycles[i], gcPause[i])
 	}
 	r.rep.add("head_bytes_per_series", "B", lower, heap[0], heap[1],
 		fmt.Sprintf("settled Go heap added by %d series x 2 h at %v (Prometheus also mmaps full chunks outside the heap)", nseries, r.flushW.Interval()))
@@ -169,6 +175,8 @@ func (r *runner) flushPhase() error {
 		note = ""
 	}
 	r.rep.add("flush_seconds", "s", lower, flush[0].Seconds(), flush[1].Seconds(), "the 2 h partition, under the query loop")
+	r.rep.add("flush_gc_pause", "ms", lower, ms(gcPause[0]), ms(gcPause[1]), "Go GC pause total during that flush (stop-the-world phases)")
+	r.rep.add("flush_gc_cycles", "cycles", lower, float64(gcCycles[0]), float64(gcCycles[1]), "Go GC cycles completed during that flush")
 	return nil
 }
 
