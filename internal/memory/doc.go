@@ -30,13 +30,20 @@
 //
 // Wrap rule. Tags repeat every 64 openings, so two versions compare
 // correctly by their tags ((a-b) mod 64 in 1..31 means a is newer) only if
-// fewer than 32 openings separate them. The manager therefore refuses
-// (ErrVersionCollision) to open a partition whose version would be 32 or
-// more ahead of any partition still holding live, hot or cooling blocks;
-// at most 32 partitions hold blocks at a time, with distinct tags. The
-// check of the ref's full version against the newest one makes a stale Ref
-// fail even when its block was reused by a partition 64 openings later
+// fewer than 32 openings separate them. Only visible (live or hot) blocks
+// need that: a cooling block fails Valid whatever its tag. The manager
+// therefore refuses (ErrVersionCollision) to open a partition whose version
+// would be 32 or more ahead of a live partition, and cools a hot partition
+// that old (it is on disk; its readers go there). Visible partitions thus
+// have versions fewer than 32 apart and distinct tags. The check of the
+// ref's full version against the newest one makes a stale Ref fail even
+// when its block was recycled and reused by a partition 64 openings later
 // whose tag is the same.
+//
+// Reserve opens a partition without taking a block, so a writer can learn
+// before it acknowledges data that the partition's allocations will not
+// fail but for memory; with Options.Overcommit they do not fail at all
+// (pages beyond the limit are taken and counted).
 //
 // # Second level: epoch-based reclamation
 //
@@ -90,9 +97,10 @@
 //  2. After HardRelease(p) returns, Valid(ref) is false for every ref of p,
 //     for every caller; after SoftRelease(p) it stays true. Pressure
 //     reclamation makes it false for the blocks it cools.
-//  3. Partitions holding blocks (live, hot or cooling) have versions fewer
-//     than VersionWindow apart and therefore distinct 6-bit tags; opening a
-//     partition that would break this fails with ErrVersionCollision.
+//  3. Visible partitions (live or hot) have versions fewer than
+//     VersionWindow apart and therefore distinct 6-bit tags: opening a
+//     partition VersionWindow ahead of a live one fails with
+//     ErrVersionCollision, and hot ones that far behind are cooled.
 //  4. Valid(ref) is true only for the partition opening that allocated
 //     ref's block: a block is re-tagged only after it is recycled, and a
 //     reused block either has a different tag or belongs to a partition

@@ -8,11 +8,11 @@ import "errors"
 // back-pressure; retrying after readers exit (and an Advance) may succeed.
 var ErrOutOfMemory = errors.New("memory limit reached and nothing reclaimable")
 
-// ErrVersionCollision is returned (wrapped) by Alloc when opening a new
-// partition would give it a version VersionWindow or more openings ahead of
-// a partition that still holds blocks (live, hot or cooling). Its 6-bit tag
+// ErrVersionCollision is returned (wrapped) by Alloc and Reserve when
+// opening a new partition would give it a version VersionWindow or more
+// openings ahead of a live partition (one not yet released). Its 6-bit tag
 // could then collide with, or compare wrongly against, that partition's.
-// Releasing and reclaiming old partitions clears it.
+// Releasing the old partition clears it.
 var ErrVersionCollision = errors.New("partition version window full")
 
 // ErrReleased is returned (wrapped) by Alloc for a partition that was

@@ -49,6 +49,12 @@ type Options struct {
 	// ReaderSlots is the number of reader slots; 0 means GOMAXPROCS*4.
 	// More concurrent readers than slots share slots (see Enter).
 	ReaderSlots int
+	// Overcommit makes Alloc take a page beyond the Limit, instead of
+	// failing with ErrOutOfMemory, when nothing can be reclaimed (every
+	// block is live or pinned by a reader). The head sets it: its data are
+	// acknowledged writes that must be stored. Stats.OverLimitPages counts
+	// the pages beyond the limit.
+	Overcommit bool
 }
 
 // Manager hands out fixed-size blocks of big pages to time partitions and
@@ -61,7 +67,8 @@ type Manager struct {
 	bpp        uint32 // blocks per page
 	bppShift   int    // log2(bpp) if bpp is a power of two, else -1
 	limitPages int    // 0: unlimited
-	threshold  int    // blocks in use above which Reclaim releases hot blocks; 0: never
+	overcommit bool
+	threshold  int // blocks in use above which Reclaim releases hot blocks; 0: never
 	split      []float64
 	slots      []slot
 	kick       chan struct{} // wakes the background reclaimer early; capacity 1
@@ -83,6 +90,7 @@ type Manager struct {
 	cool      int
 	reclaimed uint64 // blocks recycled since New
 	released  uint64 // hot blocks cooled by the reclamation policy since New
+	overPages uint64 // pages taken beyond the limit (Overcommit)
 	stop      chan struct{}
 	done      chan struct{}
 }
@@ -156,14 +164,15 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("memory: reclaim split %v: weights must have a positive sum", opts.ReclaimSplit)
 	}
 	m := &Manager{
-		pageSize:  opts.PageSize,
-		blockSize: opts.BlockSize,
-		bpp:       uint32(opts.PageSize / opts.BlockSize),
-		bppShift:  -1,
-		split:     slices.Clone(opts.ReclaimSplit),
-		slots:     make([]slot, opts.ReaderSlots),
-		kick:      make(chan struct{}, 1),
-		parts:     make(map[int64]*partition),
+		pageSize:   opts.PageSize,
+		blockSize:  opts.BlockSize,
+		bpp:        uint32(opts.PageSize / opts.BlockSize),
+		bppShift:   -1,
+		split:      slices.Clone(opts.ReclaimSplit),
+		slots:      make([]slot, opts.ReaderSlots),
+		kick:       make(chan struct{}, 1),
+		parts:      make(map[int64]*partition),
+		overcommit: opts.Overcommit,
 	}
 	if m.bpp&(m.bpp-1) == 0 {
 		m.bppShift = bits.TrailingZeros32(m.bpp)
@@ -190,30 +199,14 @@ func New(opts Options) (*Manager, error) {
 func (m *Manager) Alloc(part int64) (BlockID, Version, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := m.parts[part]
-	var v Version
-	switch {
-	case p == nil:
-		var err error
-		if v, err = m.nextVersionLocked(part); err != nil {
-			return 0, 0, err
-		}
-	case p.area != AreaLive:
-		return 0, 0, fmt.Errorf("memory: alloc for partition %d (version %d, %s): %w", part, p.version, p.area, ErrReleased)
-	default:
-		v = p.version
+	p, err := m.openLocked(part)
+	if err != nil {
+		return 0, 0, err
 	}
+	v := p.version
 	id, err := m.takeLocked()
 	if err != nil {
 		return 0, 0, fmt.Errorf("memory: alloc for partition %d: %w", part, err)
-	}
-	if p == nil {
-		// Taking a block can only retire partitions, so v is still free.
-		p = &partition{id: part, version: v, area: AreaLive}
-		m.parts[part] = p
-		// Published before any block carries the new tag: Valid loads the
-		// tag first, then newest (invariant 4).
-		m.newest.Store(uint32(v))
 	}
 	m.setTagLocked(id, tagOf(AreaLive, v))
 	p.blocks = append(p.blocks, id)
@@ -227,21 +220,80 @@ func (m *Manager) Alloc(part int64) (BlockID, Version, error) {
 	return id, v, nil
 }
 
-// nextVersionLocked returns the version a new partition would get, or
-// ErrVersionCollision if a partition still holding blocks is VersionWindow
-// or more openings older.
+// Reserve opens partition part, if it is not open yet, without taking a
+// block, and returns its version. A writer calls it before it acknowledges
+// data of the partition, so that a later Alloc for it cannot fail but with
+// ErrOutOfMemory: it returns ErrVersionCollision or ErrReleased as Alloc
+// would. A reserved partition that never takes a block holds no memory;
+// HardRelease or SoftRelease retires it.
+func (m *Manager) Reserve(part int64) (Version, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, err := m.openLocked(part)
+	if err != nil {
+		return 0, err
+	}
+	return p.version, nil
+}
+
+// openLocked returns the live partition part, opening it under the next
+// version if the manager does not hold it.
+func (m *Manager) openLocked(part int64) (*partition, error) {
+	p := m.parts[part]
+	switch {
+	case p == nil:
+	case p.area != AreaLive:
+		return nil, fmt.Errorf("memory: alloc for partition %d (version %d, %s): %w", part, p.version, p.area, ErrReleased)
+	default:
+		return p, nil
+	}
+	v, err := m.nextVersionLocked(part)
+	if err != nil {
+		return nil, err
+	}
+	p = &partition{id: part, version: v, area: AreaLive}
+	m.parts[part] = p
+	// Published before any block carries the new tag: Valid loads the tag
+	// first, then newest (invariant 4).
+	m.newest.Store(uint32(v))
+	return p, nil
+}
+
+// nextVersionLocked returns the version a new partition would get. Only
+// the visible partitions must stay within VersionWindow of it (invariant
+// 3): a live one VersionWindow or more openings older makes it fail with
+// ErrVersionCollision; a hot one that old is on disk, so its blocks are
+// cooled (as HardRelease would); cooling blocks are invisible whatever
+// their tag, and a stale ref to a recycled one fails the window check.
 func (m *Manager) nextVersionLocked(partition int64) (Version, error) {
 	next := Version(m.newest.Load() + 1)
 	if next == 0 { // 2^32 openings: skip 0 so the zero Ref stays invalid
 		next = 1
 	}
 	for _, q := range m.parts {
-		if uint32(next-q.version) >= VersionWindow {
-			return 0, fmt.Errorf("memory: open partition %d as version %d: partition %d (version %d, %s) still holds blocks %d versions back: %w",
-				partition, next, q.id, q.version, q.area, uint32(next-q.version), ErrVersionCollision)
+		if uint32(next-q.version) >= VersionWindow && q.area == AreaLive {
+			return 0, fmt.Errorf("memory: open partition %d as version %d: partition %d (version %d) is still live %d versions back: %w",
+				partition, next, q.id, q.version, uint32(next-q.version), ErrVersionCollision)
+		}
+	}
+	for _, q := range m.parts {
+		if uint32(next-q.version) >= VersionWindow && q.area == AreaHot {
+			m.released += uint64(len(q.blocks))
+			m.coolLocked(q, len(q.blocks))
+			q.area = AreaCooling
+			m.retireIfEmptyLocked(q)
 		}
 	}
 	return next, nil
+}
+
+// retireIfEmptyLocked forgets a released partition that holds no blocks
+// (one reserved but never allocated from, or whose last blocks were
+// recycled).
+func (m *Manager) retireIfEmptyLocked(p *partition) {
+	if p.area != AreaLive && len(p.blocks) == 0 && p.cooling == 0 && m.parts[p.id] == p {
+		delete(m.parts, p.id)
+	}
 }
 
 // takeLocked takes a free block, growing or reclaiming as needed.
@@ -258,10 +310,27 @@ func (m *Manager) takeLocked() (BlockID, error) {
 	if id, ok := m.popFreeLocked(); ok {
 		return id, nil
 	}
+	if m.overcommit && uint64(len(m.pages)+1)*uint64(m.bpp) <= math.MaxUint32+1 && m.cool == 0 && m.hot == 0 {
+		// Every block is live: reclaiming cannot help.
+		m.overPages++
+		m.addPageLocked()
+		id, _ := m.popFreeLocked()
+		return id, nil
+	}
+	if id, ok := m.popFreeLocked(); ok {
+		return id, nil
+	}
 	m.releaseHotLocked(max(1, m.pressureLocked()-m.cool))
 	m.epoch.Add(1)
 	m.recycleLocked()
 	if id, ok := m.popFreeLocked(); ok {
+		return id, nil
+	}
+	if m.overcommit && uint64(len(m.pages)+1)*uint64(m.bpp) <= math.MaxUint32+1 {
+		// What was cooled is pinned by readers; it is recycled later.
+		m.overPages++
+		m.addPageLocked()
+		id, _ := m.popFreeLocked()
 		return id, nil
 	}
 	return 0, fmt.Errorf("%d of %d pages, %d live, %d hot, %d cooling blocks: %w",
@@ -354,6 +423,34 @@ func (m *Manager) Bytes(r Ref) ([]byte, bool) {
 	return m.lookup(r)
 }
 
+// Data returns r's block without checking it. It is for a reader that
+// found r valid (Valid or Bytes) under the Guard it still holds: the memory
+// stays intact until that Guard exits, even if r turned invalid since.
+func (m *Manager) Data(r Ref) []byte {
+	d := m.dir.Load()
+	pi, i := m.locate(r.Block())
+	off := int(i) * m.blockSize
+	return d.pages[pi].data[off : off+m.blockSize : off+m.blockSize]
+}
+
+// BlockSize returns the size of a block.
+func (m *Manager) BlockSize() int { return m.blockSize }
+
+// PartitionArea returns the area of a partition the manager holds: AreaLive
+// until it is released, AreaHot while its blocks serve queries, AreaCooling
+// once HardRelease or the reclamation policy took its last visible block.
+// ok is false for a partition the manager does not hold (never opened, or
+// retired after its blocks were recycled).
+func (m *Manager) PartitionArea(part int64) (a Area, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.parts[part]
+	if p == nil {
+		return 0, false
+	}
+	return p.area, true
+}
+
 func (m *Manager) lookup(r Ref) ([]byte, bool) {
 	t, p, i, ok := m.loadTag(r.Block())
 	v := r.Version()
@@ -388,6 +485,10 @@ func (m *Manager) SoftRelease(partition int64) {
 	p.area = AreaHot
 	m.live -= len(p.blocks)
 	m.hot += len(p.blocks)
+	if len(p.blocks) == 0 {
+		p.area = AreaCooling
+		m.retireIfEmptyLocked(p)
+	}
 }
 
 // HardRelease moves all of the partition's live or hot blocks to the
@@ -407,6 +508,7 @@ func (m *Manager) HardRelease(partition int64) {
 	}
 	m.coolLocked(p, len(p.blocks))
 	p.area = AreaCooling
+	m.retireIfEmptyLocked(p)
 	if invariants.Enabled {
 		m.mustCheckLocked()
 	}
@@ -464,8 +566,8 @@ func (m *Manager) recycleLocked() int {
 		n += len(b.blocks)
 		p := b.part
 		p.cooling -= len(b.blocks)
-		if p.cooling == 0 && len(p.blocks) == 0 && p.area == AreaCooling && m.parts[p.id] == p {
-			delete(m.parts, p.id)
+		if p.area == AreaCooling {
+			m.retireIfEmptyLocked(p)
 		}
 	}
 	m.cooling = slices.Delete(m.cooling, 0, k)

@@ -24,6 +24,7 @@ type Stats struct {
 
 	ReclaimedBlocks uint64 // blocks recycled since New
 	ReleasedBlocks  uint64 // hot blocks cooled by the reclamation policy since New
+	OverLimitPages  uint64 // pages taken beyond the limit (Options.Overcommit) since New
 
 	Epoch          uint64 // global epoch
 	MinReaderEpoch uint64 // smallest registered reader epoch; 0 without readers
@@ -60,6 +61,7 @@ func (m *Manager) Stats() Stats {
 		Pressure:        m.pressureLocked(),
 		ReclaimedBlocks: m.reclaimed,
 		ReleasedBlocks:  m.released,
+		OverLimitPages:  m.overPages,
 		Epoch:           m.epoch.Load(),
 		NewestVersion:   Version(m.newest.Load()),
 	}

@@ -103,37 +103,113 @@ func TestVersionWrap(t *testing.T) {
 	}
 }
 
-// TestVersionCollision: at most VersionWindow partitions hold blocks;
-// opening one more fails until the oldest is released and recycled, and a
-// cooling partition pinned by a reader still counts.
+// TestVersionCollision: live partitions stay within VersionWindow of the
+// newest; opening one more fails until the oldest is released. A hot
+// partition that falls out of the window is cooled instead, and a cooling
+// one pinned by a reader does not block openings.
 func TestVersionCollision(t *testing.T) {
 	m := newManager(t, Options{PageSize: 4096, BlockSize: 64})
+	refs := make([]Ref, VersionWindow)
 	for p := range int64(VersionWindow) {
-		mustAlloc(t, m, p)
+		refs[p] = mustAlloc(t, m, p)
 	}
 	_, _, err := m.Alloc(VersionWindow)
 	if !errors.Is(err, ErrVersionCollision) {
 		t.Fatalf("Alloc of partition %d: %v, want ErrVersionCollision", VersionWindow, err)
 	}
+	if _, err := m.Reserve(VersionWindow); !errors.Is(err, ErrVersionCollision) {
+		t.Fatalf("Reserve of partition %d: %v, want ErrVersionCollision", VersionWindow, err)
+	}
 	// The open partitions still allocate.
 	mustAlloc(t, m, 0)
 	mustAlloc(t, m, VersionWindow-1)
 
+	// Partition 0 cooling and pinned: no longer in the way.
 	g := m.Enter()
 	m.HardRelease(0)
-	m.Advance()
-	m.Reclaim()
-	if _, _, err := m.Alloc(VersionWindow); !errors.Is(err, ErrVersionCollision) {
-		t.Fatalf("with partition 0 cooling but pinned: %v, want ErrVersionCollision", err)
-	}
-	g.Exit()
-	m.Reclaim()
 	r := mustAlloc(t, m, VersionWindow)
 	if r.Version() != VersionWindow+1 {
 		t.Errorf("version %d, want %d", r.Version(), VersionWindow+1)
 	}
-	if _, _, err := m.Alloc(VersionWindow + 1); !errors.Is(err, ErrVersionCollision) {
+	// Partition 1 hot: opening the next one cools it.
+	m.SoftRelease(1)
+	if !m.Valid(refs[1]) {
+		t.Fatal("hot partition 1 invalid before the window passed it")
+	}
+	if v, err := m.Reserve(VersionWindow + 1); err != nil || v != VersionWindow+2 {
+		t.Fatalf("Reserve past hot partition 1: %d, %v", v, err)
+	}
+	if m.Valid(refs[1]) {
+		t.Error("hot partition 1 still valid out of the window")
+	}
+	if a, ok := m.PartitionArea(1); !ok || a != AreaCooling {
+		t.Errorf("partition 1: %v %v, want cooling", a, ok)
+	}
+	// Partition 2 live: blocks the next opening.
+	if _, _, err := m.Alloc(VersionWindow + 2); !errors.Is(err, ErrVersionCollision) {
 		t.Fatalf("next partition: %v, want ErrVersionCollision", err)
+	}
+	g.Exit()
+	m.Advance()
+	m.Reclaim()
+	if _, ok := m.PartitionArea(0); ok {
+		t.Error("partition 0 not retired after its blocks were recycled")
+	}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReserve: a reserved partition takes no block, and releasing it
+// before any allocation retires it.
+func TestReserve(t *testing.T) {
+	m := newManager(t, Options{PageSize: 4096, BlockSize: 64})
+	v, err := m.Reserve(7)
+	if err != nil || v != 1 {
+		t.Fatalf("Reserve: %d, %v", v, err)
+	}
+	if v2, _ := m.Reserve(7); v2 != v {
+		t.Errorf("second Reserve: version %d, want %d", v2, v)
+	}
+	if r := mustAlloc(t, m, 7); r.Version() != v {
+		t.Errorf("Alloc after Reserve: version %d, want %d", r.Version(), v)
+	}
+	if _, err := m.Reserve(8); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
+	}
+	m.SoftRelease(8)
+	if _, ok := m.PartitionArea(8); ok {
+		t.Error("empty soft-released partition not retired")
+	}
+	m.SoftRelease(7)
+	if _, err := m.Reserve(7); !errors.Is(err, ErrReleased) {
+		t.Errorf("Reserve of a released partition: %v, want ErrReleased", err)
+	}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOvercommit: at the limit with every block live, Alloc takes a page
+// beyond it and counts it, instead of failing.
+func TestOvercommit(t *testing.T) {
+	m := newManager(t, Options{PageSize: 256, BlockSize: 64, Limit: 256, Overcommit: true})
+	for range 6 {
+		mustAlloc(t, m, 0)
+	}
+	s := m.Stats()
+	if s.Pages != 2 || s.OverLimitPages != 1 || s.LiveBlocks != 6 {
+		t.Errorf("stats: %d pages, %d over the limit, %d live", s.Pages, s.OverLimitPages, s.LiveBlocks)
+	}
+	m2 := newManager(t, Options{PageSize: 256, BlockSize: 64, Limit: 256})
+	for range 4 {
+		mustAlloc(t, m2, 0)
+	}
+	if _, _, err := m2.Alloc(0); !errors.Is(err, ErrOutOfMemory) {
+		t.Errorf("without Overcommit: %v, want ErrOutOfMemory", err)
 	}
 }
 
