@@ -42,7 +42,12 @@
 //     series. Then the partition is flushed while one goroutine queries
 //     the last 15 minutes of one random series in a loop through the
 //     storage Querier (Heracles §4.5); flush_query_{p50,p99,p9999,max} are
-//     those queries' latencies, flush_seconds the flush's wall time.
+//     those queries' latencies, flush_seconds the flush's wall time, and
+//     flush_gc_pause/flush_gc_cycles the Go GC's stop-the-world pauses and
+//     cycles during it. Aerie keeps its default of one flushed partition
+//     in memory (hot, memory.hot_partitions), so queries after the flush
+//     read memory as before it; the other phases set none, so …_disk and
+//     the tuple table's disk columns read blocks.
 //  3. Tuple sizes (Heracles §4.4.5): the flush dataset is loaded into Aerie
 //     with tuple size 4, 8 and 16 and into Prometheus (120-sample chunks):
 //     head and disk bytes per sample, median latency of 200 last-15-minute

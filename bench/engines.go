@@ -45,6 +45,7 @@ type aerieOptions struct {
 	blockTupleSize int
 	walSync        wal.SyncMode
 	flushCPU       float64 // tsdb.Options.FlushCPUBudget
+	hotPartitions  int     // tsdb.Options.HotPartitions
 }
 
 // aerieEngine is Aerie's engine, written one group row at a time.
@@ -57,6 +58,7 @@ func openAerie(dir string, o aerieOptions) (*aerieEngine, error) {
 		TupleSize:          o.tupleSize,
 		BlockTupleSize:     o.blockTupleSize,
 		FlushCPUBudget:     o.flushCPU,
+		HotPartitions:      o.hotPartitions,
 		WALSync:            o.walSync,
 		FlushCheckInterval: -1,
 	})

@@ -202,7 +202,15 @@ func (r *runner) open(kind, phase string, tupleSize int) (engine, error) {
 		return nil, err
 	}
 	if kind == "aerie" {
-		return openAerie(dir, aerieOptions{tupleSize: min(tupleSize, head.MaxTupleSize), blockTupleSize: tupleSize, walSync: r.sync, flushCPU: r.cfg.AerieFlushCPU})
+		// Only the flush phase keeps a flushed partition in memory (the
+		// default): it measures queries during and after the flush. The
+		// others measure reads of blocks after the flush (…_disk).
+		hot := -1
+		if phase == "flush" {
+			hot = 0
+		}
+		return openAerie(dir, aerieOptions{tupleSize: min(tupleSize, head.MaxTupleSize), blockTupleSize: tupleSize, walSync: r.sync,
+			flushCPU: r.cfg.AerieFlushCPU, hotPartitions: hot})
 	}
 	return openProm(dir)
 }

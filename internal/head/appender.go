@@ -2,6 +2,7 @@ package head
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -266,6 +267,7 @@ func (h *Head) commit(pend []pending, rej *AppendError) error {
 				rows = append(rows, row{t: p.t, slots: []model.Slot{slot}, vals: []float64{p.v}, series: []*memSeries{p.s}, idx: []int{p.idx}})
 			}
 		}
+		rows = h.reserveRows(rows, rej)
 		if len(rows) == 0 {
 			continue
 		}
@@ -305,6 +307,21 @@ func (h *Head) commit(pend []pending, rej *AppendError) error {
 		h.moveSeries(moves)
 	}
 	return nil
+}
+
+// reserveRows reserves the partitions of rows in the memory manager and
+// rejects the rows whose partition cannot be opened.
+func (h *Head) reserveRows(rows []row, rej *AppendError) []row {
+	return slices.DeleteFunc(rows, func(r row) bool {
+		err := h.reserve(h.partitionOf(r.t))
+		if err == nil {
+			return false
+		}
+		for j, s := range r.series {
+			rej.add(r.idx[j], s.lset, r.t, err)
+		}
+		return true
+	})
 }
 
 // assignSlots gives every series of ps a slot in g. Series that do not fit
@@ -421,7 +438,7 @@ func (h *Head) applyRowsLocked(g *group, rows []row, rej *AppendError) {
 		}
 		switch {
 		case r.t > p.lastT:
-			p.appendRowLocked(r.t, r.slots, r.vals, ts)
+			p.appendRowLocked(h.mem, r.t, r.slots, r.vals, ts)
 			if rej != nil {
 				rej.Accepted += len(r.slots)
 			}
@@ -447,7 +464,7 @@ func (h *Head) applyRowsLocked(g *group, rows []row, rej *AppendError) {
 			}
 		default:
 			for j, s := range r.slots {
-				if v, ok := p.lookupLocked(s, r.t, ts); ok {
+				if v, ok := p.lookupLocked(h.mem, s, r.t, ts); ok {
 					if math.Float64bits(v) != math.Float64bits(r.vals[j]) {
 						if rej != nil {
 							rej.add(r.idx[j], r.series[j].lset, r.t, ErrDuplicateValue)

@@ -23,7 +23,7 @@ func BenchmarkTupleSize(b *testing.B) {
 	for _, data := range []string{"node", "random"} {
 		for _, ts := range []int{4, 8} {
 			b.Run(fmt.Sprintf("data=%s/tuple=%d", data, ts), func(b *testing.B) {
-				h := New(Options{TupleSize: ts, PartitionRange: math.MaxInt64 / 4}, nil)
+				h := mustNew(b, Options{TupleSize: ts, PartitionRange: math.MaxInt64 / 4})
 				const series, rows = 100, 2880 // 12 h at 15 s
 				rng := rand.New(rand.NewSource(1))
 				vals := make([]float64, series)
@@ -47,15 +47,9 @@ func BenchmarkTupleSize(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				var bytes int
-				for _, g := range h.groupList() {
-					for _, p := range g.parts {
-						bytes += len(p.tdata)
-						for _, c := range p.cols {
-							bytes += len(c.data) + 4*len(c.offs) + len(c.pres)
-						}
-					}
-				}
+				bytes := h.Bytes() // memory blocks, refs, offsets, presence
+				guard := h.Enter()
+				defer guard.Exit()
 				ss, err := h.Select(math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "job", "j"))
 				if err != nil {
 					b.Fatal(err)

@@ -15,11 +15,15 @@ import (
 // Errors about label sets. They wrap ErrInvalidLabels so callers can map
 // them to one HTTP status.
 var (
-	ErrInvalidLabels  = errors.New("invalid labels")
-	ErrEmptyLabels    = fmt.Errorf("%w: empty label set", ErrInvalidLabels)
-	ErrSeriesLimit    = errors.New("series limit exceeded")
-	ErrGroupTooWide   = errors.New("group wider than the configured maximum")
-	ErrTooManyRows    = errors.New("row wider than its group")
+	ErrInvalidLabels = errors.New("invalid labels")
+	ErrEmptyLabels   = fmt.Errorf("%w: empty label set", ErrInvalidLabels)
+	ErrSeriesLimit   = errors.New("series limit exceeded")
+	ErrGroupTooWide  = errors.New("group wider than the configured maximum")
+	ErrTooManyRows   = errors.New("row wider than its group")
+	// ErrPartitionLimit rejects rows of a new time partition while too many
+	// older ones are still unflushed (see memory.ErrVersionCollision):
+	// flushes are failing.
+	ErrPartitionLimit = errors.New("too many unflushed partitions")
 	ErrOutOfOrder     = storage.ErrOutOfOrderSample
 	ErrOutOfBounds    = storage.ErrOutOfBounds
 	ErrTooOld         = storage.ErrTooOldSample

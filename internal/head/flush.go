@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/aerie-db/aerie/internal/encoding"
+	"github.com/aerie-db/aerie/internal/memory"
 	"github.com/aerie-db/aerie/internal/model"
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
@@ -32,13 +33,22 @@ type FlushGroup struct {
 	Series []FlushSeries
 }
 
-// Partitions returns the partitions with data, oldest first.
-func (h *Head) Partitions() []int64 {
+// Partitions returns the partitions with data not yet flushed, oldest
+// first.
+func (h *Head) Partitions() []int64 { return h.partitions(false) }
+
+// FlushedPartitions returns the flushed partitions still in memory (hot),
+// oldest first.
+func (h *Head) FlushedPartitions() []int64 { return h.partitions(true) }
+
+func (h *Head) partitions(flushed bool) []int64 {
 	seen := map[int64]bool{}
 	for _, g := range h.groupList() {
 		g.mu.RLock()
-		for pid := range g.parts {
-			seen[pid] = true
+		for pid, p := range g.parts {
+			if p.flushed == flushed {
+				seen[pid] = true
+			}
 		}
 		g.mu.RUnlock()
 	}
@@ -64,8 +74,11 @@ func (h *Head) groupList() []*group {
 
 // PartitionGroups calls fn for every group with data in partition pid, in
 // group id order, with its rows merged. The data stay in the head (and
-// keep serving queries) until DropPartition.
+// keep serving queries) until DropPartition. The caller seals the
+// partition first (SealPartition), so no row lands in it meanwhile.
 func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
+	guard := h.mem.Enter()
+	defer guard.Exit()
 	var (
 		vbuf []float64 // every series' Values, reused across groups
 		pbuf []bool    // and Present
@@ -82,13 +95,13 @@ func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 			c *ColumnSnapshot
 		}
 		var snaps []slotSnap
-		inorder, err := p.timesLocked(h.opts.TupleSize)
+		inorder, err := p.timesLocked(h.mem, h.opts.TupleSize)
 		if err != nil {
 			g.mu.RUnlock()
 			return fmt.Errorf("group %d partition %d: %w", g.id, pid, err)
 		}
 		for slot := range p.cols {
-			if c := p.snapshotLocked(model.Slot(slot), h.opts.TupleSize); c != nil {
+			if c := p.snapshotLocked(h.mem, model.Slot(slot), h.opts.TupleSize); c != nil {
 				snaps = append(snaps, slotSnap{g.slots[slot], c})
 			}
 		}
@@ -134,13 +147,43 @@ func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 	return nil
 }
 
-// DropPartition removes partition pid from every group (after its block is
-// durable), raises the minimum valid time to the partition's end, and
-// removes from the head's index the series left without data in the head
-// (their data are in blocks now).
-func (h *Head) DropPartition(pid int64) {
+// SealPartition closes partition pid to writes before it is flushed: it
+// raises the minimum valid time to the partition's end, then waits for the
+// commits that validated rows against the old bound.
+func (h *Head) SealPartition(pid int64) {
 	_, maxt := h.PartitionBounds(pid)
 	h.SetMinValidTime(maxt)
+	for _, g := range h.groupList() {
+		g.appendMu.Lock()
+		g.appendMu.Unlock() // a barrier: commits hold appendMu from validation to application
+	}
+}
+
+// ReleasePartition marks partition pid flushed, its block being durable and
+// visible to queriers: its memory blocks turn hot (the first-level soft
+// release) and keep serving queries until DropPartition, DropReclaimed or
+// the manager's reclamation.
+func (h *Head) ReleasePartition(pid int64) {
+	h.SealPartition(pid)
+	for _, g := range h.groupList() {
+		g.mu.Lock()
+		if p := g.parts[pid]; p != nil {
+			p.flushed = true
+		}
+		g.mu.Unlock()
+	}
+	h.unreserve(pid)
+	h.mem.SoftRelease(pid)
+}
+
+// DropPartition removes partition pid from every group (after its block is
+// durable and visible) and hard-releases its memory: readers that entered
+// before keep it until they exit; new ones read the block. It raises the
+// minimum valid time to the partition's end, and removes from the head's
+// index the series left without data in the head (their data are in
+// blocks now).
+func (h *Head) DropPartition(pid int64) {
+	h.SealPartition(pid)
 	var dropped []*memSeries
 	for _, g := range h.groupList() {
 		g.mu.Lock()
@@ -154,8 +197,30 @@ func (h *Head) DropPartition(pid int64) {
 		}
 		g.mu.Unlock()
 	}
+	h.unreserve(pid)
+	h.mem.HardRelease(pid)
 	h.recomputeMinT()
 	h.gcSeries(dropped)
+}
+
+// DropFlushed drops the flushed partitions beyond the newest keep, those
+// ending at or before cutoff (their blocks were deleted by retention) and
+// those whose memory the manager reclaimed entirely. It returns the
+// partitions dropped.
+func (h *Head) DropFlushed(keep int, cutoff int64) []int64 {
+	hot := h.FlushedPartitions()
+	var drop []int64
+	for i, pid := range hot {
+		_, pmax := h.PartitionBounds(pid)
+		a, ok := h.mem.PartitionArea(pid)
+		if i < len(hot)-max(keep, 0) || pmax <= cutoff || !ok || a == memory.AreaCooling {
+			drop = append(drop, pid)
+		}
+	}
+	for _, pid := range drop {
+		h.DropPartition(pid)
+	}
+	return drop
 }
 
 // gcSeries removes from the index the series of ss that have no data left
@@ -207,12 +272,14 @@ func (h *Head) recomputeMinT() {
 	h.minT.Store(minT)
 }
 
-// timesLocked decodes every in-order row timestamp. Called with g.mu held.
-func (p *gpart) timesLocked(tupleSize int) ([]int64, error) {
+// timesLocked decodes every in-order row timestamp. Called with g.mu held
+// and a memory guard.
+func (p *gpart) timesLocked(m *memory.Manager, tupleSize int) ([]int64, error) {
 	out := make([]int64, 0, p.nRows)
 	var err error
-	for k := range p.toffs {
-		if out, _, err = encoding.DecodeTimeTuple(out, p.tdata[p.toffs[k]:], tupleSize); err != nil {
+	tv := p.times.view()
+	for k := range tv.offs {
+		if out, _, err = encoding.DecodeTimeTuple(out, tv.tuple(m, k), tupleSize); err != nil {
 			return nil, err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/encoding"
 	"github.com/aerie-db/aerie/internal/invariants"
+	"github.com/aerie-db/aerie/internal/memory"
 	"github.com/aerie-db/aerie/internal/model"
 )
 
@@ -40,12 +41,15 @@ type group struct {
 // gpart is the data of one group in one time partition.
 type gpart struct {
 	pid int64
+	// flushed is set (under group.mu) when the partition is in a block:
+	// its blocks are hot, it takes no more rows, and it serves queries
+	// until it is dropped or its blocks are reclaimed.
+	flushed bool
 
-	// Closed time tuples: all full (tupleSize rows). Tuple k is
-	// tdata[toffs[k]:toffs[k+1]] (or to the end); its first 8 bytes are the
-	// raw first timestamp.
-	tdata []byte
-	toffs []uint32
+	// Closed time tuples: all full (tupleSize rows). The first 8 bytes of
+	// a time tuple are its raw first timestamp.
+	times chain
+	enc   []byte // scratch for encoding a tuple; guarded by group.mu
 
 	openT [MaxTupleSize]int64 // rows of the open (not yet full) tuple
 	openN int
@@ -61,9 +65,8 @@ type column struct {
 	firstTuple int // closed tuples before it have no values for this slot
 	base       float64
 	hasBase    bool
-	data       []byte   // closed value tuples, concatenated
-	offs       []uint32 // per closed tuple since firstTuple: offset in data
-	pres       []uint8  // per closed tuple since firstTuple: presence bits
+	vals       chain   // per closed tuple since firstTuple: value tuple (a placeholder if empty)
+	pres       []uint8 // per closed tuple since firstTuple: presence bits
 
 	open     [MaxTupleSize]float64
 	openPres uint8
@@ -81,11 +84,7 @@ func newGPart(pid int64) *gpart {
 	return &gpart{pid: pid, lastT: math.MinInt64, minT: math.MaxInt64, maxT: math.MinInt64}
 }
 
-func (p *gpart) numClosed() int { return len(p.toffs) }
-
-func (p *gpart) tupleFirst(k int) int64 {
-	return int64(binary.LittleEndian.Uint64(p.tdata[p.toffs[k]:]))
-}
+func (p *gpart) numClosed() int { return len(p.times.offs) }
 
 func (p *gpart) col(slot model.Slot) *column {
 	for int(slot) >= len(p.cols) {
@@ -99,18 +98,20 @@ func (p *gpart) col(slot model.Slot) *column {
 	return c
 }
 
-// closeTupleLocked encodes the full open tuple. Called with group.mu held.
-func (p *gpart) closeTupleLocked() {
-	p.toffs = append(p.toffs, uint32(len(p.tdata)))
-	p.tdata = encoding.AppendTimeTuple(p.tdata, p.openT[:p.openN])
+// closeTupleLocked encodes the full open tuple into m's blocks. Called
+// with group.mu held.
+func (p *gpart) closeTupleLocked(m *memory.Manager) {
+	p.enc = encoding.AppendTimeTuple(p.enc[:0], p.openT[:p.openN])
+	p.times.append(m, p.pid, p.enc)
 	var vals [MaxTupleSize]float64
 	for _, c := range p.cols {
 		if c == nil {
 			continue
 		}
-		c.offs = append(c.offs, uint32(len(c.data)))
 		c.pres = append(c.pres, c.openPres)
-		if c.openPres != 0 {
+		if c.openPres == 0 {
+			c.vals.skip()
+		} else {
 			n := 0
 			for i := 0; i < p.openN; i++ {
 				if c.openPres&(1<<i) != 0 {
@@ -121,11 +122,11 @@ func (p *gpart) closeTupleLocked() {
 			if !c.hasBase {
 				c.base, c.hasBase = vals[0], true
 			}
-			off := len(c.data)
-			c.data = encoding.AppendValueTuple(c.data, c.base, vals[:n])
+			p.enc = encoding.AppendValueTuple(p.enc[:0], c.base, vals[:n])
 			if invariants.Enabled {
-				checkValueTuple(c.data[off:], c.base, vals[:n])
+				checkValueTuple(p.enc, c.base, vals[:n])
 			}
+			c.vals.append(m, p.pid, p.enc)
 		}
 		c.openPres = 0
 	}
@@ -133,12 +134,12 @@ func (p *gpart) closeTupleLocked() {
 }
 
 // appendRowLocked appends an in-order row (t > lastT).
-func (p *gpart) appendRowLocked(t int64, slots []model.Slot, vals []float64, tupleSize int) {
+func (p *gpart) appendRowLocked(m *memory.Manager, t int64, slots []model.Slot, vals []float64, tupleSize int) {
 	if t <= p.lastT {
 		panic(fmt.Sprintf("head: in-order row at %d after %d", t, p.lastT)) // callers route older rows to the out-of-order buffer
 	}
 	if p.openN == tupleSize {
-		p.closeTupleLocked()
+		p.closeTupleLocked(m)
 	}
 	i := p.openN
 	p.openT[i] = t
@@ -163,8 +164,9 @@ func (p *gpart) widen(t int64) {
 	}
 }
 
-// lookupLocked returns the value a slot holds at t, if any.
-func (p *gpart) lookupLocked(slot model.Slot, t int64, tupleSize int) (float64, bool) {
+// lookupLocked returns the value a slot holds at t, if any. Called with
+// group.mu held: the partition's blocks are live.
+func (p *gpart) lookupLocked(m *memory.Manager, slot model.Slot, t int64, tupleSize int) (float64, bool) {
 	if int(slot) >= len(p.cols) || p.cols[slot] == nil {
 		return 0, false
 	}
@@ -184,12 +186,13 @@ func (p *gpart) lookupLocked(slot model.Slot, t int64, tupleSize int) (float64, 
 		return 0, false
 	}
 	// Binary search over closed tuples by their raw first timestamp.
-	k := sort.Search(p.numClosed(), func(k int) bool { return p.tupleFirst(k) > t }) - 1
+	tv := p.times.view()
+	k := sort.Search(p.numClosed(), func(k int) bool { return tupleFirst(tv.tuple(m, k)) > t }) - 1
 	if k < c.firstTuple || k < 0 {
 		return 0, false
 	}
 	var tsBuf [MaxTupleSize]int64
-	ts, _, err := encoding.DecodeTimeTuple(tsBuf[:0], p.tdata[p.toffs[k]:], tupleSize)
+	ts, _, err := encoding.DecodeTimeTuple(tsBuf[:0], tv.tuple(m, k), tupleSize)
 	if err != nil {
 		return 0, false
 	}
@@ -205,12 +208,16 @@ func (p *gpart) lookupLocked(slot model.Slot, t int64, tupleSize int) (float64, 
 		return 0, false
 	}
 	var vBuf [MaxTupleSize]float64
-	vs, _, err := encoding.DecodeValueTuple(vBuf[:0], c.data[c.offs[k-c.firstTuple]:], c.base, bits.OnesCount8(pres))
+	vv := c.vals.view()
+	vs, _, err := encoding.DecodeValueTuple(vBuf[:0], vv.tuple(m, k-c.firstTuple), c.base, bits.OnesCount8(pres))
 	if err != nil {
 		return 0, false
 	}
 	return vs[bits.OnesCount8(pres&(1<<idx-1))], true
 }
+
+// tupleFirst returns the raw first timestamp of an encoded time tuple.
+func tupleFirst(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) }
 
 // insertOOO stores an out-of-order sample; the caller has checked that no
 // sample is stored at t. Called with group.mu held.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/aerie-db/aerie/internal/index"
+	"github.com/aerie-db/aerie/internal/memory"
 	"github.com/aerie-db/aerie/internal/model"
 	"github.com/aerie-db/aerie/internal/wal"
 )
@@ -27,6 +29,11 @@ type Options struct {
 	MisfitLimit        int      // [3]; consecutive lonely rows before a series moves to its own group
 	// NoOOODefault lets OOOWindow=0 mean "off" rather than "default".
 	NoOOODefault bool
+	// Memory configures the memory manager that holds the head's closed
+	// tuples. Overcommit is forced on: acknowledged rows are stored even
+	// when live data alone exceed the limit. BlockSize must be at least
+	// MinBlockSize.
+	Memory memory.Options
 }
 
 // Defaults.
@@ -66,6 +73,7 @@ func (o *Options) fill() {
 	if o.MisfitLimit <= 0 {
 		o.MisfitLimit = DefaultMisfitLimit
 	}
+	o.Memory.Overcommit = true
 }
 
 // WAL is what the head needs of the write-ahead log. maxT is the greatest
@@ -112,13 +120,29 @@ type Head struct {
 	maxT     atomic.Int64 // greatest timestamp stored
 	minT     atomic.Int64 // least timestamp stored
 	minValid atomic.Int64 // rows below are covered by blocks (out of bounds)
+
+	// mem holds the closed tuples (see chain). Partitions are reserved in
+	// it before rows of theirs are acknowledged; reserved caches the
+	// partitions reserved and not yet released (copy on write, written
+	// under resMu).
+	mem      *memory.Manager
+	resMu    sync.Mutex
+	reserved atomic.Pointer[[]int64]
 }
 
 // New returns an empty head. w may be nil (no durability, for tests and
-// benchmarks).
-func New(opts Options, w WAL) *Head {
+// benchmarks). It fails only for invalid memory options.
+func New(opts Options, w WAL) (*Head, error) {
 	opts.fill()
+	if bs := opts.Memory.BlockSize; bs != 0 && bs < MinBlockSize {
+		return nil, fmt.Errorf("head: memory block size %d: must be at least %d", bs, MinBlockSize)
+	}
+	mem, err := memory.New(opts.Memory)
+	if err != nil {
+		return nil, fmt.Errorf("head: %w", err)
+	}
 	h := &Head{
+		mem:        mem,
 		opts:       opts,
 		wal:        w,
 		byHash:     map[uint64][]*memSeries{},
@@ -130,7 +154,47 @@ func New(opts Options, w WAL) *Head {
 	h.maxT.Store(math.MinInt64)
 	h.minT.Store(math.MaxInt64)
 	h.minValid.Store(math.MinInt64)
-	return h
+	return h, nil
+}
+
+// Memory returns the memory manager holding the head's tuples: queries
+// Enter it (see Select), and its owner runs its reclaimer and reads its
+// statistics.
+func (h *Head) Memory() *memory.Manager { return h.mem }
+
+// reserve makes sure partition pid is open in the memory manager before
+// rows of it are acknowledged, so storing them cannot fail.
+func (h *Head) reserve(pid int64) error {
+	if rs := h.reserved.Load(); rs != nil && slices.Contains(*rs, pid) {
+		return nil
+	}
+	h.resMu.Lock()
+	defer h.resMu.Unlock()
+	rs := h.reserved.Load()
+	if rs != nil && slices.Contains(*rs, pid) {
+		return nil
+	}
+	if _, err := h.mem.Reserve(pid); err != nil {
+		return fmt.Errorf("%w: partition %d: %v", ErrPartitionLimit, pid, err)
+	}
+	var ns []int64
+	if rs != nil {
+		ns = slices.Clone(*rs)
+	}
+	ns = append(ns, pid)
+	h.reserved.Store(&ns)
+	return nil
+}
+
+// unreserve forgets that pid is reserved; the caller releases it in the
+// manager.
+func (h *Head) unreserve(pid int64) {
+	h.resMu.Lock()
+	defer h.resMu.Unlock()
+	if rs := h.reserved.Load(); rs != nil && slices.Contains(*rs, pid) {
+		ns := slices.DeleteFunc(slices.Clone(*rs), func(p int64) bool { return p == pid })
+		h.reserved.Store(&ns)
+	}
 }
 
 // Options returns the effective options.
@@ -284,17 +348,19 @@ func (g *group) appendDefsLocked(recs [][]byte, slotsNow int) [][]byte {
 }
 
 // Bytes returns the bytes of encoded tuples and their index held by the
-// head (time tuples, value tuples, per-tuple offsets and presence, open
-// tuples and out-of-order buffers); Go object overhead is not counted.
+// head (the memory blocks of time and value tuples, their refs, per-tuple
+// offsets and presence, open tuples and out-of-order buffers); Go object
+// overhead is not counted.
 func (h *Head) Bytes() int64 {
 	var n int64
+	bs := h.mem.BlockSize()
 	for _, g := range h.groupList() {
 		g.mu.RLock()
 		for _, p := range g.parts {
-			n += int64(len(p.tdata) + 4*len(p.toffs) + 8*p.openN)
+			n += p.times.bytes(bs) + int64(8*p.openN)
 			for _, c := range p.cols {
 				if c != nil {
-					n += int64(len(c.data) + 4*len(c.offs) + len(c.pres) + 8*p.openN + 16*len(c.ooo))
+					n += c.vals.bytes(bs) + int64(len(c.pres)+8*p.openN+16*len(c.ooo))
 				}
 			}
 		}

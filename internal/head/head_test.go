@@ -20,6 +20,8 @@ func lbl(kv ...string) labels.Labels { return labels.FromStrings(kv...) }
 // samplesOf returns every sample of the series matching name.
 func samplesOf(t *testing.T, h *Head, name string) []seriesiter.Sample {
 	t.Helper()
+	guard := h.Enter()
+	defer guard.Exit()
 	ss, err := h.Select(math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", name))
 	require.NoError(t, err)
 	if len(ss) == 0 {
@@ -41,7 +43,7 @@ func samplesOf(t *testing.T, h *Head, name string) []seriesiter.Sample {
 }
 
 func TestLabelErrors(t *testing.T) {
-	h := New(Options{MaxSeries: 2}, nil)
+	h := mustNew(t, Options{MaxSeries: 2})
 	for _, tc := range []struct {
 		name string
 		lset labels.Labels
@@ -77,7 +79,7 @@ func TestLabelErrors(t *testing.T) {
 }
 
 func TestGroupTooWide(t *testing.T) {
-	h := New(Options{MaxGroupWidth: 3}, nil)
+	h := mustNew(t, Options{MaxGroupWidth: 3})
 	app := h.Appender()
 	for i := 0; i < 5; i++ {
 		require.NoError(t, app.Append(lbl("__name__", string(rune('a'+i)), "job", "j"), 1000, float64(i)))
@@ -92,7 +94,7 @@ func TestGroupTooWide(t *testing.T) {
 }
 
 func TestPresenceIsNotNaN(t *testing.T) {
-	h := New(Options{}, nil)
+	h := mustNew(t, Options{})
 	for i := int64(0); i < 20; i++ {
 		app := h.Appender()
 		require.NoError(t, app.Append(lbl("__name__", "a", "job", "j"), i*1000, float64(i)))
@@ -112,7 +114,7 @@ func TestPresenceIsNotNaN(t *testing.T) {
 }
 
 func TestSpecialValuesBitExact(t *testing.T) {
-	h := New(Options{}, nil)
+	h := mustNew(t, Options{})
 	vals := []float64{math.Float64frombits(value.StaleNaN), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 0,
 		math.Float64frombits(0x7ff8dead_beef0001), math.SmallestNonzeroFloat64, math.MaxFloat64, 1.5, 1.5, 1.5}
 	for i, v := range vals {
@@ -128,7 +130,7 @@ func TestSpecialValuesBitExact(t *testing.T) {
 }
 
 func TestOutOfOrderAndDuplicates(t *testing.T) {
-	h := New(Options{OOOWindow: 60_000, PartitionRange: 3600_000}, nil)
+	h := mustNew(t, Options{OOOWindow: 60_000, PartitionRange: 3600_000})
 	put := func(t0 int64, v float64) error {
 		app := h.Appender()
 		require.NoError(t, app.Append(lbl("__name__", "x", "job", "j"), t0, v))
@@ -160,7 +162,7 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 	}
 
 	// With out-of-order off, an older row is rejected as Prometheus does.
-	h2 := New(Options{NoOOODefault: true}, nil)
+	h2 := mustNew(t, Options{NoOOODefault: true})
 	app := h2.Appender()
 	require.NoError(t, app.Append(lbl("__name__", "x"), 10_000, 1))
 	require.NoError(t, app.Commit())
@@ -170,7 +172,7 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 }
 
 func TestMisfitSeriesMovesToOwnGroup(t *testing.T) {
-	h := New(Options{MisfitLimit: 3}, nil)
+	h := mustNew(t, Options{MisfitLimit: 3})
 	for i := int64(0); i < 10; i++ {
 		app := h.Appender()
 		require.NoError(t, app.Append(lbl("__name__", "a", "job", "j"), i*1000, 1))
@@ -189,7 +191,7 @@ func TestMisfitSeriesMovesToOwnGroup(t *testing.T) {
 // TestTupleSizes checks every tuple size gives the same samples.
 func TestTupleSizes(t *testing.T) {
 	for _, ts := range []int{1, 4, 8} {
-		h := New(Options{TupleSize: ts}, nil)
+		h := mustNew(t, Options{TupleSize: ts})
 		for i := int64(0); i < 37; i++ {
 			app := h.Appender()
 			require.NoError(t, app.Append(lbl("__name__", "x"), i*15_000, float64(i)*0.1))
@@ -204,7 +206,7 @@ func TestTupleSizes(t *testing.T) {
 }
 
 func TestAppendRow(t *testing.T) {
-	h := New(Options{}, nil)
+	h := mustNew(t, Options{})
 	var gid0 uint32
 	for s := 0; s < 4; s++ {
 		gid, slot, err := h.Join(lbl("__name__", string(rune('a'+s)), "job", "j", "instance", "i"))
@@ -231,7 +233,7 @@ func TestAppendRow(t *testing.T) {
 // to a group of its own, rows of the old group that include its slot take
 // the general path and lose nothing.
 func TestAppendRowAfterMove(t *testing.T) {
-	h := New(Options{}, nil)
+	h := mustNew(t, Options{})
 	gid, _, err := h.Join(lbl("__name__", "a", "job", "j", "instance", "i"))
 	require.NoError(t, err)
 	_, _, err = h.Join(lbl("__name__", "b", "job", "j", "instance", "i"))
@@ -251,7 +253,7 @@ func TestAppendRowAfterMove(t *testing.T) {
 }
 
 func TestBytesGrows(t *testing.T) {
-	h := New(Options{}, nil)
+	h := mustNew(t, Options{})
 	require.Zero(t, h.Bytes())
 	for i := int64(0); i < 100; i++ {
 		app := h.Appender()
@@ -261,4 +263,13 @@ func TestBytesGrows(t *testing.T) {
 	b := h.Bytes()
 	require.Greater(t, b, int64(100))
 	require.Less(t, b, int64(100*16), "compressed: well under 16 B per sample")
+}
+
+func mustNew(t testing.TB, opts Options) *Head {
+	t.Helper()
+	h, err := New(opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -1,29 +1,31 @@
 package head
 
 import (
-	"encoding/binary"
 	"math/bits"
+	"slices"
 	"sort"
 
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/aerie-db/aerie/internal/encoding"
 	"github.com/aerie-db/aerie/internal/index"
+	"github.com/aerie-db/aerie/internal/memory"
 	"github.com/aerie-db/aerie/internal/model"
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
 
 // ColumnSnapshot is an immutable view of one slot of one group partition,
 // taken under the group's read lock and read without any lock (invariant 2
-// of the package). It is a seriesiter.TupleSource; Extra holds the
+// of the package). Its tuples are in the memory manager's blocks: it is
+// valid only under the memory guard of the query that took it (see
+// Head.Select). It is a seriesiter.TupleSource; Extra holds the
 // out-of-order samples.
 type ColumnSnapshot struct {
+	m          *memory.Manager
 	tupleSize  int
-	tdata      []byte
-	toffs      []uint32 // closed tuples
+	times      chainView // closed time tuples of the partition
 	firstTuple int
-	data       []byte
-	offs       []uint32
+	vals       chainView // value tuples from firstTuple
 	pres       []uint8
 	base       float64
 
@@ -33,12 +35,16 @@ type ColumnSnapshot struct {
 
 	Extra      []seriesiter.Sample
 	MinT, MaxT int64
+	// Partition is the head partition the column belongs to; Flushed is
+	// true if that partition is already in a block (hot).
+	Partition int64
+	Flushed   bool
 }
 
 // NumTuples implements seriesiter.TupleSource: the closed tuples from the
 // column's first, then the open one.
 func (c *ColumnSnapshot) NumTuples() int {
-	n := len(c.toffs) - c.firstTuple
+	n := len(c.times.offs) - c.firstTuple
 	if len(c.openT) > 0 {
 		n++
 	}
@@ -48,21 +54,21 @@ func (c *ColumnSnapshot) NumTuples() int {
 // First implements seriesiter.TupleSource.
 func (c *ColumnSnapshot) First(k int) int64 {
 	k += c.firstTuple
-	if k == len(c.toffs) {
+	if k == len(c.times.offs) {
 		return c.openT[0]
 	}
-	return int64(binary.LittleEndian.Uint64(c.tdata[c.toffs[k]:]))
+	return tupleFirst(c.times.tuple(c.m, k))
 }
 
 // Load implements seriesiter.TupleSource.
 func (c *ColumnSnapshot) Load(k int, ts []int64, vs []float64) (int, uint32, error) {
 	gk := k + c.firstTuple
-	if gk == len(c.toffs) {
+	if gk == len(c.times.offs) {
 		n := copy(ts, c.openT)
 		copy(vs, c.openV)
 		return n, uint32(c.openPres), nil
 	}
-	tts, _, err := encoding.DecodeTimeTuple(ts[:0], c.tdata[c.toffs[gk]:], c.tupleSize)
+	tts, _, err := encoding.DecodeTimeTuple(ts[:0], c.times.tuple(c.m, gk), c.tupleSize)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -71,7 +77,7 @@ func (c *ColumnSnapshot) Load(k int, ts []int64, vs []float64) (int, uint32, err
 		return len(tts), 0, nil
 	}
 	var buf [MaxTupleSize]float64
-	vals, _, err := encoding.DecodeValueTuple(buf[:0], c.data[c.offs[k]:], c.base, bits.OnesCount8(p))
+	vals, _, err := encoding.DecodeValueTuple(buf[:0], c.vals.tuple(c.m, k), c.base, bits.OnesCount8(p))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -85,9 +91,15 @@ func (c *ColumnSnapshot) Load(k int, ts []int64, vs []float64) (int, uint32, err
 	return len(tts), uint32(p), nil
 }
 
+// valid reports whether every block the snapshot reads is still visible
+// (under the caller's guard).
+func (c *ColumnSnapshot) valid() bool {
+	return c.times.valid(c.m) && c.vals.valid(c.m)
+}
+
 // snapshotLocked copies the slice headers of a slot. Called with g.mu held
 // (read or write).
-func (p *gpart) snapshotLocked(slot model.Slot, tupleSize int) *ColumnSnapshot {
+func (p *gpart) snapshotLocked(m *memory.Manager, slot model.Slot, tupleSize int) *ColumnSnapshot {
 	if int(slot) >= len(p.cols) || p.cols[slot] == nil {
 		return nil
 	}
@@ -96,16 +108,16 @@ func (p *gpart) snapshotLocked(slot model.Slot, tupleSize int) *ColumnSnapshot {
 		return nil
 	}
 	s := &ColumnSnapshot{
+		m:          m,
 		tupleSize:  tupleSize,
-		tdata:      p.tdata,
-		toffs:      p.toffs[:len(p.toffs):len(p.toffs)],
+		times:      p.times.view(),
 		firstTuple: c.firstTuple,
-		data:       c.data,
-		offs:       c.offs,
-		pres:       c.pres,
+		vals:       c.vals.view(),
+		pres:       c.pres[:len(c.pres):len(c.pres)],
 		base:       c.base,
 		MinT:       p.minT,
 		MaxT:       p.maxT,
+		Partition:  p.pid,
 	}
 	if p.openN > 0 {
 		s.openT = append([]int64(nil), p.openT[:p.openN]...)
@@ -128,9 +140,23 @@ type SeriesSnapshot struct {
 	Ref     model.SeriesRef
 	Labels  labels.Labels
 	Columns []*ColumnSnapshot // sorted by MinT
+	// Covered lists the flushed (hot) partitions whose columns of this
+	// series are all still in memory: the caller need not read the
+	// series from those partitions' blocks. A flushed partition with a
+	// column whose blocks were reclaimed is left out, and so are its
+	// columns: the block has the data.
+	Covered []int64
 }
 
+// Enter registers a reader with the head's memory manager; see Select.
+func (h *Head) Enter() memory.Guard { return h.mem.Enter() }
+
+// PartitionOf returns the partition holding time t.
+func (h *Head) PartitionOf(t int64) int64 { return h.partitionOf(t) }
+
 // Select returns the series matching ms that have samples in [mint, maxt].
+// The caller holds a guard from Enter, taken before the call, until it is
+// done with the snapshots: their tuples stay intact only until it exits.
 func (h *Head) Select(mint, maxt int64, ms ...*labels.Matcher) ([]SeriesSnapshot, error) {
 	refs, err := index.Select(h.idx, ms...)
 	if err != nil {
@@ -139,6 +165,7 @@ func (h *Head) Select(mint, maxt int64, ms ...*labels.Matcher) ([]SeriesSnapshot
 	out := make([]SeriesSnapshot, 0, refs.GetCardinality())
 	pmin, pmax := h.partitionOf(mint), h.partitionOf(maxt)
 	it := refs.Iterator()
+	var stale []int64 // flushed partitions with a reclaimed column, per series
 	for it.HasNext() {
 		ref := model.SeriesRef(it.Next())
 		h.regMu.RLock()
@@ -146,6 +173,7 @@ func (h *Head) Select(mint, maxt int64, ms ...*labels.Matcher) ([]SeriesSnapshot
 		locs := append([]*group(nil), s.locs...)
 		h.regMu.RUnlock()
 		ss := SeriesSnapshot{Ref: ref, Labels: s.lset}
+		stale = stale[:0]
 		for _, g := range locs {
 			g.mu.RLock()
 			slot, ok := g.slotOf[s]
@@ -154,12 +182,28 @@ func (h *Head) Select(mint, maxt int64, ms ...*labels.Matcher) ([]SeriesSnapshot
 					if pid < pmin || pid > pmax || p.maxT < mint || p.minT > maxt {
 						continue
 					}
-					if c := p.snapshotLocked(slot, h.opts.TupleSize); c != nil && c.MinT <= maxt && c.MaxT >= mint {
-						ss.Columns = append(ss.Columns, c)
+					c := p.snapshotLocked(h.mem, slot, h.opts.TupleSize)
+					if c == nil || c.MinT > maxt || c.MaxT < mint {
+						continue
 					}
+					if p.flushed {
+						c.Flushed = true
+						if !c.valid() {
+							stale = append(stale, pid)
+							continue
+						}
+						if !slices.Contains(ss.Covered, pid) {
+							ss.Covered = append(ss.Covered, pid)
+						}
+					}
+					ss.Columns = append(ss.Columns, c)
 				}
 			}
 			g.mu.RUnlock()
+		}
+		if len(stale) > 0 {
+			ss.Columns = slices.DeleteFunc(ss.Columns, func(c *ColumnSnapshot) bool { return slices.Contains(stale, c.Partition) })
+			ss.Covered = slices.DeleteFunc(ss.Covered, func(pid int64) bool { return slices.Contains(stale, pid) })
 		}
 		if len(ss.Columns) == 0 {
 			continue

@@ -104,6 +104,9 @@ func (h *Head) ReplayRows(rd *wal.RowsDef) error {
 		if len(rw.slots) != len(rw.vals) {
 			return fmt.Errorf("rows of group %d at %d: %d present slots but %d values", rd.Group, r.T, len(rw.slots), len(rw.vals))
 		}
+		if err := h.reserve(h.partitionOf(r.T)); err != nil {
+			return fmt.Errorf("rows of group %d at %d: %w", rd.Group, r.T, err)
+		}
 		// The record's slices are reused by the decoder: copy values.
 		rw.vals = append([]float64(nil), rw.vals...)
 		rows = append(rows, rw)

@@ -144,8 +144,11 @@ func (h *Head) appendRowFast(g *group, t int64, values []float64, presence []boo
 		r.series = append(r.series, s)
 		r.idx = append(r.idx, slot)
 	}
+	rows := []row{r}
 	if len(r.slots) > 0 {
-		rows := []row{r}
+		rows = h.reserveRows(rows, rej)
+	}
+	if len(rows) > 0 {
 		moves := h.trackMisfits(g, rows)
 		if h.wal != nil {
 			recs := g.appendDefsLocked(nil, width)

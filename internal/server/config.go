@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/alecthomas/units"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
 	"go.yaml.in/yaml/v2"
 
+	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/memory"
 	"github.com/aerie-db/aerie/internal/tsdb"
 	"github.com/aerie-db/aerie/internal/wal"
 )
@@ -33,6 +36,15 @@ type AerieConfig struct {
 	Flush struct {
 		CPUBudget float64 `yaml:"cpu_budget,omitempty"` // share of one core, (0, 1]; default 1
 	} `yaml:"flush,omitempty"`
+	Memory struct {
+		Limit            units.Base2Bytes `yaml:"limit,omitempty"`             // head tuple memory; 0 = none
+		HotPartitions    *int             `yaml:"hot_partitions,omitempty"`    // flushed partitions kept in memory; default 1, 0 = none
+		PageSize         units.Base2Bytes `yaml:"page_size,omitempty"`         // default 1MiB
+		BlockSize        units.Base2Bytes `yaml:"block_size,omitempty"`        // default 256B
+		ReclaimThreshold float64          `yaml:"reclaim_threshold,omitempty"` // share of the limit; default 0.9
+		ReclaimSplit     []float64        `yaml:"reclaim_split,omitempty"`     // default [0.45, 0.35, 0.20]
+		ReclaimInterval  model.Duration   `yaml:"reclaim_interval,omitempty"`  // default 1s
+	} `yaml:"memory,omitempty"`
 }
 
 // Config is the whole configuration file.
@@ -111,7 +123,36 @@ func ParseConfig(b []byte, logger *slog.Logger) (*Config, error) {
 	if b := c.Aerie.Flush.CPUBudget; b < 0 || b > 1 {
 		return nil, fmt.Errorf("aerie section: flush.cpu_budget must be a share of one core in (0, 1], not %v", b)
 	}
+	if err := c.Aerie.checkMemory(); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// checkMemory validates the memory section as the engine will use it.
+func (a *AerieConfig) checkMemory() error {
+	m := &a.Memory
+	if bs := m.BlockSize; bs != 0 && bs < head.MinBlockSize {
+		return fmt.Errorf("aerie section: memory.block_size %v: must be at least %dB (the largest tuple)", bs, head.MinBlockSize)
+	}
+	if m.HotPartitions != nil && *m.HotPartitions < 0 {
+		return fmt.Errorf("aerie section: memory.hot_partitions %d: must be 0 (none) or more", *m.HotPartitions)
+	}
+	if m.ReclaimInterval < 0 {
+		return fmt.Errorf("aerie section: memory.reclaim_interval %v: must be positive", m.ReclaimInterval)
+	}
+	if _, err := memory.New(a.memoryOptions()); err != nil {
+		return fmt.Errorf("aerie section: %w", err)
+	}
+	return nil
+}
+
+func (a *AerieConfig) memoryOptions() memory.Options {
+	m := &a.Memory
+	return memory.Options{
+		PageSize: int(m.PageSize), BlockSize: int(m.BlockSize), Limit: int64(m.Limit),
+		ReclaimThreshold: m.ReclaimThreshold, ReclaimSplit: m.ReclaimSplit,
+	}
 }
 
 func (a *AerieConfig) walSync() (wal.SyncMode, error) {
@@ -136,6 +177,14 @@ func (a *AerieConfig) EngineOptions() tsdb.Options {
 		WALSync:         sync,
 		WALSyncInterval: time.Duration(a.WAL.SyncInterval),
 		FlushCPUBudget:  a.Flush.CPUBudget,
+		Memory:          a.memoryOptions(),
+		ReclaimInterval: time.Duration(a.Memory.ReclaimInterval),
+	}
+	if h := a.Memory.HotPartitions; h != nil {
+		o.HotPartitions = *h
+		if *h == 0 {
+			o.HotPartitions = -1
+		}
 	}
 	if a.OOOWindow != nil {
 		if *a.OOOWindow == 0 {

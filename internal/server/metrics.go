@@ -78,6 +78,7 @@ func (m *metrics) registerEngine(db *tsdb.DB) {
 			func() float64 { d, _ := db.FlushProgress(); return float64(d) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_flush_groups", Help: "Groups of the running partition flush (0 when none runs)."},
 			func() float64 { _, t := db.FlushProgress(); return float64(t) }),
+		newMemoryCollector(db),
 	)
 }
 
@@ -179,6 +180,8 @@ func reason(err error) string {
 		return "series_limit"
 	case errors.Is(err, head.ErrGroupTooWide):
 		return "group_too_wide"
+	case errors.Is(err, head.ErrPartitionLimit):
+		return "partition_limit"
 	case errors.Is(err, tsdb.ErrNativeHistogram):
 		return "native_histogram"
 	}

@@ -126,7 +126,9 @@ groups:
 	require.Eventually(t, func() bool { return value(`up{job="aerie-http",sd="http"}`) == "1" }, 20*time.Second, 200*time.Millisecond, "http_sd")
 	require.Eventually(t, func() bool { return value(`job:up:sum{job="aerie"}`) == "1" }, 20*time.Second, 200*time.Millisecond, "recording rule")
 	_, body = get(t, base+"/metrics")
-	for _, m := range []string{"aerie_ingested_samples_total", "aerie_wal_fsync_duration_seconds", "aerie_head_series", "aerie_head_bytes", "aerie_http_requests_total", "aerie_go_goroutines"} {
+	for _, m := range []string{"aerie_ingested_samples_total", "aerie_wal_fsync_duration_seconds", "aerie_head_series", "aerie_head_bytes", "aerie_http_requests_total", "aerie_go_goroutines",
+		`aerie_memory_blocks{area="live"}`, `aerie_memory_blocks{area="cooling"}`, `aerie_memory_partitions{area="hot"}`, "aerie_memory_epoch", "aerie_memory_readers",
+		"aerie_memory_reclaimed_blocks_total", "aerie_memory_limit_bytes", "aerie_head_hot_partitions", "aerie_query_hot_reads_total", "aerie_flush_groups_done"} {
 		require.Contains(t, body, m)
 	}
 	require.NotContains(t, body, "\ngo_goroutines", "every metric is prefixed aerie_")
@@ -153,6 +155,7 @@ aerie:
   wal: {sync: interval, sync_interval: 2s}
   limits: {max_series: 1000, max_group_width: 50}
   flush: {cpu_budget: 0.5}
+  memory: {limit: 2GiB, hot_partitions: 0, block_size: 512B, reclaim_split: [0.5, 0.5], reclaim_interval: 250ms}
 `), nil)
 	require.NoError(t, err)
 	o := c.Aerie.EngineOptions()
@@ -162,6 +165,11 @@ aerie:
 	require.Equal(t, 1000, o.MaxSeries)
 	require.Equal(t, []string{"job"}, o.GroupBy)
 	require.Equal(t, 0.5, o.FlushCPUBudget)
+	require.Equal(t, int64(2<<30), o.Memory.Limit)
+	require.Equal(t, 512, o.Memory.BlockSize)
+	require.Equal(t, []float64{0.5, 0.5}, o.Memory.ReclaimSplit)
+	require.Equal(t, -1, o.HotPartitions, "0 in the file: none kept")
+	require.Equal(t, 250*time.Millisecond, o.ReclaimInterval)
 	require.Len(t, c.Prom.ScrapeConfigs, 1)
 
 	_, err = ParseConfig([]byte("aerie:\n  retension: 1d\n"), nil)
@@ -170,6 +178,18 @@ aerie:
 	require.ErrorContains(t, err, "wal.sync")
 	_, err = ParseConfig([]byte("aerie:\n  flush: {cpu_budget: 2}\n"), nil)
 	require.ErrorContains(t, err, "flush.cpu_budget")
+	for doc, want := range map[string]string{
+		"block_size: 64B":      "memory.block_size",
+		"limit: 1KiB":          "limit",
+		"reclaim_split: [-1]":  "reclaim split",
+		"reclaim_threshold: 2": "reclaim threshold",
+		"hot_partitions: -2":   "memory.hot_partitions",
+		"limit: lots":          "lots",
+		"page_size: 1000B":     "page size",
+	} {
+		_, err = ParseConfig([]byte("aerie:\n  memory: {"+doc+"}\n"), nil)
+		require.ErrorContains(t, err, want, doc)
+	}
 	_, err = ParseConfig([]byte("scrape_configs: 7\n"), nil)
 	require.Error(t, err)
 	c, err = ParseConfig(nil, nil)

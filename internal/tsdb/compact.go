@@ -40,9 +40,11 @@ func (db *DB) flush(all bool) error {
 		}
 		flushed = true
 	}
-	if err := db.applyRetention(); err != nil {
+	cutoff, err := db.applyRetention()
+	if err != nil {
 		return err
 	}
+	db.head.DropFlushed(db.opts.HotPartitions, cutoff)
 	if flushed {
 		return db.truncateWAL()
 	}
@@ -60,6 +62,7 @@ func (db *DB) flushPartition(pid int64) error {
 	if err != nil {
 		return fmt.Errorf("flush partition %d: %w", pid, err)
 	}
+	db.head.SealPartition(pid)
 	cols := []block.Column{}
 	db.flushDone.Store(0)
 	db.flushTotal.Store(int64(db.head.NumGroups()))
@@ -92,7 +95,11 @@ func (db *DB) flushPartition(pid int64) error {
 	db.added.Add(1)
 	sortBlocks(db.blocks)
 	db.mu.Unlock()
-	db.head.DropPartition(pid)
+	if db.opts.HotPartitions > 0 {
+		db.head.ReleasePartition(pid) // soft release: it keeps serving queries
+	} else {
+		db.head.DropPartition(pid)
+	}
 	db.flushes.Add(1)
 	if db.opts.OnFlush != nil {
 		db.opts.OnFlush(time.Since(start))
@@ -137,14 +144,15 @@ func (p *pacer) step() {
 }
 
 // applyRetention deletes blocks whose whole range is older than the
-// retention, measured from the newest data.
-func (db *DB) applyRetention() error {
+// retention, measured from the newest data, and returns that cutoff
+// (math.MinInt64 without retention).
+func (db *DB) applyRetention() (int64, error) {
 	if db.opts.Retention <= 0 {
-		return nil
+		return math.MinInt64, nil
 	}
 	newest := max(db.head.MaxTime(), db.blocksMaxT())
 	if newest == math.MinInt64 {
-		return nil
+		return math.MinInt64, nil
 	}
 	cutoff := newest - db.opts.Retention
 	db.mu.Lock()
@@ -163,11 +171,11 @@ func (db *DB) applyRetention() error {
 		// last one, and an unlinked file stays readable until then.
 		d.Close()
 		if err := os.RemoveAll(d.Dir()); err != nil {
-			return fmt.Errorf("retention: delete block %s: %w", d.Dir(), err)
+			return cutoff, fmt.Errorf("retention: delete block %s: %w", d.Dir(), err)
 		}
 		db.log.Info("block deleted by retention", "block", d.Meta().ULID, "maxt", d.Meta().MaxTime)
 	}
-	return nil
+	return cutoff, nil
 }
 
 // truncateWAL deletes the oldest segments whose rows are all in blocks,

@@ -18,6 +18,7 @@ import (
 	"github.com/aerie-db/aerie/internal/block"
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/index"
+	"github.com/aerie-db/aerie/internal/memory"
 	"github.com/aerie-db/aerie/internal/wal"
 )
 
@@ -44,6 +45,17 @@ type Options struct {
 	// queries are not starved while the WAL keeps the data durable.
 	FlushCPUBudget float64
 
+	// Memory configures the memory manager holding the head's tuples
+	// (page and block size, limit, reclamation threshold and split).
+	Memory memory.Options
+	// ReclaimInterval is how often the memory manager advances its epoch
+	// and reclaims [1s]; it also runs early when the limit is approached.
+	ReclaimInterval time.Duration
+	// HotPartitions is how many flushed partitions stay in memory, newest
+	// first, serving queries until the memory limit needs their blocks
+	// [1]; negative: none (a flushed partition is dropped at once).
+	HotPartitions int
+
 	// FlushCheckInterval is how often the background loop looks for
 	// partitions to flush and blocks to delete [1m]; negative disables the
 	// loop (callers then call Compact).
@@ -64,6 +76,7 @@ func (o *Options) headOptions() head.Options {
 		PartitionRange: o.PartitionRange,
 		OOOWindow:      o.OOOWindow,
 		TupleSize:      o.TupleSize,
+		Memory:         o.Memory,
 	}
 	if o.NoOOO {
 		ho.OOOWindow, ho.NoOOODefault = 0, true
@@ -93,6 +106,7 @@ type DB struct {
 
 	quarantined atomic.Int64
 	flushes     atomic.Int64
+	hotReads    atomic.Int64 // series partitions a Select read from hot memory instead of a block
 	flushDone   atomic.Int64 // groups converted by the running flush
 	flushTotal  atomic.Int64 // groups of the running flush (0: none)
 
@@ -123,6 +137,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.FlushCPUBudget <= 0 || o.FlushCPUBudget > 1 {
 		o.FlushCPUBudget = 1
 	}
+	if o.ReclaimInterval <= 0 {
+		o.ReclaimInterval = time.Second
+	}
+	if o.HotPartitions == 0 {
+		o.HotPartitions = 1
+	}
 	for _, d := range []string{dir, filepath.Join(dir, blocksDirname)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -152,7 +172,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 		db.dict.Close()
 		return nil, fmt.Errorf("open WAL: %w", err)
 	}
-	db.head = head.New(o.headOptions(), walLogger{db})
+	db.head, err = head.New(o.headOptions(), walLogger{db})
+	if err != nil {
+		db.wal.Close()
+		db.closeBlocks()
+		db.tomb.close()
+		db.dict.Close()
+		return nil, err
+	}
 	db.opts.PartitionRange = db.head.Options().PartitionRange
 	db.head.SetMinValidTime(db.blocksMaxT())
 	if err := db.replay(); err != nil {
@@ -164,6 +191,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	if err := db.Compact(); err != nil {
 		db.log.Error("flush after replay", "err", err)
+	}
+	if err := db.head.Memory().Start(o.ReclaimInterval); err != nil {
+		return nil, err
 	}
 	if o.FlushCheckInterval > 0 {
 		db.wg.Add(1)
@@ -335,8 +365,13 @@ type Stats struct {
 	Blocks      int
 	Quarantined int64
 	Flushes     int64
-	HeadSeries  int
-	HeadGroups  int
+	// HotReads counts the series partitions queries read from flushed
+	// partitions still in memory instead of from their blocks.
+	HotReads int64
+	// HotPartitions is the number of flushed partitions still in memory.
+	HotPartitions int
+	HeadSeries    int
+	HeadGroups    int
 }
 
 // Stats returns the engine's counters.
@@ -344,7 +379,7 @@ func (db *DB) Stats() Stats {
 	db.mu.RLock()
 	n := len(db.blocks)
 	db.mu.RUnlock()
-	return Stats{Blocks: n, Quarantined: db.quarantined.Load(), Flushes: db.flushes.Load(), HeadSeries: db.head.NumSeries(), HeadGroups: db.head.NumGroups()}
+	return Stats{Blocks: n, Quarantined: db.quarantined.Load(), Flushes: db.flushes.Load(), HotReads: db.hotReads.Load(), HotPartitions: len(db.head.FlushedPartitions()), HeadSeries: db.head.NumSeries(), HeadGroups: db.head.NumGroups()}
 }
 
 // Blocks returns the metas of the open blocks, oldest first.
@@ -368,6 +403,7 @@ func (db *DB) RowAppender() *head.Appender { return db.head.Appender() }
 func (db *DB) Close() error {
 	close(db.stop)
 	db.wg.Wait()
+	db.head.Memory().Close()
 	db.flushMu.Lock()
 	defer db.flushMu.Unlock()
 	err := db.wal.Close()

@@ -15,12 +15,13 @@ import (
 	"github.com/aerie-db/aerie/internal/block"
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/index"
+	"github.com/aerie-db/aerie/internal/memory"
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
 
 // Querier implements storage.Queryable.
 func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
-	q := &querier{db: db, mint: mint, maxt: maxt}
+	q := &querier{db: db, mint: mint, maxt: maxt, guard: db.head.Enter()}
 	db.mu.RLock()
 	q.added = db.added.Load()
 	for _, b := range db.blocks {
@@ -41,22 +42,36 @@ func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
 // a Select that reads the head after the drop must also read the new
 // block: after each head snapshot, the querier acquires the blocks added
 // since (moreBlocks). A sample seen in both is merged once.
+//
+// A flushed partition stays in the head (hot) until the memory manager
+// reclaims it; where the head reports a series' columns of such a
+// partition still valid (SeriesSnapshot.Covered), its block is not read
+// for that series. The querier holds a memory guard from its creation to
+// Close, so the head memory its iterators read stays intact (Heracles'
+// second-level epoch protection); Close must be called.
 type querier struct {
 	db         *DB
 	mint, maxt int64
+	guard      memory.Guard
 
-	mu     sync.Mutex // guards blocks and added; Selects may run concurrently
+	mu     sync.Mutex // guards blocks, added and closed; Selects may run concurrently
 	blocks []*block.Reader
 	added  uint64 // db.added when blocks was last brought up to date
+	closed bool
 }
 
 func (q *querier) Close() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.closed {
+		return nil
+	}
+	q.closed = true
 	for _, b := range q.blocks {
 		b.Release()
 	}
 	q.blocks = nil
+	q.guard.Exit()
 	return nil
 }
 
@@ -97,6 +112,7 @@ type source func(chunkenc.Iterator) chunkenc.Iterator
 type seriesEntry struct {
 	lset    labels.Labels
 	sources []source
+	covered []int64 // head partitions read from memory (see querier)
 }
 
 func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
@@ -118,29 +134,13 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 		all = append(all, e)
 		return e
 	}
-	selectBlocks := func(bs []*block.Reader) error {
-		for _, b := range bs {
-			sel, err := b.Select(mint, maxt, ms...)
-			if err != nil {
-				return err
-			}
-			for i := range sel.Series {
-				s := &sel.Series[i]
-				e := get(s.Labels)
-				e.sources = append(e.sources, s.Iterator)
-			}
-		}
-		return nil
-	}
-	if err := selectBlocks(q.acquired()); err != nil {
-		return storage.ErrSeriesSet(err)
-	}
 	hs, err := q.db.head.Select(mint, maxt, ms...)
 	if err != nil {
 		return storage.ErrSeriesSet(err)
 	}
 	for i := range hs {
 		e := get(hs[i].Labels)
+		e.covered = hs[i].Covered
 		for _, c := range hs[i].Columns {
 			c := c
 			e.sources = append(e.sources, func(it chunkenc.Iterator) chunkenc.Iterator {
@@ -148,8 +148,26 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 			})
 		}
 	}
-	if err := selectBlocks(q.moreBlocks()); err != nil { // flushed since (see querier)
-		return storage.ErrSeriesSet(err)
+	h := q.db.head
+	// Blocks acquired at creation, and those flushed since (see querier).
+	for _, b := range append(q.acquired(), q.moreBlocks()...) {
+		sel, err := b.Select(mint, maxt, ms...)
+		if err != nil {
+			return storage.ErrSeriesSet(err)
+		}
+		bm := b.Meta()
+		pid := h.PartitionOf(bm.MinTime)
+		pmin, pmax := h.PartitionBounds(pid)
+		whole := pmin == bm.MinTime && pmax == bm.MaxTime
+		for i := range sel.Series {
+			s := &sel.Series[i]
+			e := get(s.Labels)
+			if whole && slices.Contains(e.covered, pid) {
+				q.db.hotReads.Add(1)
+				continue // read from the head's memory
+			}
+			e.sources = append(e.sources, s.Iterator)
+		}
 	}
 	if hints != nil && hints.ShardCount > 0 {
 		all = slices.DeleteFunc(all, func(e *seriesEntry) bool {
