@@ -119,6 +119,37 @@ func (m *MemIndex) Postings(name string, values ...string) *roaring.Bitmap {
 	return union(ps)
 }
 
+// EqualPostings returns the series with every label ms[i].Name set to
+// ms[i].Value (the matchers' types are not looked at). It copies the
+// shortest postings list and intersects the others with it, so a query for
+// one series of a large job allocates next to nothing. The caller owns the
+// result.
+func (m *MemIndex) EqualPostings(ms []*labels.Matcher) *roaring.Bitmap {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ps := make([]*roaring.Bitmap, len(ms))
+	short := 0
+	for i, mt := range ms {
+		ps[i] = m.postings[mt.Name][mt.Value]
+		if ps[i] == nil {
+			return roaring.New()
+		}
+		if ps[i].GetCardinality() < ps[short].GetCardinality() {
+			short = i
+		}
+	}
+	res := ps[short].Clone()
+	for i, p := range ps {
+		if i != short {
+			res.And(p)
+			if res.IsEmpty() {
+				break
+			}
+		}
+	}
+	return res
+}
+
 // PostingsForLabelMatching returns the series whose label name is set to a
 // value for which match returns true. match runs under the read lock and
 // must not call back into m.

@@ -76,6 +76,13 @@ func Select(r Reader, ms ...*labels.Matcher) (*roaring.Bitmap, error) {
 	if len(inter) == 0 {
 		res = r.AllPostings()
 	}
+	if ei, ok := r.(equalIntersecter); ok && len(inter) > 1 && allEqual(inter) {
+		res = ei.EqualPostings(inter)
+		if res.IsEmpty() {
+			return res, nil
+		}
+		inter = nil
+	}
 	for _, m := range inter {
 		if m.Name == "" && m.Value == "" {
 			return nil, errAllPostings
@@ -100,6 +107,25 @@ func Select(r Reader, ms ...*labels.Matcher) (*roaring.Bitmap, error) {
 		res.AndNot(rejectingPostings(r, m))
 	}
 	return res, nil
+}
+
+// equalIntersecter is implemented by indexes that intersect equality
+// matchers without copying every postings list: the head's MemIndex copies
+// only the shortest and intersects the others with it in place. The result
+// is the same as Select's matcher by matcher.
+type equalIntersecter interface {
+	// EqualPostings returns the series having every label ms[i].Name set to
+	// ms[i].Value; the caller owns the result.
+	EqualPostings(ms []*labels.Matcher) *roaring.Bitmap
+}
+
+func allEqual(ms []*labels.Matcher) bool {
+	for _, m := range ms {
+		if m.Type != labels.MatchEqual {
+			return false
+		}
+	}
+	return true
 }
 
 func isNegative(m *labels.Matcher) bool {
