@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -156,7 +157,10 @@ func (w *Writer) AddGroup(ts []int64, cols []Column) error {
 		return err
 	}
 	gi := uint32(len(w.groups))
-	for _, c := range cols {
+	for i, c := range cols {
+		if i%64 == 63 {
+			runtime.Gosched() // a group can take tens of milliseconds: let queries in
+		}
 		if len(c.Values) != len(ts) || len(c.Present) != len(ts) {
 			return fmt.Errorf("column %s: %d values for %d rows", c.Labels, len(c.Values), len(ts))
 		}

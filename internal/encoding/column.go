@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 )
 
 // ColumnMeta describes one on-disk value column: one series' values over
@@ -302,8 +303,14 @@ func columnBases(vals []float64, present []bool) (bases [2]uint64, flags uint8, 
 	if count == 0 || constant {
 		return [2]uint64{first, first}, flags, count > 0
 	}
-	// Order by float value with -0 before +0; NaNs last, by bits.
-	keys := make([]uint64, count)
+	// Order by float value with -0 before +0; NaNs last, by bits. The
+	// keys are scratch, pooled: a flush encodes one column per series.
+	kp := keysPool.Get().(*[]uint64)
+	defer keysPool.Put(kp)
+	if cap(*kp) < count {
+		*kp = make([]uint64, count)
+	}
+	keys := (*kp)[:count]
 	lo, hi := 0, count
 	for i, v := range vals {
 		if present != nil && !present[i] {
@@ -326,6 +333,8 @@ func columnBases(vals []float64, present []bool) (bases [2]uint64, flags uint8, 
 	}
 	return [2]uint64{at(count / 4), at(3 * count / 4)}, flags, false
 }
+
+var keysPool = sync.Pool{New: func() any { return new([]uint64) }}
 
 // nthSmallest reorders a so that a[k] holds the k-th smallest element, with
 // no larger element before it and no smaller one after, and returns it.

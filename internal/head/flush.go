@@ -3,6 +3,7 @@ package head
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 
@@ -139,6 +140,9 @@ func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 				return err
 			}
 			fg.Series = append(fg.Series, fs)
+			if i%yieldEvery == yieldEvery-1 {
+				runtime.Gosched() // a group can take tens of milliseconds: let queries in
+			}
 		}
 		if err := fn(fg); err != nil {
 			return err
@@ -175,6 +179,11 @@ func (h *Head) ReleasePartition(pid int64) {
 	h.unreserve(pid)
 	h.mem.SoftRelease(pid)
 }
+
+// yieldEvery is how many series a flush converts between yields to the
+// scheduler. On a busy machine a query waiting for a processor otherwise
+// waits for the whole group (or for the runtime's 10 ms preemption).
+const yieldEvery = 64
 
 // DropPartition removes partition pid from every group (after its block is
 // durable and visible) and hard-releases its memory: readers that entered

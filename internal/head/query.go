@@ -29,8 +29,9 @@ type ColumnSnapshot struct {
 	pres       []uint8
 	base       float64
 
-	openT    []int64 // the open tuple's rows, if any
-	openV    []float64
+	openN    int // rows of the open tuple, if any
+	openT    [MaxTupleSize]int64
+	openV    [MaxTupleSize]float64
 	openPres uint8
 
 	Extra      []seriesiter.Sample
@@ -45,7 +46,7 @@ type ColumnSnapshot struct {
 // column's first, then the open one.
 func (c *ColumnSnapshot) NumTuples() int {
 	n := len(c.times.offs) - c.firstTuple
-	if len(c.openT) > 0 {
+	if c.openN > 0 {
 		n++
 	}
 	return n
@@ -64,8 +65,8 @@ func (c *ColumnSnapshot) First(k int) int64 {
 func (c *ColumnSnapshot) Load(k int, ts []int64, vs []float64) (int, uint32, error) {
 	gk := k + c.firstTuple
 	if gk == len(c.times.offs) {
-		n := copy(ts, c.openT)
-		copy(vs, c.openV)
+		n := copy(ts, c.openT[:c.openN])
+		copy(vs, c.openV[:c.openN])
 		return n, uint32(c.openPres), nil
 	}
 	tts, _, err := encoding.DecodeTimeTuple(ts[:0], c.times.tuple(c.m, gk), c.tupleSize)
@@ -120,9 +121,7 @@ func (p *gpart) snapshotLocked(m *memory.Manager, slot model.Slot, tupleSize int
 		Partition:  p.pid,
 	}
 	if p.openN > 0 {
-		s.openT = append([]int64(nil), p.openT[:p.openN]...)
-		s.openV = append([]float64(nil), c.open[:p.openN]...)
-		s.openPres = c.openPres
+		s.openN, s.openT, s.openV, s.openPres = p.openN, p.openT, c.open, c.openPres
 	}
 	if len(c.ooo) > 0 {
 		s.Extra = make([]seriesiter.Sample, len(c.ooo))

@@ -177,7 +177,10 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	// A series is returned only if it has a sample in range: a group
 	// partition overlapping the range does not mean this slot has one.
 	out := make([]storage.Series, 0, len(all))
-	var it chunkenc.Iterator
+	ip := checkIters.Get().(*chunkenc.Iterator)
+	defer checkIters.Put(ip)
+	it := *ip
+	defer func() { *ip = releaseIterator(it) }()
 	for _, e := range all {
 		s := &series{lset: e.lset, sources: e.sources, deleted: q.db.tomb.intervals(e.lset)}
 		if err := ctx.Err(); err != nil {
@@ -199,6 +202,19 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 		out = out[:hints.Limit]
 	}
 	return &seriesSet{series: out, i: -1}
+}
+
+// checkIters pools the iterators Select uses to check that a series has a
+// sample in range, which every query would otherwise allocate.
+var checkIters = sync.Pool{New: func() any { return new(chunkenc.Iterator) }}
+
+// releaseIterator keeps it for reuse if it is a plain tuple iterator,
+// cleared so the pool holds no head snapshot.
+func releaseIterator(it chunkenc.Iterator) chunkenc.Iterator {
+	if si, ok := it.(*seriesiter.Iterator); ok {
+		return seriesiter.NewIterator(si, nil, nil, 0, 0)
+	}
+	return nil
 }
 
 type series struct {
