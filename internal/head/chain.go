@@ -2,36 +2,42 @@ package head
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/aerie-db/aerie/internal/memory"
 )
 
-// MinBlockSize is the least memory block size the head accepts: the
-// largest encoded tuple (8 timestamps with 10-byte varint deltas, or 8
-// values in XOR case 3) must fit in one block.
-const MinBlockSize = 128
+// MinBlockSize and MaxBlockSize bound the memory block size the head
+// accepts: the largest encoded tuple (8 timestamps with 10-byte varint
+// deltas, or 8 values in XOR case 3) must fit in one block, and a tuple's
+// offset within its block is one byte.
+const (
+	MinBlockSize = 128
+	MaxBlockSize = 256
+)
 
 // chain is a sequence of encoded tuples kept in the memory manager's
 // blocks of one partition (Heracles' in-memory tuples: the head's tuple
-// memory lives in the manager's pages, not in Go slices). Tuple k starts at
-// byte offs[k] of the chain, that is in block offs[k]/blockSize at
-// offs[k]%blockSize, and never crosses a block: a tuple that does not fit
-// in the rest of the last block starts a new one, and the rest stays unused.
+// memory lives in the manager's pages, not in Go slices). Block b holds
+// tuples starts[b] to starts[b+1]-1; tuple k starts at byte offs[k] of its
+// block and never crosses it: a tuple that does not fit in the rest of the
+// last block starts a new one, and the rest stays unused. Empty tuples
+// (skip) take an offset entry that is never read.
 //
 // A chain is written under its group's write lock; its blocks are live
 // blocks of its partition, so they are valid while the partition is in the
 // head (the head removes a partition from its groups before it
 // hard-releases it). Readers copy a view under the read lock.
 type chain struct {
-	refs []memory.Ref
-	offs []uint32
-	fill int // bytes used in the last block
+	refs   []memory.Ref
+	starts []uint32 // per block: its first tuple
+	offs   []uint8  // per tuple: offset in its block
+	fill   int      // bytes used in the last block
 }
 
 // append stores one encoded tuple (at most MinBlockSize bytes).
 func (c *chain) append(m *memory.Manager, pid int64, enc []byte) {
-	bs := m.BlockSize()
-	if len(c.refs) == 0 || c.fill+len(enc) > bs {
+	if len(c.refs) == 0 || c.fill+len(enc) > m.BlockSize() {
 		id, v, err := m.Alloc(pid)
 		if err != nil {
 			// Rows are applied only after Reserve succeeded for their
@@ -40,32 +46,40 @@ func (c *chain) append(m *memory.Manager, pid int64, enc []byte) {
 			panic(fmt.Sprintf("head: memory for partition %d: %v", pid, err))
 		}
 		c.refs = append(c.refs, memory.MakeRef(id, v))
+		c.starts = append(c.starts, uint32(len(c.offs)))
 		c.fill = 0
 	}
 	b := m.Data(c.refs[len(c.refs)-1])
-	c.offs = append(c.offs, uint32((len(c.refs)-1)*bs+c.fill))
+	c.offs = append(c.offs, uint8(c.fill))
 	c.fill += copy(b[c.fill:], enc)
 }
 
-// skip records an empty tuple: its offset is never read.
+// skip records an empty tuple.
 func (c *chain) skip() { c.offs = append(c.offs, 0) }
 
 // view returns a copy of the chain's headers for a reader. Called with the
 // group's lock held.
 func (c *chain) view() chainView {
-	return chainView{refs: c.refs[:len(c.refs):len(c.refs)], offs: c.offs[:len(c.offs):len(c.offs)], fill: c.fill}
+	return chainView{
+		refs:   c.refs[:len(c.refs):len(c.refs)],
+		starts: c.starts[:len(c.starts):len(c.starts)],
+		offs:   c.offs[:len(c.offs):len(c.offs)],
+		fill:   c.fill,
+	}
 }
 
-// bytes returns the memory held: whole blocks, the refs and the offsets.
+// bytes returns the memory held: whole blocks, the refs, block starts and
+// offsets.
 func (c *chain) bytes(bs int) int64 {
-	return int64(len(c.refs)*(bs+8) + 4*len(c.offs))
+	return int64(len(c.refs)*(bs+8+4) + len(c.offs))
 }
 
 // chainView is a reader's immutable view of a chain.
 type chainView struct {
-	refs []memory.Ref
-	offs []uint32
-	fill int
+	refs   []memory.Ref
+	starts []uint32
+	offs   []uint8
+	fill   int
 }
 
 // valid reports whether every block of the view is still visible. The
@@ -83,12 +97,17 @@ func (v *chainView) valid(m *memory.Manager) bool {
 // tuple returns the bytes from tuple k's start to what is written of its
 // block: the tuple is a prefix. Bytes past the view's fill in the last
 // block may be being written, so they are left out; the rest of an earlier
-// block is never written again.
+// block is never written again. k must not be a skipped tuple.
 func (v *chainView) tuple(m *memory.Manager, k int) []byte {
-	bs := m.BlockSize()
-	off := int(v.offs[k])
-	b, in := off/bs, off%bs
+	b := len(v.starts) - 1
+	if b > 8 {
+		b = sort.Search(len(v.starts), func(i int) bool { return int(v.starts[i]) > k }) - 1
+	}
+	for b > 0 && int(v.starts[b]) > k {
+		b--
+	}
 	d := m.Data(v.refs[b])
+	in := int(v.offs[k])
 	if b == len(v.refs)-1 {
 		return d[in:v.fill]
 	}

@@ -31,8 +31,8 @@ type Options struct {
 	NoOOODefault bool
 	// Memory configures the memory manager that holds the head's closed
 	// tuples. Overcommit is forced on: acknowledged rows are stored even
-	// when live data alone exceed the limit. BlockSize must be at least
-	// MinBlockSize.
+	// when live data alone exceed the limit. BlockSize must be
+	// in [MinBlockSize, MaxBlockSize].
 	Memory memory.Options
 }
 
@@ -134,8 +134,8 @@ type Head struct {
 // benchmarks). It fails only for invalid memory options.
 func New(opts Options, w WAL) (*Head, error) {
 	opts.fill()
-	if bs := opts.Memory.BlockSize; bs != 0 && bs < MinBlockSize {
-		return nil, fmt.Errorf("head: memory block size %d: must be at least %d", bs, MinBlockSize)
+	if bs := opts.Memory.BlockSize; bs != 0 && (bs < MinBlockSize || bs > MaxBlockSize) {
+		return nil, fmt.Errorf("head: memory block size %d: must be in [%d, %d]", bs, MinBlockSize, MaxBlockSize)
 	}
 	mem, err := memory.New(opts.Memory)
 	if err != nil {

@@ -132,8 +132,8 @@ func ParseConfig(b []byte, logger *slog.Logger) (*Config, error) {
 // checkMemory validates the memory section as the engine will use it.
 func (a *AerieConfig) checkMemory() error {
 	m := &a.Memory
-	if bs := m.BlockSize; bs != 0 && bs < head.MinBlockSize {
-		return fmt.Errorf("aerie section: memory.block_size %v: must be at least %dB (the largest tuple)", bs, head.MinBlockSize)
+	if bs := m.BlockSize; bs != 0 && (bs < head.MinBlockSize || bs > head.MaxBlockSize) {
+		return fmt.Errorf("aerie section: memory.block_size %v: must be in [%dB, %dB] (the largest tuple; one-byte offsets)", bs, head.MinBlockSize, head.MaxBlockSize)
 	}
 	if m.HotPartitions != nil && *m.HotPartitions < 0 {
 		return fmt.Errorf("aerie section: memory.hot_partitions %d: must be 0 (none) or more", *m.HotPartitions)

@@ -155,7 +155,7 @@ aerie:
   wal: {sync: interval, sync_interval: 2s}
   limits: {max_series: 1000, max_group_width: 50}
   flush: {cpu_budget: 0.5}
-  memory: {limit: 2GiB, hot_partitions: 0, block_size: 512B, reclaim_split: [0.5, 0.5], reclaim_interval: 250ms}
+  memory: {limit: 2GiB, hot_partitions: 0, block_size: 128B, reclaim_split: [0.5, 0.5], reclaim_interval: 250ms}
 `), nil)
 	require.NoError(t, err)
 	o := c.Aerie.EngineOptions()
@@ -166,7 +166,7 @@ aerie:
 	require.Equal(t, []string{"job"}, o.GroupBy)
 	require.Equal(t, 0.5, o.FlushCPUBudget)
 	require.Equal(t, int64(2<<30), o.Memory.Limit)
-	require.Equal(t, 512, o.Memory.BlockSize)
+	require.Equal(t, 128, o.Memory.BlockSize)
 	require.Equal(t, []float64{0.5, 0.5}, o.Memory.ReclaimSplit)
 	require.Equal(t, -1, o.HotPartitions, "0 in the file: none kept")
 	require.Equal(t, 250*time.Millisecond, o.ReclaimInterval)
