@@ -158,7 +158,7 @@ func (w *Writer) AddGroup(ts []int64, cols []Column) error {
 	}
 	gi := uint32(len(w.groups))
 	for i, c := range cols {
-		if i%64 == 63 {
+		if i%8 == 7 {
 			runtime.Gosched() // a group can take tens of milliseconds: let queries in
 		}
 		if len(c.Values) != len(ts) || len(c.Present) != len(ts) {

@@ -80,9 +80,15 @@ func (h *Head) groupList() []*group {
 func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 	guard := h.mem.Enter()
 	defer guard.Exit()
+	type slotSnap struct {
+		s *memSeries
+		c *ColumnSnapshot
+	}
 	var (
-		vbuf []float64 // every series' Values, reused across groups
-		pbuf []bool    // and Present
+		vbuf  []float64 // every series' Values, reused across groups
+		pbuf  []bool    // and Present
+		snaps []slotSnap
+		it    *seriesiter.Iterator
 	)
 	for _, g := range h.groupList() {
 		g.mu.RLock()
@@ -91,11 +97,7 @@ func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 			g.mu.RUnlock()
 			continue
 		}
-		type slotSnap struct {
-			s *memSeries
-			c *ColumnSnapshot
-		}
-		var snaps []slotSnap
+		snaps = snaps[:0]
 		inorder, err := p.timesLocked(h.mem, h.opts.TupleSize)
 		if err != nil {
 			g.mu.RUnlock()
@@ -129,7 +131,7 @@ func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 		for i, sn := range snaps {
 			lo, hi := i*len(ts), (i+1)*len(ts)
 			fs := FlushSeries{Ref: sn.s.ref, Labels: sn.s.lset, Values: vbuf[lo:hi:hi], Present: pbuf[lo:hi:hi]}
-			it := seriesiter.NewIterator(nil, sn.c, sn.c.Extra, math.MinInt64, math.MaxInt64)
+			it = seriesiter.NewIterator(it, sn.c, sn.c.Extra, math.MinInt64, math.MaxInt64)
 			j := 0
 			for it.Next() != 0 {
 				t, v := it.At()
@@ -183,7 +185,7 @@ func (h *Head) ReleasePartition(pid int64) {
 // yieldEvery is how many series a flush converts between yields to the
 // scheduler. On a busy machine a query waiting for a processor otherwise
 // waits for the whole group (or for the runtime's 10 ms preemption).
-const yieldEvery = 64
+const yieldEvery = 8
 
 // DropPartition removes partition pid from every group (after its block is
 // durable and visible) and hard-releases its memory: readers that entered
