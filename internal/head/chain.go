@@ -2,7 +2,6 @@ package head
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/aerie-db/aerie/internal/memory"
 )
@@ -99,13 +98,17 @@ func (v *chainView) valid(m *memory.Manager) bool {
 // block may be being written, so they are left out; the rest of an earlier
 // block is never written again. k must not be a skipped tuple.
 func (v *chainView) tuple(m *memory.Manager, k int) []byte {
-	b := len(v.starts) - 1
-	if b > 8 {
-		b = sort.Search(len(v.starts), func(i int) bool { return int(v.starts[i]) > k }) - 1
+	// The block holding k: the last one starting at or before it.
+	lo, hi := 0, len(v.starts)
+	for hi-lo > 1 {
+		mid := int(uint(lo+hi) >> 1)
+		if int(v.starts[mid]) <= k {
+			lo = mid
+		} else {
+			hi = mid
+		}
 	}
-	for b > 0 && int(v.starts[b]) > k {
-		b--
-	}
+	b := lo
 	d := m.Data(v.refs[b])
 	in := int(v.offs[k])
 	if b == len(v.refs)-1 {
