@@ -7,12 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/aerie-db/aerie/internal/memory"
 )
 
 func TestMain(m *testing.M) {
@@ -64,12 +68,31 @@ func labelValues(t *testing.T, db *DB, name string) []string {
 // TestConcurrentAppendQueryFlush runs appenders, queries and flushes at
 // once (run with -race) and checks every committed row is read back.
 func TestConcurrentAppendQueryFlush(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"default", Options{}},
+		// A memory limit far below the data, every flushed partition kept
+		// hot, and the reclaimer running every millisecond: readers race
+		// the reclamation of the blocks they read. In an invariants build
+		// recycled blocks are poisoned, so a read of one fails the test.
+		{"memory limit", Options{HotPartitions: 1000, ReclaimInterval: time.Millisecond,
+			Memory: memory.Options{PageSize: 16 << 10, Limit: 64 << 10}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testConcurrentAppendQueryFlush(t, tc.opts) })
+	}
+}
+
+func testConcurrentAppendQueryFlush(t *testing.T, opts Options) {
 	dir := t.TempDir()
-	db, err := Open(dir, &Options{FlushCheckInterval: -1, PartitionRange: 60_000, OOOWindow: 5_000})
+	opts.FlushCheckInterval, opts.PartitionRange, opts.OOOWindow = -1, 60_000, 5_000
+	db, err := Open(dir, &opts)
 	require.NoError(t, err)
 	defer db.Close()
 	const writers, rows, width = 4, 600, 8
 	var wg sync.WaitGroup
+	var committed atomic.Int64 // rows every writer has committed
 	done := make(chan struct{})
 	// Writers commit row i together (a scrape round), so none runs past
 	// the others by more than the out-of-order bounds allow.
@@ -96,6 +119,7 @@ func TestConcurrentAppendQueryFlush(t *testing.T) {
 				}(w)
 			}
 			round.Wait()
+			committed.Store(i + 1)
 		}
 	}()
 	var bg sync.WaitGroup
@@ -108,6 +132,7 @@ func TestConcurrentAppendQueryFlush(t *testing.T) {
 				return
 			default:
 			}
+			c := committed.Load()
 			q, err := db.Querier(math.MinInt64, math.MaxInt64)
 			if err != nil {
 				t.Error(err)
@@ -118,15 +143,22 @@ func TestConcurrentAppendQueryFlush(t *testing.T) {
 			for ss.Next() {
 				it = ss.At().Iterator(it)
 				prev := int64(math.MinInt64)
+				n := int64(0)
 				for it.Next() == chunkenc.ValFloat {
 					tt, v := it.At()
 					if tt <= prev || v != float64(tt/1000) {
 						t.Errorf("bad sample %d %v after %d", tt, v, prev)
 					}
+					if tt < c*1000 {
+						n++
+					}
 					prev = tt
 				}
 				if it.Err() != nil {
 					t.Error(it.Err())
+				}
+				if n != c {
+					t.Errorf("%s: %d samples of the %d rows committed before the query", ss.At().Labels(), n, c)
 				}
 			}
 			q.Close()
@@ -154,5 +186,11 @@ func TestConcurrentAppendQueryFlush(t *testing.T) {
 	require.Len(t, got, writers*width)
 	for k, ss := range got {
 		require.Len(t, ss, rows, k)
+	}
+	if opts.Memory.Limit > 0 {
+		st := db.Head().Memory().Stats()
+		t.Logf("%d hot blocks cooled by the policy, %d recycled, %d pages over the limit", st.ReleasedBlocks, st.ReclaimedBlocks, st.OverLimitPages)
+		require.Positive(t, st.ReleasedBlocks, "the limit made the policy cool hot blocks")
+		require.Positive(t, st.ReclaimedBlocks)
 	}
 }
