@@ -8,6 +8,19 @@
 // time without decoding; the value tuples of every slot are indexed by the
 // same tuple number (Heracles' "tuples with index").
 //
+// Memory. Closed tuples are stored in the blocks of the head's
+// memory.Manager (Heracles' pages of blocks with a version array), as one
+// chain of block refs per time column and per value column (chain.go).
+// A commit reserves its rows' partition in the manager before they are
+// acknowledged, so storing them cannot fail. A flush seals the partition
+// (no more rows), then ReleasePartition soft-releases it: it stays in the
+// head, marked flushed, and Select reports the series whose columns of it
+// are still valid (Covered) so the querier skips its block for them.
+// DropPartition removes a partition from the groups and then hard-releases
+// its blocks; readers hold a memory guard (Enter) from before Select until
+// they are done with the snapshots, so a block they found valid is not
+// recycled under them.
+//
 // Tuple size. Heracles' paper uses tuples of 8, its code 4. Both were
 // measured (BenchmarkTupleSize here, BenchmarkHeadTuple in encoding, on the
 // real node_exporter capture of shared/data): tuples of 8 take 0.89 B/sample
@@ -24,8 +37,10 @@
 //     timestamps; rows older than the partition's last row live in the
 //     per-slot out-of-order buffer and are merged at query and flush time.
 //  2. A closed tuple is never modified after it is published: readers that
-//     copied the slice headers under the group's read lock may decode it
-//     without any lock.
+//     copied the chain views under the group's read lock may decode it
+//     without any lock, under their memory guard, if every block of the
+//     view was valid when checked under that guard (live partitions'
+//     blocks always are).
 //  3. A series present in a row has its presence bit set even if its value
 //     is NaN; absence (presence 0) and NaN are distinct.
 //  4. Lock order: Head.regMu is never held while taking a group lock;
