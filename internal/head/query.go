@@ -157,16 +157,20 @@ func (h *Head) PartitionOf(t int64) int64 { return h.partitionOf(t) }
 // The caller holds a guard from Enter, taken before the call, until it is
 // done with the snapshots: their tuples stay intact only until it exits.
 func (h *Head) Select(mint, maxt int64, ms ...*labels.Matcher) ([]SeriesSnapshot, error) {
-	refs, err := index.Select(h.idx, ms...)
-	if err != nil {
-		return nil, err
+	var buf [16]uint32
+	ids, ok := h.idx.EqualRefs(buf[:0], ms) // no bitmap for the usual query of known series
+	if !ok {
+		refs, err := index.Select(h.idx, ms...)
+		if err != nil {
+			return nil, err
+		}
+		ids = refs.ToArray()
 	}
-	out := make([]SeriesSnapshot, 0, refs.GetCardinality())
+	out := make([]SeriesSnapshot, 0, len(ids))
 	pmin, pmax := h.partitionOf(mint), h.partitionOf(maxt)
-	it := refs.Iterator()
 	var stale []int64 // flushed partitions with a reclaimed column, per series
-	for it.HasNext() {
-		ref := model.SeriesRef(it.Next())
+	for _, id := range ids {
+		ref := model.SeriesRef(id)
 		h.regMu.RLock()
 		s := h.refs[ref]
 		locs := append([]*group(nil), s.locs...)

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -87,5 +88,51 @@ func TestMemIndexConcurrent(t *testing.T) {
 	wg.Wait()
 	if n := m.NumSeries(); n != 2*(2000-667) {
 		t.Fatalf("NumSeries = %d", n)
+	}
+}
+
+// TestEqualRefs: for equality matchers with values, EqualRefs gives
+// Select's result; for any other matcher it declines.
+func TestEqualRefs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	series := randomSeries(rng, 400)
+	mem := NewMemIndex()
+	for i, ls := range series {
+		mem.Add(uint32(5*i+1), ls)
+	}
+	hits := 0
+	for range 3000 {
+		ms := make([]*labels.Matcher, 1+rng.IntN(4))
+		for i := range ms {
+			v := diffValues[rng.IntN(len(diffValues))]
+			ms[i] = labels.MustNewMatcher(labels.MatchEqual, diffNames[rng.IntN(len(diffNames))], v)
+		}
+		if rng.IntN(10) == 0 {
+			ms[0] = labels.MustNewMatcher(labels.MatchRegexp, ms[0].Name, "x.*")
+		}
+		want, err := Select(mem, slices.Clone(ms)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := mem.EqualRefs(nil, ms)
+		allEqual := true
+		for _, m := range ms {
+			allEqual = allEqual && m.Type == labels.MatchEqual && m.Value != ""
+		}
+		if ok != allEqual {
+			t.Fatalf("%v: ok %v", ms, ok)
+		}
+		if !ok {
+			continue
+		}
+		if w := want.ToArray(); !slices.Equal(got, w) && !(len(got) == 0 && len(w) == 0) {
+			t.Fatalf("%v: got %v, want %v", ms, got, w)
+		}
+		if len(got) > 0 {
+			hits++
+		}
+	}
+	if hits < 100 {
+		t.Errorf("only %d non-empty selections", hits)
 	}
 }
