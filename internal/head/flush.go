@@ -146,6 +146,9 @@ func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 				runtime.Gosched() // a group can take tens of milliseconds: let queries in
 			}
 		}
+		for _, sn := range snaps {
+			sn.c.release()
+		}
 		if err := fn(fg); err != nil {
 			return err
 		}

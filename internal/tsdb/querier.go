@@ -48,15 +48,18 @@ func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
 // partition still valid (SeriesSnapshot.Covered), its block is not read
 // for that series. The querier holds a memory guard from its creation to
 // Close, so the head memory its iterators read stays intact (Heracles'
-// second-level epoch protection); Close must be called.
+// second-level epoch protection); Close must be called, and series and
+// iterators from the querier must not be used after it (their head
+// snapshots are recycled).
 type querier struct {
 	db         *DB
 	mint, maxt int64
 	guard      memory.Guard
 
-	mu     sync.Mutex // guards blocks, added and closed; Selects may run concurrently
+	mu     sync.Mutex // guards blocks, added, snaps and closed; Selects may run concurrently
 	blocks []*block.Reader
 	added  uint64 // db.added when blocks was last brought up to date
+	snaps  [][]head.SeriesSnapshot
 	closed bool
 }
 
@@ -71,6 +74,10 @@ func (q *querier) Close() error {
 		b.Release()
 	}
 	q.blocks = nil
+	for _, hs := range q.snaps {
+		q.db.head.Release(hs)
+	}
+	q.snaps = nil
 	q.guard.Exit()
 	return nil
 }
@@ -138,6 +145,9 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	if err != nil {
 		return storage.ErrSeriesSet(err)
 	}
+	q.mu.Lock()
+	q.snaps = append(q.snaps, hs) // released at Close
+	q.mu.Unlock()
 	for i := range hs {
 		e := get(hs[i].Labels)
 		e.covered = hs[i].Covered
