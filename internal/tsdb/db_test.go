@@ -22,7 +22,12 @@ func query(t *testing.T, db *DB, mint, maxt int64, ms ...*labels.Matcher) map[st
 	q, err := db.Querier(mint, maxt)
 	require.NoError(t, err)
 	defer q.Close()
-	ss := q.Select(context.Background(), true, nil, ms...)
+	return collect(t, q.Select(context.Background(), true, nil, ms...))
+}
+
+// collect reads every sample of ss, by series.
+func collect(t *testing.T, ss storage.SeriesSet) map[string][]smp {
+	t.Helper()
 	out := map[string][]smp{}
 	var it chunkenc.Iterator
 	for ss.Next() {

@@ -12,28 +12,13 @@ import (
 // BenchmarkFlushPartition flushes one 2 h partition of 2,000 series (20
 // targets of 100) at 15 s, and reports the flush's allocations per sample.
 func BenchmarkFlushPartition(b *testing.B) {
-	const targets, perTarget, rows = 20, 100, 480
 	for b.Loop() {
 		b.StopTimer()
 		db, err := Open(b.TempDir(), &Options{FlushCheckInterval: -1, HotPartitions: -1})
 		if err != nil {
 			b.Fatal(err)
 		}
-		ls := make([]labels.Labels, targets*perTarget)
-		for i := range ls {
-			ls[i] = labels.FromStrings("__name__", fmt.Sprint("m", i%perTarget), "job", "node", "instance", fmt.Sprint("h", i/perTarget))
-		}
-		for r := range int64(rows) {
-			app := db.RowAppender()
-			for i, l := range ls {
-				if err := app.Append(l, r*15_000+int64(i/perTarget), float64((r*int64(i+1))%1000)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := app.Commit(); err != nil {
-				b.Fatal(err)
-			}
-		}
+		loadTargets(b, db)
 		b.StartTimer()
 		if err := db.FlushHead(); err != nil {
 			b.Fatal(err)
@@ -42,27 +27,23 @@ func BenchmarkFlushPartition(b *testing.B) {
 		db.Close()
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(targets*perTarget*rows), "samples/op")
+	b.ReportMetric(float64(benchTargets*benchPerTarget*benchRows), "samples/op")
 }
 
-// BenchmarkSelectLastWindow queries the last 15 minutes of one series
-// (Heracles §4.5's query) from the head, and reports allocations: the
-// garbage of this loop is what the GC collects while a flush runs.
-func BenchmarkSelectLastWindow(b *testing.B) {
-	const targets, perTarget, rows = 20, 100, 480
-	db, err := Open(b.TempDir(), &Options{FlushCheckInterval: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	ls := make([]labels.Labels, targets*perTarget)
+// The benchmarks' partition: 20 targets of 100 series, 2 h at 15 s.
+const benchTargets, benchPerTarget, benchRows = 20, 100, 480
+
+// loadTargets writes the benchmarks' partition into db and returns the
+// series.
+func loadTargets(b *testing.B, db *DB) []labels.Labels {
+	ls := make([]labels.Labels, benchTargets*benchPerTarget)
 	for i := range ls {
-		ls[i] = labels.FromStrings("__name__", fmt.Sprint("m", i%perTarget), "job", "node", "instance", fmt.Sprint("h", i/perTarget))
+		ls[i] = labels.FromStrings("__name__", fmt.Sprint("m", i%benchPerTarget), "job", "node", "instance", fmt.Sprint("h", i/benchPerTarget))
 	}
-	for r := range int64(rows) {
+	for r := range int64(benchRows) {
 		app := db.RowAppender()
 		for i, l := range ls {
-			if err := app.Append(l, r*15_000+int64(i/perTarget), float64((r*int64(i+1))%1000)); err != nil {
+			if err := app.Append(l, r*15_000+int64(i/benchPerTarget), float64((r*int64(i+1))%1000)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -70,7 +51,20 @@ func BenchmarkSelectLastWindow(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	maxt := int64(rows * 15_000)
+	return ls
+}
+
+// BenchmarkSelectLastWindow queries the last 15 minutes of one series
+// (Heracles §4.5's query) from the head, and reports allocations: the
+// garbage of this loop is what the GC collects while a flush runs.
+func BenchmarkSelectLastWindow(b *testing.B) {
+	db, err := Open(b.TempDir(), &Options{FlushCheckInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ls := loadTargets(b, db)
+	maxt := int64(benchRows * 15_000)
 	var it chunkenc.Iterator
 	i := 0
 	for b.Loop() {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/memory"
@@ -73,18 +72,7 @@ func TestHotPartitionLifecycle(t *testing.T) {
 	require.Zero(t, db.Stats().HotReads-hot0)
 
 	// The old querier still reads the memory it found valid.
-	got := map[string][]smp{}
-	var it chunkenc.Iterator
-	for ss.Next() {
-		s := ss.At()
-		it = s.Iterator(it)
-		for it.Next() == chunkenc.ValFloat {
-			a, b := it.At()
-			got[s.Labels().String()] = append(got[s.Labels().String()], smp{a, b})
-		}
-		require.NoError(t, it.Err())
-	}
-	require.Equal(t, want, got)
+	require.Equal(t, want, collect(t, ss))
 	require.NoError(t, q.Close())
 	mem.Advance()
 	mem.Reclaim()
