@@ -170,7 +170,7 @@ func (h *Head) SealPartition(pid int64) {
 
 // ReleasePartition marks partition pid flushed, its block being durable and
 // visible to queriers: its memory blocks turn hot (the first-level soft
-// release) and keep serving queries until DropPartition, DropReclaimed or
+// release) and keep serving queries until DropPartition, DropFlushed or
 // the manager's reclamation.
 func (h *Head) ReleasePartition(pid int64) {
 	h.SealPartition(pid)
