@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/model"
+	"github.com/aerie-db/aerie/internal/memory"
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
 
@@ -272,4 +273,30 @@ func mustNew(t testing.TB, opts Options) *Head {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// TestPartitionLimit: while VersionWindow-1 older partitions are still
+// unflushed (live in the memory manager), rows of a new partition are
+// rejected before they are logged, with ErrPartitionLimit, and the rows of
+// partitions already open are still accepted; releasing the oldest makes
+// room again.
+func TestPartitionLimit(t *testing.T) {
+	h := mustNew(t, Options{PartitionRange: 1000, OOOWindow: 5000})
+	l := lbl("__name__", "m", "job", "j")
+	app := h.Appender()
+	for p := range int64(memory.VersionWindow) {
+		require.NoError(t, app.Append(l, p*1000, float64(p)))
+		require.NoError(t, app.Commit(), "partition %d", p)
+	}
+	require.NoError(t, app.Append(l, memory.VersionWindow*1000, 1))
+	err := app.Commit()
+	require.ErrorIs(t, err, ErrPartitionLimit)
+	require.ErrorContains(t, err, "version window")
+	require.NoError(t, app.Append(l, memory.VersionWindow*1000-500, 2), "the newest open partition")
+	require.NoError(t, app.Commit())
+
+	h.DropPartition(0)
+	require.NoError(t, app.Append(l, memory.VersionWindow*1000, 1))
+	require.NoError(t, app.Commit())
+	require.Len(t, samplesOf(t, h, "m"), memory.VersionWindow+1) // partitions 1..31 and the two later rows; 0 was dropped
 }
