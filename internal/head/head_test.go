@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aerie-db/aerie/internal/model"
 	"github.com/aerie-db/aerie/internal/memory"
+	"github.com/aerie-db/aerie/internal/model"
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
 
