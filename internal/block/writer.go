@@ -32,10 +32,29 @@ type Meta struct {
 	TupleSize      int    `json:"tupleSize"`
 	BlockTuples    int    `json:"blockTuples"`
 	MetricInterval int64  `json:"metricInterval"`
-	Stats          Stats  `json:"stats"`
+	// Seq orders blocks whose samples overlap by when they were written:
+	// on equal timestamps the sample of the lower Seq wins (first write
+	// wins). A head flush writes 0 (the head's rows for a time are always
+	// written before any backfilled row for it); a backfill generation
+	// writes its number; a compaction writes the greatest of its inputs.
+	Seq uint64 `json:"seq,omitempty"`
+	// Backfill is the backfill generation whose WAL this block was flushed
+	// from (0: none). Blocks of a generation whose WAL still exists at open
+	// are an unfinished flush and are deleted before the WAL is replayed.
+	Backfill uint64 `json:"backfill,omitempty"`
+	// Compaction records how the block was made: its level (0 for a
+	// flushed block) and the ULIDs of the blocks merged into it.
+	Compaction Compaction `json:"compaction,omitzero"`
+	Stats      Stats      `json:"stats"`
 	// CRC32C is the Castagnoli checksum of this JSON document written with
 	// CRC32C set to "" (hex).
 	CRC32C string `json:"crc32c"`
+}
+
+// Compaction is the lineage of a compacted block.
+type Compaction struct {
+	Level   int      `json:"level,omitempty"`
+	Parents []string `json:"parents,omitempty"`
 }
 
 // Stats count what a block holds.
@@ -56,6 +75,10 @@ type WriterOptions struct {
 	TupleSize      int   // [8]
 	BlockTuples    int   // [encoding.DiskBlockTuples]
 	MetricInterval int64 // [DefaultMetricInterval]
+	// Seq, Backfill and Compaction are copied into Meta.
+	Seq        uint64
+	Backfill   uint64
+	Compaction Compaction
 }
 
 // Column is one series' values over the rows of a group.
@@ -280,6 +303,7 @@ func (w *Writer) Finish() (string, Meta, error) {
 	meta := Meta{
 		Magic: MetaMagic, Version: MetaVersion, ULID: w.id, MinTime: w.mint, MaxTime: w.maxt,
 		TupleSize: w.opts.TupleSize, BlockTuples: w.opts.BlockTuples, MetricInterval: w.opts.MetricInterval,
+		Seq: w.opts.Seq, Backfill: w.opts.Backfill, Compaction: w.opts.Compaction,
 		Stats: Stats{Series: len(w.locs), Groups: len(w.groups), Rows: rows, Samples: w.samples, IndexBytes: int64(len(idx)), DataBytes: w.off,
 			MinSampleTime: minS, MaxSampleTime: maxS},
 	}
