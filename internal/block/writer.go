@@ -45,7 +45,12 @@ type Meta struct {
 	// Compaction records how the block was made: its level (0 for a
 	// flushed block) and the ULIDs of the blocks merged into it.
 	Compaction Compaction `json:"compaction,omitzero"`
-	Stats      Stats      `json:"stats"`
+	// HeadMaxTime is the greatest end of a head partition flushed into
+	// this block or into a block it was compacted from (0: none). At open
+	// the head takes the greatest over all blocks as its minimum valid
+	// time: WAL rows below it are already in blocks.
+	HeadMaxTime int64 `json:"headMaxTime,omitempty"`
+	Stats       Stats `json:"stats"`
 	// CRC32C is the Castagnoli checksum of this JSON document written with
 	// CRC32C set to "" (hex).
 	CRC32C string `json:"crc32c"`
@@ -75,10 +80,11 @@ type WriterOptions struct {
 	TupleSize      int   // [8]
 	BlockTuples    int   // [encoding.DiskBlockTuples]
 	MetricInterval int64 // [DefaultMetricInterval]
-	// Seq, Backfill and Compaction are copied into Meta.
-	Seq        uint64
-	Backfill   uint64
-	Compaction Compaction
+	// Seq, Backfill, Compaction and HeadMaxTime are copied into Meta.
+	Seq         uint64
+	Backfill    uint64
+	Compaction  Compaction
+	HeadMaxTime int64
 }
 
 // Column is one series' values over the rows of a group.
@@ -303,7 +309,7 @@ func (w *Writer) Finish() (string, Meta, error) {
 	meta := Meta{
 		Magic: MetaMagic, Version: MetaVersion, ULID: w.id, MinTime: w.mint, MaxTime: w.maxt,
 		TupleSize: w.opts.TupleSize, BlockTuples: w.opts.BlockTuples, MetricInterval: w.opts.MetricInterval,
-		Seq: w.opts.Seq, Backfill: w.opts.Backfill, Compaction: w.opts.Compaction,
+		Seq: w.opts.Seq, Backfill: w.opts.Backfill, Compaction: w.opts.Compaction, HeadMaxTime: w.opts.HeadMaxTime,
 		Stats: Stats{Series: len(w.locs), Groups: len(w.groups), Rows: rows, Samples: w.samples, IndexBytes: int64(len(idx)), DataBytes: w.off,
 			MinSampleTime: minS, MaxSampleTime: maxS},
 	}
