@@ -157,3 +157,43 @@ func TestMetricsCombine(t *testing.T) {
 	require.Equal(t, want.Last, all.Last)
 	require.Equal(t, uint64(240), ms[0].Count)
 }
+
+// TestSelectIDs reads series by local id: Series[i] is ids[i], in the
+// caller's order, with the same samples as Select gives.
+func TestSelectIDs(t *testing.T) {
+	bdir, dict := testBlock(t, 2, 4, 100)
+	r, err := Open(bdir, dict, ReaderOptions{})
+	require.NoError(t, err)
+	defer r.Close()
+	n := r.Index().NumSeries()
+	require.Equal(t, 8, n)
+	ids := []uint32{5, 0, 7, 5}
+	sel, err := r.SelectIDs(30_000, 600_000, ids)
+	require.NoError(t, err)
+	require.Len(t, sel.Series, len(ids))
+	var it chunkenc.Iterator
+	for i, s := range sel.Series {
+		require.Equal(t, ids[i], s.ID)
+		require.Equal(t, r.Index().Labels(ids[i], nil), s.Labels)
+		byLabels, err := r.Select(30_000, 600_000, labels.MustNewMatcher(labels.MatchEqual, "__name__", s.Labels.Get("__name__")),
+			labels.MustNewMatcher(labels.MatchEqual, "instance", s.Labels.Get("instance")))
+		require.NoError(t, err)
+		require.Len(t, byLabels.Series, 1)
+		var want, got [][2]float64
+		it = byLabels.Series[0].Iterator(it)
+		for it.Next() == chunkenc.ValFloat {
+			tt, v := it.At()
+			want = append(want, [2]float64{float64(tt), v})
+		}
+		it = s.Iterator(it)
+		for it.Next() == chunkenc.ValFloat {
+			tt, v := it.At()
+			got = append(got, [2]float64{float64(tt), v})
+		}
+		require.NoError(t, it.Err())
+		require.NotEmpty(t, got)
+		require.Equal(t, want, got)
+	}
+	_, err = r.SelectIDs(0, 1, []uint32{uint32(n)})
+	require.ErrorContains(t, err, "out of range")
+}

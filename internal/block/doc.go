@@ -17,4 +17,12 @@
 //     synced before the block that references its codes is written.
 //  5. Block metrics are per series per metric interval and combine into
 //     any coarser aligned interval without reading data.
+//  6. Blocks may overlap in time. meta.json's Seq orders them: on a sample
+//     of one series at one timestamp in several blocks, the lowest Seq
+//     wins. A compaction output (package compact) names the blocks merged
+//     into it in Compaction.Parents; since it exists only once complete
+//     (1), a block named by an existing block is obsolete.
+//
+// Readers give series by label matchers (Select) or by local id
+// (SelectIDs, which compaction uses to walk a block a group at a time).
 package block

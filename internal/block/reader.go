@@ -459,6 +459,23 @@ func (r *Reader) Select(mint, maxt int64, ms ...*labels.Matcher) (*Selection, er
 	return q, nil
 }
 
+// SelectIDs returns the series of the given local ids (those of Index) as
+// a selection over [mint, maxt], without matching labels: Series[i] is
+// ids[i], whether or not it has samples in the range. Compaction walks a
+// block this way, a few series at a time, so the timestamp columns it
+// caches are those of the groups it is merging. Data are read lazily.
+func (r *Reader) SelectIDs(mint, maxt int64, ids []uint32) (*Selection, error) {
+	q := &Selection{r: r, mint: mint, maxt: maxt, ts: map[uint32]*encoding.ScaledTimestamps{}, Series: make([]Series, len(ids))}
+	var sb labels.ScratchBuilder
+	for i, id := range ids {
+		if int(id) >= len(r.series) {
+			return nil, fmt.Errorf("block %s: series %d out of range [0, %d)", r.dir, id, len(r.series))
+		}
+		q.Series[i] = Series{ID: id, Labels: r.bi.Labels(id, &sb), q: q}
+	}
+	return q, nil
+}
+
 func (q *Selection) timestamps(gi uint32) (*encoding.ScaledTimestamps, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
