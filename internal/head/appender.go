@@ -15,11 +15,21 @@ import (
 // the samples of one group with one timestamp are one row. An Appender is
 // not safe for concurrent use; use one per goroutine.
 type Appender struct {
-	h    *Head
-	pend []pending
-	n    int         // Append calls since the last Commit or Rollback
-	rej  AppendError // rejections found at Append time
+	h     *Head
+	pend  []pending
+	n     int         // Append calls since the last Commit or Rollback
+	rej   AppendError // rejections found at Append time
+	spill SpillFunc
 }
+
+// SpillFunc takes a sample that Commit found too old for the head (out of
+// bounds or older than the out-of-order window) and reports whether it
+// took it; a sample taken is neither stored nor rejected by this head.
+// The engine spills such samples to its backfill path.
+type SpillFunc func(lset labels.Labels, t int64, v float64) bool
+
+// SetSpill sets the spill function of the following commits.
+func (a *Appender) SetSpill(f SpillFunc) { a.spill = f }
 
 type pending struct {
 	s   *memSeries
@@ -91,6 +101,10 @@ func (h *Head) limits() limits {
 	headMaxT := h.maxT.Load()
 	l := limits{minValid: h.minValid.Load(), oooMin: math.MinInt64, oooWindow: h.opts.OOOWindow}
 	l.minInOrder = l.minValid
+	if h.opts.AnyAge {
+		l.oooWindow = math.MaxInt64
+		return l
+	}
 	if headMaxT != math.MinInt64 {
 		l.minInOrder = max(l.minInOrder, headMaxT-h.opts.PartitionRange/2)
 		l.oooMin = headMaxT - h.opts.OOOWindow
@@ -140,17 +154,17 @@ func (a *Appender) Rollback() error {
 func (a *Appender) Commit() error {
 	defer a.Rollback()
 	rej := a.rej
-	return a.h.commitAll(a.pend, &rej)
+	return a.h.commitAll(a.pend, &rej, a.spill)
 }
 
 // commitAll commits pend, retrying when a series moved groups meanwhile
 // (commit returns errRetry before it validates anything), and returns rej
 // if any sample was rejected.
-func (h *Head) commitAll(pend []pending, rej *AppendError) error {
+func (h *Head) commitAll(pend []pending, rej *AppendError, spill SpillFunc) error {
 	if len(pend) > 0 {
-		err := h.commit(pend, rej)
+		err := h.commit(pend, rej, spill)
 		for err == errRetry {
-			err = h.commit(pend, rej)
+			err = h.commit(pend, rej, spill)
 		}
 		if err != nil {
 			return err
@@ -171,7 +185,7 @@ type row struct {
 	idx    []int // append positions (nil during replay)
 }
 
-func (h *Head) commit(pend []pending, rej *AppendError) error {
+func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 	// 1. Bucket the samples by their series' current group.
 	byGroup := map[*group][]pending{}
 	h.regMu.RLock()
@@ -240,6 +254,9 @@ func (h *Head) commit(pend []pending, rej *AppendError) error {
 				continue
 			}
 			if err != nil {
+				if spill != nil && (err == ErrOutOfBounds || err == ErrTooOld) && spill(p.s.lset, p.t, p.v) {
+					continue
+				}
 				rej.add(p.idx, p.s.lset, p.t, err)
 				continue
 			}

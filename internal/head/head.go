@@ -29,6 +29,10 @@ type Options struct {
 	MisfitLimit        int      // [3]; consecutive lonely rows before a series moves to its own group
 	// NoOOODefault lets OOOWindow=0 mean "off" rather than "default".
 	NoOOODefault bool
+	// AnyAge accepts rows of any age (a backfill head): no in-order bound
+	// and no out-of-order window; only the minimum valid time applies.
+	// The engine decides which samples may come here.
+	AnyAge bool
 	// Memory configures the memory manager that holds the head's closed
 	// tuples. Overcommit is forced on: acknowledged rows are stored even
 	// when live data alone exceed the limit. BlockSize must be

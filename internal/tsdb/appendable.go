@@ -24,19 +24,36 @@ var ErrNativeHistogram = errors.New("native histograms are not supported by Aeri
 // callers count out-of-bounds and duplicate samples per sample; Commit
 // forms the group rows (one scrape of one target is one row) and returns
 // once they are durable.
+//
+// A sample the head refuses as too old goes to the backfill (backfill.go)
+// unless Options.NoBackfill is set; one older than the retention, or
+// further ahead of the clock than MaxFuture, is rejected.
 func (db *DB) Appender(ctx context.Context) storage.Appender {
-	return &appender{db: db, app: db.head.Appender()}
+	a := &appender{db: db, app: db.head.Appender()}
+	a.app.SetSpill(a.spill)
+	return a
 }
 
 type appender struct {
 	db   *DB
 	app  *head.Appender
+	bf   []bfSample // bound for the backfill
 	opts storage.AppendOptions
 }
 
 func (a *appender) Append(_ storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
-	if err := a.app.Check(l, t, v, a.opts.DiscardOutOfOrder); err != nil {
+	if err := a.db.checkFuture(t); err != nil {
 		return 0, err
+	}
+	if err := a.app.Check(l, t, v, a.opts.DiscardOutOfOrder); err != nil {
+		if !a.db.backfillable(err) {
+			return 0, err
+		}
+		if err := a.db.checkRetention(t); err != nil {
+			return 0, err
+		}
+		a.bf = append(a.bf, bfSample{l: l, t: t, v: v})
+		return 0, nil
 	}
 	if err := a.app.Append(l, t, v); err != nil {
 		return 0, err
@@ -56,8 +73,17 @@ func (a *appender) SetOptions(o *storage.AppendOptions) {
 // another commit, or a duplicate inside the batch) are counted and
 // dropped, as Prometheus' head does; only a storage failure is an error.
 func (a *appender) Commit() error {
+	defer func() { clear(a.bf); a.bf = a.bf[:0] }()
 	err := a.app.Commit()
 	var ae *head.AppendError
+	if errors.As(err, &ae) {
+		a.db.countCommitRejections(ae)
+		err = nil
+	}
+	if err != nil || len(a.bf) == 0 {
+		return err
+	}
+	err = a.db.commitBackfill(a.bf)
 	if errors.As(err, &ae) {
 		a.db.countCommitRejections(ae)
 		return nil
@@ -65,7 +91,21 @@ func (a *appender) Commit() error {
 	return err
 }
 
-func (a *appender) Rollback() error { return a.app.Rollback() }
+// spill takes the samples the head's commit found too old (its bounds
+// moved since Append checked them) for the backfill.
+func (a *appender) spill(l labels.Labels, t int64, v float64) bool {
+	if !a.db.backfillOn() || a.db.checkRetention(t) != nil {
+		return false
+	}
+	a.bf = append(a.bf, bfSample{l: l, t: t, v: v})
+	return true
+}
+
+func (a *appender) Rollback() error {
+	clear(a.bf)
+	a.bf = a.bf[:0]
+	return a.app.Rollback()
+}
 
 // AppendExemplar drops the exemplar: Aerie does not store exemplars, and
 // /api/v1/query_exemplars answers empty.

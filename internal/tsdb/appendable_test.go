@@ -13,7 +13,7 @@ import (
 )
 
 func TestStorageAppender(t *testing.T) {
-	db, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1, OOOWindow: 60_000})
+	db, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1, OOOWindow: 60_000, NoBackfill: true})
 	require.NoError(t, err)
 	defer db.Close()
 	l := labels.FromStrings("__name__", "up", "job", "j", "instance", "i")

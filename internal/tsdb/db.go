@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +60,25 @@ type Options struct {
 	// loop (callers then call Compact).
 	FlushCheckInterval time.Duration
 
+	// NoBackfill turns writes of any age off: samples older than the
+	// head's bounds (the out-of-order window, or below the newest block)
+	// are rejected, as Prometheus does. By default they go to the
+	// backfill (backfill.go).
+	NoBackfill bool
+	// MaxFuture rejects samples more than this many ms ahead of the wall
+	// clock (too_far_in_future) [0 = no limit; the server sets 10 min].
+	MaxFuture int64
+	// BackfillPartitionRange is the time partition of backfill
+	// generations, and so of the blocks they are flushed into [24h].
+	BackfillPartitionRange int64
+	// BackfillPartitions, BackfillBytes and BackfillIdle bound a backfill
+	// generation: it is frozen and flushed once it holds that many
+	// partitions [16, at most 24], that many bytes of tuples [256 MiB], or
+	// took no write for that long [10s].
+	BackfillPartitions int
+	BackfillBytes      int64
+	BackfillIdle       time.Duration
+
 	Logger *slog.Logger
 
 	// Hooks for the server's metrics; nil is fine.
@@ -97,9 +115,14 @@ type DB struct {
 
 	flushMu sync.Mutex // serializes flushes, retention and WAL truncation
 
-	mu     sync.RWMutex // guards blocks
-	blocks []*block.Reader
-	added  atomic.Uint64 // blocks ever added by flushes; written under mu
+	mu         sync.RWMutex // guards blocks and headBlocks
+	blocks     []*block.Reader
+	headBlocks map[int64]string // head partition → ULID of the block it was flushed into
+	added      atomic.Uint64    // blocks ever added by flushes; written under mu
+
+	newestBlockSample atomic.Int64 // greatest sample time in a block; written under mu
+
+	bf backfill
 
 	segMu   sync.Mutex // guards segMaxT
 	segMaxT map[int]int64
@@ -143,12 +166,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.HotPartitions == 0 {
 		o.HotPartitions = 1
 	}
+	o.fillBackfill()
 	for _, d := range []string{dir, filepath.Join(dir, blocksDirname)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	db := &DB{dir: dir, opts: o, log: o.Logger, segMaxT: map[int]int64{}, stop: make(chan struct{})}
+	db := &DB{dir: dir, opts: o, log: o.Logger, segMaxT: map[int]int64{}, headBlocks: map[int64]string{}, stop: make(chan struct{})}
+	db.newestBlockSample.Store(math.MinInt64)
 	var err error
 	if db.dict, err = index.OpenTagDict(filepath.Join(dir, tagDictFilename)); err != nil {
 		return nil, fmt.Errorf("open tag dictionary: %w", err)
@@ -158,6 +183,13 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("open tombstones: %w", err)
 	}
 	if err := db.openBlocks(); err != nil {
+		db.tomb.close()
+		db.dict.Close()
+		return nil, err
+	}
+	if err := db.openBackfill(); err != nil {
+		db.closeBackfill()
+		db.closeBlocks()
 		db.tomb.close()
 		db.dict.Close()
 		return nil, err
@@ -174,6 +206,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	db.head, err = head.New(o.headOptions(), walLogger{db})
 	if err != nil {
+		db.closeBackfill()
 		db.wal.Close()
 		db.closeBlocks()
 		db.tomb.close()
@@ -181,8 +214,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	db.opts.PartitionRange = db.head.Options().PartitionRange
-	db.head.SetMinValidTime(db.blocksMaxT())
+	db.head.SetMinValidTime(db.headCovered())
 	if err := db.replay(); err != nil {
+		db.closeBackfill()
 		db.wal.Close()
 		db.closeBlocks()
 		db.tomb.close()
@@ -199,6 +233,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 		db.wg.Add(1)
 		go db.loop()
 	}
+	db.wg.Add(1)
+	go db.backfillLoop()
 	return db, nil
 }
 
@@ -220,6 +256,16 @@ func (l walLogger) Log(maxT int64, recs ...[]byte) error {
 }
 
 func (db *DB) replay() error {
+	return replayInto(db, db.wal, db.head, func(seg int, maxT int64) {
+		if old, ok := db.segMaxT[seg]; !ok || maxT > old {
+			db.segMaxT[seg] = maxT
+		}
+	})
+}
+
+// replayInto replays w into h; onRows, if set, learns each rows record's
+// segment and greatest timestamp. A corrupt tail is truncated.
+func replayInto(db *DB, w *wal.WAL, h *head.Head, onRows func(seg int, maxT int64)) error {
 	var (
 		gs   []wal.GroupDef
 		ss   []wal.SeriesDef
@@ -233,14 +279,14 @@ func (db *DB) replay() error {
 				return err
 			}
 			for _, g := range gs {
-				db.head.ReplayGroup(g)
+				h.ReplayGroup(g)
 			}
 		case wal.RecordSeries:
 			if ss, err = wal.DecodeSeries(rec, ss[:0]); err != nil {
 				return err
 			}
 			for _, s := range ss {
-				if err := db.head.ReplaySeries(s); err != nil {
+				if err := h.ReplaySeries(s); err != nil {
 					return err
 				}
 			}
@@ -248,24 +294,22 @@ func (db *DB) replay() error {
 			if err = wal.DecodeRows(rec, &rows); err != nil {
 				return err
 			}
-			maxT := int64(math.MinInt64)
-			for _, r := range rows.Rows {
-				maxT = max(maxT, r.T)
-			}
-			if seg >= 0 {
-				if old, ok := db.segMaxT[seg]; !ok || maxT > old {
-					db.segMaxT[seg] = maxT
+			if onRows != nil && seg >= 0 {
+				maxT := int64(math.MinInt64)
+				for _, r := range rows.Rows {
+					maxT = max(maxT, r.T)
 				}
+				onRows(seg, maxT)
 			}
-			return db.head.ReplayRows(&rows)
+			return h.ReplayRows(&rows)
 		}
 		return nil
 	}
-	err := db.wal.Replay(apply)
+	err := w.Replay(apply)
 	var ce *wal.CorruptionError
 	if errors.As(err, &ce) {
 		db.log.Warn("WAL corrupt, truncating at the last good record", "file", ce.Segment, "offset", ce.Offset, "err", ce.Err)
-		if rerr := db.wal.Repair(err); rerr != nil {
+		if rerr := w.Repair(err); rerr != nil {
 			return fmt.Errorf("repair WAL: %w (after %v)", rerr, err)
 		}
 		return nil
@@ -299,8 +343,9 @@ func (db *DB) openBlocks() error {
 			continue
 		}
 		db.blocks = append(db.blocks, b)
+		db.noteBlockLocked(b.Meta())
 	}
-	sort.Slice(db.blocks, func(i, j int) bool { return db.blocks[i].Meta().MinTime < db.blocks[j].Meta().MinTime })
+	sortBlocks(db.blocks)
 	return nil
 }
 
@@ -319,12 +364,22 @@ func (db *DB) quarantine(p string, cause error) error {
 	return nil
 }
 
-func (db *DB) blocksMaxT() int64 {
+// headCovered is the end of the newest head partition in a block: the
+// head's rows below it are in blocks (its minimum valid time at open, and
+// what the WAL may drop). Blocks written before meta.json had headMaxTime
+// were all head flushes.
+func (db *DB) headCovered() int64 {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	m := int64(math.MinInt64)
 	for _, b := range db.blocks {
-		m = max(m, b.Meta().MaxTime)
+		bm := b.Meta()
+		switch {
+		case bm.HeadMaxTime != 0:
+			m = max(m, bm.HeadMaxTime)
+		case bm.Seq == 0 && bm.Backfill == 0 && bm.Compaction.Level == 0 && len(bm.Compaction.Parents) == 0:
+			m = max(m, bm.MaxTime)
+		}
 	}
 	return m
 }
@@ -401,8 +456,13 @@ func (db *DB) RowAppender() *head.Appender { return db.head.Appender() }
 // Close stops the background loop and closes the WAL, blocks and TagDict.
 // The head's rows stay in the WAL for the next Open.
 func (db *DB) Close() error {
+	db.bf.mu.Lock()
+	db.bf.closing = true // commits waiting for a generation give up
+	db.bf.cond.Broadcast()
+	db.bf.mu.Unlock()
 	close(db.stop)
 	db.wg.Wait()
+	db.closeBackfill()
 	db.head.Memory().Close()
 	db.flushMu.Lock()
 	defer db.flushMu.Unlock()

@@ -56,11 +56,19 @@ type querier struct {
 	mint, maxt int64
 	guard      memory.Guard
 
-	mu     sync.Mutex // guards blocks, added, snaps and closed; Selects may run concurrently
+	mu     sync.Mutex // guards blocks, added, snaps, gens and closed; Selects may run concurrently
 	blocks []*block.Reader
 	added  uint64 // db.added when blocks was last brought up to date
 	snaps  [][]head.SeriesSnapshot
+	gens   []genSnap // backfill generations read, released at Close
 	closed bool
+}
+
+// genSnap is what a Select took of a backfill generation's head.
+type genSnap struct {
+	h     *head.Head
+	guard memory.Guard
+	snaps []head.SeriesSnapshot
 }
 
 func (q *querier) Close() error {
@@ -78,6 +86,11 @@ func (q *querier) Close() error {
 		q.db.head.Release(hs)
 	}
 	q.snaps = nil
+	for _, g := range q.gens {
+		g.h.Release(g.snaps)
+		g.guard.Exit()
+	}
+	q.gens = nil
 	q.guard.Exit()
 	return nil
 }
@@ -119,7 +132,19 @@ type source func(chunkenc.Iterator) chunkenc.Iterator
 type seriesEntry struct {
 	lset    labels.Labels
 	sources []source
-	covered []int64 // head partitions read from memory (see querier)
+	seqs    []uint64 // per source: its write order; sources stay sorted by it
+	covered []int64  // head partitions read from memory (see querier)
+}
+
+// add inserts a source after those of a lower or equal seq, so that on
+// equal timestamps Merge keeps the first write.
+func (e *seriesEntry) add(src source, seq uint64) {
+	i := len(e.seqs)
+	for i > 0 && e.seqs[i-1] > seq {
+		i--
+	}
+	e.sources = slices.Insert(e.sources, i, src)
+	e.seqs = slices.Insert(e.seqs, i, seq)
 }
 
 func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
@@ -148,15 +173,35 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	q.mu.Lock()
 	q.snaps = append(q.snaps, hs) // released at Close
 	q.mu.Unlock()
-	for i := range hs {
-		e := get(hs[i].Labels)
-		e.covered = hs[i].Covered
-		for _, c := range hs[i].Columns {
-			c := c
-			e.sources = append(e.sources, func(it chunkenc.Iterator) chunkenc.Iterator {
-				return seriesiter.NewIterator(it, c, c.Extra, mint, maxt)
-			})
+	addHead := func(hs []head.SeriesSnapshot, seq uint64) {
+		for i := range hs {
+			e := get(hs[i].Labels)
+			if seq == 0 {
+				e.covered = hs[i].Covered
+			}
+			for _, c := range hs[i].Columns {
+				e.add(func(it chunkenc.Iterator) chunkenc.Iterator {
+					return seriesiter.NewIterator(it, c, c.Extra, mint, maxt)
+				}, seq)
+			}
 		}
+	}
+	addHead(hs, 0)
+	// Backfill generations, read before the blocks: a generation flushed
+	// meanwhile is found in its blocks (see querier).
+	for _, g := range q.db.generations() {
+		if g.head.MaxTime() < mint || g.head.MinTime() > maxt {
+			continue
+		}
+		guard := g.head.Enter()
+		gs, err := g.head.Select(mint, maxt, ms...)
+		q.mu.Lock()
+		q.gens = append(q.gens, genSnap{h: g.head, guard: guard, snaps: gs})
+		q.mu.Unlock()
+		if err != nil {
+			return storage.ErrSeriesSet(err)
+		}
+		addHead(gs, g.n)
 	}
 	h := q.db.head
 	// Blocks acquired at creation, and those flushed since (see querier).
@@ -167,16 +212,15 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 		}
 		bm := b.Meta()
 		pid := h.PartitionOf(bm.MinTime)
-		pmin, pmax := h.PartitionBounds(pid)
-		whole := pmin == bm.MinTime && pmax == bm.MaxTime
+		flushedFrom := q.db.headFlushOf(pid) == bm.ULID
 		for i := range sel.Series {
 			s := &sel.Series[i]
 			e := get(s.Labels)
-			if whole && slices.Contains(e.covered, pid) {
+			if flushedFrom && slices.Contains(e.covered, pid) {
 				q.db.hotReads.Add(1)
 				continue // read from the head's memory
 			}
-			e.sources = append(e.sources, s.Iterator)
+			e.add(s.Iterator, bm.Seq)
 		}
 	}
 	if hints != nil && hints.ShardCount > 0 {
@@ -269,8 +313,8 @@ func (s *seriesSet) Warnings() annotations.Annotations { return nil }
 // range, restricted to series matching ms.
 func (q *querier) LabelValues(ctx context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	var out []string
-	if q.headOverlaps() {
-		vs, err := index.LabelValues(q.db.head.Index(), name, ms...)
+	for _, h := range q.heads() {
+		vs, err := index.LabelValues(h.Index(), name, ms...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -289,8 +333,8 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *storage.L
 // LabelNames returns the label names over the head and blocks in range.
 func (q *querier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	var out []string
-	if q.headOverlaps() {
-		ns, err := index.LabelNames(q.db.head.Index(), ms...)
+	for _, h := range q.heads() {
+		ns, err := index.LabelNames(h.Index(), ms...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -306,9 +350,30 @@ func (q *querier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms 
 	return limit(sortUnique(out), hints), nil, nil
 }
 
-func (q *querier) headOverlaps() bool {
-	h := q.db.head
-	return h.MaxTime() != math.MinInt64 && h.MinTime() <= q.maxt && h.MaxTime() >= q.mint
+// heads returns the main head and the backfill generations' heads that
+// overlap the querier's range.
+func (q *querier) heads() []*head.Head {
+	var out []*head.Head
+	overlaps := func(h *head.Head) bool {
+		return h.MaxTime() != math.MinInt64 && h.MinTime() <= q.maxt && h.MaxTime() >= q.mint
+	}
+	if overlaps(q.db.head) {
+		out = append(out, q.db.head)
+	}
+	for _, g := range q.db.generations() {
+		if overlaps(g.head) {
+			out = append(out, g.head)
+		}
+	}
+	return out
+}
+
+// headFlushOf returns the ULID of the block head partition pid was flushed
+// into by this process ("" if none).
+func (db *DB) headFlushOf(pid int64) string {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.headBlocks[pid]
 }
 
 func sortUnique(s []string) []string {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"sort"
 	"time"
 
 	"github.com/aerie-db/aerie/internal/block"
@@ -56,45 +57,14 @@ func (db *DB) flush(all bool) error {
 func (db *DB) flushPartition(pid int64) error {
 	start := time.Now()
 	pmin, pmax := db.head.PartitionBounds(pid)
-	w, err := block.NewWriter(fmt.Sprintf("%s/%s", db.dir, blocksDirname), pmin, pmax, db.dict, block.WriterOptions{
-		TupleSize: db.blockTupleSize(), MetricInterval: db.opts.MetricInterval,
-	})
-	if err != nil {
-		return fmt.Errorf("flush partition %d: %w", pid, err)
-	}
 	db.head.SealPartition(pid)
-	cols := []block.Column{}
-	db.flushDone.Store(0)
-	db.flushTotal.Store(int64(db.head.NumGroups()))
-	defer func() { db.flushTotal.Store(0); db.flushDone.Store(0) }()
-	pace := newPacer(db.opts.FlushCPUBudget)
-	err = db.head.PartitionGroups(pid, func(g *head.FlushGroup) error {
-		cols = cols[:0]
-		for _, s := range g.Series {
-			cols = append(cols, block.Column{Labels: s.Labels, Values: s.Values, Present: s.Present})
-		}
-		err := w.AddGroup(g.T, cols)
-		db.flushDone.Add(1)
-		pace.step()
-		return err
-	})
-	if err != nil {
-		w.Abort()
-		return fmt.Errorf("flush partition %d: %w", pid, err)
-	}
-	dir, meta, err := w.Finish()
+	b, err := db.writePartition(db.head, pid, pmin, pmax, block.WriterOptions{HeadMaxTime: pmax})
 	if err != nil {
 		return fmt.Errorf("flush partition %d: %w", pid, err)
 	}
-	b, err := block.Open(dir, db.dict, block.ReaderOptions{})
-	if err != nil {
-		return fmt.Errorf("open flushed block %s: %w", dir, err)
+	if b != nil {
+		db.addBlocks([]*block.Reader{b}, map[int64]string{pid: b.Meta().ULID})
 	}
-	db.mu.Lock()
-	db.blocks = append(db.blocks, b)
-	db.added.Add(1)
-	sortBlocks(db.blocks)
-	db.mu.Unlock()
 	if db.opts.HotPartitions > 0 {
 		db.head.ReleasePartition(pid) // soft release: it keeps serving queries
 	} else {
@@ -104,9 +74,85 @@ func (db *DB) flushPartition(pid int64) error {
 	if db.opts.OnFlush != nil {
 		db.opts.OnFlush(time.Since(start))
 	}
-	db.log.Info("partition flushed", "block", meta.ULID, "mint", pmin, "maxt", pmax,
-		"series", meta.Stats.Series, "samples", meta.Stats.Samples, "bytes", meta.Stats.DataBytes+meta.Stats.IndexBytes, "took", time.Since(start))
+	if b != nil {
+		meta := b.Meta()
+		db.log.Info("partition flushed", "block", meta.ULID, "mint", pmin, "maxt", pmax,
+			"series", meta.Stats.Series, "samples", meta.Stats.Samples, "bytes", meta.Stats.DataBytes+meta.Stats.IndexBytes, "took", time.Since(start))
+	}
 	return nil
+}
+
+// writePartition writes partition pid of h as a block of [pmin, pmax) and
+// opens it; nil if the partition holds no group. opts' tuple size and
+// metric interval are the engine's.
+func (db *DB) writePartition(h *head.Head, pid, pmin, pmax int64, opts block.WriterOptions) (*block.Reader, error) {
+	opts.TupleSize, opts.MetricInterval = db.blockTupleSize(), db.opts.MetricInterval
+	w, err := block.NewWriter(fmt.Sprintf("%s/%s", db.dir, blocksDirname), pmin, pmax, db.dict, opts)
+	if err != nil {
+		return nil, err
+	}
+	cols := []block.Column{}
+	db.flushDone.Store(0)
+	db.flushTotal.Store(int64(h.NumGroups()))
+	defer func() { db.flushTotal.Store(0); db.flushDone.Store(0) }()
+	pace := newPacer(db.opts.FlushCPUBudget)
+	groups := 0
+	err = h.PartitionGroups(pid, func(g *head.FlushGroup) error {
+		cols = cols[:0]
+		for _, s := range g.Series {
+			cols = append(cols, block.Column{Labels: s.Labels, Values: s.Values, Present: s.Present})
+		}
+		err := w.AddGroup(g.T, cols)
+		groups++
+		db.flushDone.Add(1)
+		pace.step()
+		return err
+	})
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	if groups == 0 && opts.HeadMaxTime == 0 {
+		w.Abort()
+		return nil, nil
+	}
+	dir, _, err := w.Finish()
+	if err != nil {
+		return nil, err
+	}
+	b, err := block.Open(dir, db.dict, block.ReaderOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("open new block %s: %w", dir, err)
+	}
+	return b, nil
+}
+
+// addBlocks makes new blocks queryable; headFlush maps the head partitions
+// they were flushed from to their ULIDs (see querier: a hot partition is
+// read from memory instead of that block).
+func (db *DB) addBlocks(bs []*block.Reader, headFlush map[int64]string) {
+	if len(bs) == 0 {
+		return
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, b := range bs {
+		db.blocks = append(db.blocks, b)
+		db.noteBlockLocked(b.Meta())
+	}
+	for pid, id := range headFlush {
+		db.headBlocks[pid] = id
+	}
+	db.added.Add(1)
+	sortBlocks(db.blocks)
+}
+
+// noteBlockLocked updates the engine's time marks for a block now in the
+// set. Called with db.mu held.
+func (db *DB) noteBlockLocked(m block.Meta) {
+	if m.Stats.Samples > 0 && m.Stats.MaxSampleTime > db.newestBlockSample.Load() {
+		db.newestBlockSample.Store(m.Stats.MaxSampleTime)
+	}
 }
 
 // blockTupleSize is the tuple size of new blocks.
@@ -150,7 +196,7 @@ func (db *DB) applyRetention() (int64, error) {
 	if db.opts.Retention <= 0 {
 		return math.MinInt64, nil
 	}
-	newest := max(db.head.MaxTime(), db.blocksMaxT())
+	newest := db.newestT()
 	if newest == math.MinInt64 {
 		return math.MinInt64, nil
 	}
@@ -181,7 +227,7 @@ func (db *DB) applyRetention() (int64, error) {
 // truncateWAL deletes the oldest segments whose rows are all in blocks,
 // after writing the live definitions to a checkpoint.
 func (db *DB) truncateWAL() error {
-	covered := db.blocksMaxT()
+	covered := db.headCovered()
 	if _, err := db.wal.Cut(); err != nil {
 		return err
 	}
@@ -218,10 +264,15 @@ func (db *DB) truncateWAL() error {
 	return nil
 }
 
+// sortBlocks orders blocks by seq (write order: first write wins), then
+// by time.
 func sortBlocks(bs []*block.Reader) {
-	for i := 1; i < len(bs); i++ {
-		for j := i; j > 0 && bs[j].Meta().MinTime < bs[j-1].Meta().MinTime; j-- {
-			bs[j], bs[j-1] = bs[j-1], bs[j]
-		}
+	sort.SliceStable(bs, func(i, j int) bool { return blockLess(bs[i].Meta(), bs[j].Meta()) })
+}
+
+func blockLess(a, b block.Meta) bool {
+	if a.Seq != b.Seq {
+		return a.Seq < b.Seq
 	}
+	return a.MinTime < b.MinTime
 }

@@ -1,0 +1,617 @@
+package tsdb
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+
+	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/memory"
+	"github.com/aerie-db/aerie/internal/wal"
+)
+
+// Writes of any age (backfill).
+//
+// The head takes what Prometheus' head takes: in-order samples above its
+// minimum valid time and out-of-order ones inside ooo_window. A sample it
+// refuses as too old goes, with Options.Backfill on (the default), to a
+// backfill generation instead: a head of its own (head.Options.AnyAge,
+// partitions of BackfillPartitionRange) with a WAL of its own under
+// wal-backfill/<generation>. Rows there are Heracles group rows like the
+// head's, durable (the generation's WAL, same sync mode) before the commit
+// returns, and visible to queries at once (the querier reads every
+// generation's head).
+//
+// A generation takes commits until it holds BackfillPartitions partitions
+// (the memory manager's version window is 32), BackfillBytes of tuples, or
+// has been idle for BackfillIdle. Then it is frozen: a new generation
+// takes the commits, and the backfill loop writes each of the frozen
+// generation's partitions as a block (meta seq = backfill = the
+// generation's number), adds the blocks to the queryable set, unlinks the
+// generation from queries, and deletes its WAL directory. At most
+// maxFrozen generations wait for their flush; a commit that needs a new
+// generation beyond that waits (back-pressure), so memory stays bounded
+// whatever the age and amount of data.
+//
+// At open, blocks of a generation whose WAL directory still exists are an
+// unfinished flush: they are deleted and the WAL is replayed into a frozen
+// generation, flushed again.
+//
+// Duplicates: first write wins. A head (main or generation) rejects a
+// different value at a timestamp it holds (duplicate_sample) and accepts
+// the same value as a no-op. Across sources the querier and compaction
+// keep the sample of the lowest seq: the head and its flushed blocks are
+// seq 0, because a timestamp reaches the backfill only after it fell below
+// the head's bounds, so the head's sample for it was written first;
+// generations are numbered in the order they took writes.
+
+// Rejections of samples outside the accepted time range. Both wrap
+// storage.ErrOutOfBounds, so Prometheus' remote-write handler answers 400.
+var (
+	ErrTooOldForRetention = fmt.Errorf("too_old_for_retention: sample older than the retention period: %w", storage.ErrOutOfBounds)
+	ErrTooFarInFuture     = fmt.Errorf("too_far_in_future: sample further in the future than max_future: %w", storage.ErrOutOfBounds)
+)
+
+// Backfill defaults (see Options).
+var (
+	DefaultBackfillPartitionRange = int64(24 * 3600 * 1000)
+	DefaultBackfillPartitions     = 16
+	DefaultBackfillBytes          = int64(256 << 20)
+)
+
+const (
+	// maxFrozen generations may wait for their flush before commits that
+	// need a new generation wait.
+	maxFrozen = 2
+	// maxChunkPartitions bounds the partitions one commit chunk reserves
+	// in a generation, so a chunk always fits a fresh generation.
+	maxChunkPartitions = 8
+)
+
+// DefaultBackfillIdle is how long a generation may go without a write
+// before it is flushed.
+var DefaultBackfillIdle = 10 * time.Second
+
+// errClosed is returned to backfill commits once the DB is closing.
+var errClosed = errors.New("tsdb: closed")
+
+// generation is one backfill head with its WAL.
+type generation struct {
+	n    uint64
+	dir  string
+	wal  *wal.WAL
+	head *head.Head
+
+	// commitMu is held shared by commits into the generation, and taken
+	// once exclusively by its flush after it is frozen: a barrier after
+	// which no commit is in flight and none starts.
+	commitMu sync.RWMutex
+	frozen   atomic.Bool
+
+	partsMu sync.Mutex         // guards parts
+	parts   map[int64]struct{} // partitions reserved by commits
+
+	lastWrite  atomic.Int64 // unix nanoseconds of the last commit
+	lastSizeAt atomic.Int64 // unix nanoseconds of the last size check
+}
+
+// reserve records that a commit will write partitions pids; it fails if
+// that would take the generation beyond limit partitions (a generation
+// with none always takes the chunk).
+func (g *generation) reserve(pids []int64, limit int) bool {
+	g.partsMu.Lock()
+	defer g.partsMu.Unlock()
+	n := 0
+	for _, p := range pids {
+		if _, ok := g.parts[p]; !ok {
+			n++
+		}
+	}
+	if len(g.parts) > 0 && len(g.parts)+n > limit {
+		return false
+	}
+	for _, p := range pids {
+		g.parts[p] = struct{}{}
+	}
+	return true
+}
+
+// backfill is the engine's set of generations.
+type backfill struct {
+	mu      sync.Mutex // guards the following
+	cond    *sync.Cond // broadcast when a frozen generation is flushed or the DB closes
+	active  *generation
+	frozen  []*generation // oldest first
+	next    uint64
+	closing bool
+
+	kick    chan struct{} // wakes the loop
+	flushed atomic.Int64  // generations flushed
+	samples atomic.Int64  // samples stored through the backfill
+}
+
+// backfillOpts are the backfill options with defaults filled in.
+func (o *Options) fillBackfill() {
+	if o.BackfillPartitionRange <= 0 {
+		o.BackfillPartitionRange = DefaultBackfillPartitionRange
+	}
+	if o.BackfillPartitions <= 0 || o.BackfillPartitions > 24 {
+		o.BackfillPartitions = DefaultBackfillPartitions
+	}
+	if o.BackfillBytes <= 0 {
+		o.BackfillBytes = DefaultBackfillBytes
+	}
+	if o.BackfillIdle <= 0 {
+		o.BackfillIdle = DefaultBackfillIdle
+	}
+}
+
+func (db *DB) backfillOn() bool { return !db.opts.NoBackfill }
+
+// timeBounds checks a sample's time against max_future (wall clock) and
+// the retention (measured from the newest data, as retention deletes).
+func (db *DB) checkFuture(t int64) error {
+	if db.opts.MaxFuture > 0 && t > time.Now().UnixMilli()+db.opts.MaxFuture {
+		return ErrTooFarInFuture
+	}
+	return nil
+}
+
+func (db *DB) checkRetention(t int64) error {
+	if db.opts.Retention <= 0 {
+		return nil
+	}
+	if newest := db.newestT(); newest != math.MinInt64 && t <= newest-db.opts.Retention {
+		return ErrTooOldForRetention
+	}
+	return nil
+}
+
+// newestT is the greatest sample time the engine holds.
+func (db *DB) newestT() int64 {
+	m := max(db.head.MaxTime(), db.newestBlockSample.Load())
+	for _, g := range db.generations() {
+		m = max(m, g.head.MaxTime())
+	}
+	return m
+}
+
+// backfillable reports whether a sample the head refused with err may go
+// to the backfill instead.
+func (db *DB) backfillable(err error) bool {
+	return db.backfillOn() && (errors.Is(err, head.ErrOutOfBounds) || errors.Is(err, head.ErrTooOld))
+}
+
+func (db *DB) generationOptions() head.Options {
+	ho := db.opts.headOptions()
+	ho.PartitionRange = db.opts.BackfillPartitionRange
+	ho.AnyAge = true
+	// No limit: the generation's size is bounded by BackfillBytes, and
+	// the main head's limit is for the main head.
+	ho.Memory = memory.Options{PageSize: db.opts.Memory.PageSize, BlockSize: db.opts.Memory.BlockSize}
+	return ho
+}
+
+// openGeneration opens (creating) generation n's WAL and replays it into a
+// new head.
+func (db *DB) openGeneration(n uint64) (*generation, error) {
+	dir := filepath.Join(db.dir, backfillDirname, fmt.Sprintf("%020d", n))
+	w, err := wal.Open(dir, wal.Options{
+		SegmentSize: db.opts.WALSegmentSize, Sync: db.opts.WALSync, SyncInterval: db.opts.WALSyncInterval, Logger: db.log,
+		OnFsync: db.opts.OnWALFsync,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open backfill WAL %d: %w", n, err)
+	}
+	g := &generation{n: n, dir: dir, wal: w, parts: map[int64]struct{}{}}
+	g.head, err = head.New(db.generationOptions(), genLogger{w})
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := replayInto(db, w, g.head, nil); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("backfill generation %d: %w", n, err)
+	}
+	for _, pid := range g.head.Partitions() {
+		g.parts[pid] = struct{}{}
+	}
+	g.lastWrite.Store(time.Now().UnixNano())
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// genLogger adapts a generation's WAL to the head.
+type genLogger struct{ w *wal.WAL }
+
+func (l genLogger) Log(_ int64, recs ...[]byte) error { return l.w.Log(recs...) }
+
+// openBackfill runs at open, after the blocks are open: it deletes the
+// blocks of unfinished generation flushes and replays every generation
+// left into a frozen generation, to be flushed by the loop.
+func (db *DB) openBackfill() error {
+	db.bf.cond = sync.NewCond(&db.bf.mu)
+	db.bf.kick = make(chan struct{}, 1)
+	bdir := filepath.Join(db.dir, backfillDirname)
+	if err := os.MkdirAll(bdir, 0o755); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(bdir)
+	if err != nil {
+		return err
+	}
+	var gens []uint64
+	for _, e := range ents {
+		n, err := strconv.ParseUint(e.Name(), 10, 64)
+		if err != nil || !e.IsDir() {
+			db.log.Warn("unexpected entry in backfill directory", "name", e.Name())
+			continue
+		}
+		gens = append(gens, n)
+	}
+	slices.Sort(gens)
+	next := uint64(1)
+	db.mu.Lock()
+	keep := db.blocks[:0]
+	for _, b := range db.blocks {
+		m := b.Meta()
+		next = max(next, m.Seq+1, m.Backfill+1)
+		if m.Backfill != 0 && slices.Contains(gens, m.Backfill) {
+			b.Close()
+			if err := os.RemoveAll(b.Dir()); err != nil {
+				db.mu.Unlock()
+				return fmt.Errorf("delete block %s of unfinished backfill flush: %w", m.ULID, err)
+			}
+			db.log.Info("deleted block of an unfinished backfill flush", "block", m.ULID, "generation", m.Backfill)
+			continue
+		}
+		keep = append(keep, b)
+	}
+	db.blocks = keep
+	db.mu.Unlock()
+	for _, n := range gens {
+		next = max(next, n+1)
+		g, err := db.openGeneration(n)
+		if err != nil {
+			return err
+		}
+		if g.head.MaxTime() == math.MinInt64 {
+			g.wal.Close()
+			if err := os.RemoveAll(g.dir); err != nil {
+				return err
+			}
+			continue
+		}
+		g.frozen.Store(true)
+		db.bf.frozen = append(db.bf.frozen, g)
+	}
+	db.bf.next = next
+	return nil
+}
+
+// generations returns the generations queries read, oldest first.
+func (db *DB) generations() []*generation {
+	if db.bf.cond == nil {
+		return nil
+	}
+	db.bf.mu.Lock()
+	defer db.bf.mu.Unlock()
+	out := slices.Clone(db.bf.frozen)
+	if db.bf.active != nil {
+		out = append(out, db.bf.active)
+	}
+	return out
+}
+
+// acquireGeneration returns the active generation, with commitMu held
+// shared and pids reserved in it, opening or rotating generations as
+// needed. It waits while maxFrozen generations wait for their flush.
+func (db *DB) acquireGeneration(pids []int64) (*generation, error) {
+	db.bf.mu.Lock()
+	defer db.bf.mu.Unlock()
+	for {
+		if db.bf.closing {
+			return nil, errClosed
+		}
+		g := db.bf.active
+		if g == nil {
+			if len(db.bf.frozen) >= maxFrozen {
+				db.bf.cond.Wait()
+				continue
+			}
+			var err error
+			if g, err = db.openGeneration(db.bf.next); err != nil {
+				return nil, err
+			}
+			db.bf.next++
+			db.bf.active = g
+		}
+		if !g.reserve(pids, db.opts.BackfillPartitions) {
+			db.freezeLocked(g)
+			continue
+		}
+		// g is active, so its flush cannot hold commitMu: this never blocks
+		// long (see generation.commitMu).
+		g.commitMu.RLock()
+		return g, nil
+	}
+}
+
+// freezeLocked stops g taking commits and queues it for its flush. Called
+// with bf.mu held.
+func (db *DB) freezeLocked(g *generation) {
+	if g.frozen.Load() {
+		return
+	}
+	g.frozen.Store(true)
+	db.bf.frozen = append(db.bf.frozen, g)
+	if db.bf.active == g {
+		db.bf.active = nil
+	}
+	select {
+	case db.bf.kick <- struct{}{}:
+	default:
+	}
+}
+
+// bfSample is a sample bound for the backfill.
+type bfSample struct {
+	l   labels.Labels
+	t   int64
+	v   float64
+	pid int64
+}
+
+// commitBackfill stores samples through the backfill generations. It
+// returns an *head.AppendError for samples the generations rejected
+// (duplicates with another value).
+func (db *DB) commitBackfill(ss []bfSample) error {
+	r := db.opts.BackfillPartitionRange
+	for i := range ss {
+		ss[i].pid = floorDiv(ss[i].t, r)
+	}
+	sort.SliceStable(ss, func(i, j int) bool { return ss[i].pid < ss[j].pid })
+	total := &head.AppendError{}
+	var pids []int64
+	for len(ss) > 0 {
+		// A chunk: the samples of at most maxChunkPartitions partitions.
+		pids = pids[:0]
+		n := 0
+		for n < len(ss) {
+			if len(pids) == 0 || pids[len(pids)-1] != ss[n].pid {
+				if len(pids) == maxChunkPartitions {
+					break
+				}
+				pids = append(pids, ss[n].pid)
+			}
+			n++
+		}
+		g, err := db.acquireGeneration(pids)
+		if err != nil {
+			return err
+		}
+		app := g.head.Appender()
+		for _, s := range ss[:n] {
+			_ = app.Append(s.l, s.t, s.v) // label errors are in the commit's AppendError
+		}
+		err = app.Commit()
+		g.lastWrite.Store(time.Now().UnixNano())
+		g.commitMu.RUnlock()
+		var ae *head.AppendError
+		switch {
+		case errors.As(err, &ae):
+			total.Accepted += ae.Accepted
+			total.Rejected += ae.Rejected
+			for k, v := range ae.ByReason {
+				if total.ByReason == nil {
+					total.ByReason = map[string]int{}
+				}
+				total.ByReason[k] += v
+			}
+			total.Examples = append(total.Examples, ae.Examples...)
+			db.bf.samples.Add(int64(ae.Accepted))
+		case err != nil:
+			return err
+		default:
+			db.bf.samples.Add(int64(n))
+			total.Accepted += n
+		}
+		db.checkGenerationSize(g)
+		ss = ss[n:]
+	}
+	if total.Rejected > 0 {
+		return total
+	}
+	return nil
+}
+
+// checkGenerationSize freezes g once its tuples exceed BackfillBytes,
+// checking at most once a second (Head.Bytes walks every group).
+func (db *DB) checkGenerationSize(g *generation) {
+	now := time.Now().UnixNano()
+	last := g.lastSizeAt.Load()
+	if now-last < int64(time.Second) || !g.lastSizeAt.CompareAndSwap(last, now) {
+		return
+	}
+	if g.head.Bytes() < db.opts.BackfillBytes {
+		return
+	}
+	db.bf.mu.Lock()
+	defer db.bf.mu.Unlock()
+	if db.bf.active == g {
+		db.freezeLocked(g)
+	}
+}
+
+// backfillLoop freezes an idle generation and flushes frozen ones.
+func (db *DB) backfillLoop() {
+	defer db.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-db.bf.kick:
+		case <-t.C:
+		}
+		db.bf.mu.Lock()
+		if g := db.bf.active; g != nil && time.Since(time.Unix(0, g.lastWrite.Load())) >= db.opts.BackfillIdle {
+			db.freezeLocked(g)
+		}
+		db.bf.mu.Unlock()
+		if err := db.flushFrozen(); err != nil {
+			db.log.Error("backfill flush", "err", err)
+		}
+	}
+}
+
+// flushFrozen flushes the frozen generations, oldest first.
+func (db *DB) flushFrozen() error {
+	for {
+		db.bf.mu.Lock()
+		if len(db.bf.frozen) == 0 || db.bf.closing {
+			db.bf.mu.Unlock()
+			return nil
+		}
+		g := db.bf.frozen[0]
+		db.bf.mu.Unlock()
+		if err := db.flushGeneration(g); err != nil {
+			return err
+		}
+	}
+}
+
+// FlushBackfill freezes the active generation and flushes every frozen
+// one into blocks (tools and tests; the loop does it in the background).
+func (db *DB) FlushBackfill() error {
+	db.bf.mu.Lock()
+	if g := db.bf.active; g != nil {
+		db.freezeLocked(g)
+	}
+	db.bf.mu.Unlock()
+	return db.flushFrozen()
+}
+
+// flushGeneration writes a frozen generation's partitions as blocks, adds
+// them, unlinks the generation from queries and deletes its WAL.
+func (db *DB) flushGeneration(g *generation) error {
+	db.flushMu.Lock()
+	defer db.flushMu.Unlock()
+	db.bf.mu.Lock()
+	queued := slices.Contains(db.bf.frozen, g)
+	db.bf.mu.Unlock()
+	if !queued {
+		return nil // flushed by another caller meanwhile
+	}
+	g.commitMu.Lock()
+	g.commitMu.Unlock() // barrier: no commit in flight, none will start
+	start := time.Now()
+	var (
+		bs      []*block.Reader
+		samples int
+	)
+	abort := func(err error) error {
+		for _, b := range bs {
+			b.Close()
+			os.RemoveAll(b.Dir())
+		}
+		return fmt.Errorf("flush backfill generation %d: %w", g.n, err)
+	}
+	for _, pid := range g.head.Partitions() {
+		pmin, pmax := g.head.PartitionBounds(pid)
+		b, err := db.writePartition(g.head, pid, pmin, pmax, block.WriterOptions{Seq: g.n, Backfill: g.n})
+		if err != nil {
+			return abort(err)
+		}
+		if b == nil {
+			continue
+		}
+		samples += b.Meta().Stats.Samples
+		bs = append(bs, b)
+	}
+	db.addBlocks(bs, nil)
+	db.bf.mu.Lock()
+	db.bf.frozen = slices.DeleteFunc(db.bf.frozen, func(x *generation) bool { return x == g })
+	db.bf.cond.Broadcast()
+	db.bf.mu.Unlock()
+	// Readers that still hold the generation's snapshots keep its memory
+	// alive (it is never recycled: the head is dropped whole).
+	if err := g.wal.Close(); err != nil {
+		db.log.Warn("close backfill WAL", "generation", g.n, "err", err)
+	}
+	if err := os.RemoveAll(g.dir); err != nil {
+		return fmt.Errorf("delete backfill WAL %d: %w", g.n, err)
+	}
+	if err := syncDir(filepath.Dir(g.dir)); err != nil {
+		return err
+	}
+	db.bf.flushed.Add(1)
+	db.log.Info("backfill generation flushed", "generation", g.n, "blocks", len(bs), "samples", samples, "took", time.Since(start))
+	return nil
+}
+
+// closeBackfill stops commits into the backfill and closes the WALs of the
+// generations left (replayed at the next open).
+func (db *DB) closeBackfill() {
+	if db.bf.cond == nil {
+		return
+	}
+	db.bf.mu.Lock()
+	db.bf.closing = true
+	db.bf.cond.Broadcast()
+	gens := slices.Clone(db.bf.frozen)
+	if db.bf.active != nil {
+		gens = append(gens, db.bf.active)
+	}
+	db.bf.mu.Unlock()
+	for _, g := range gens {
+		g.commitMu.Lock() // wait for commits in flight
+		g.wal.Close()
+		g.commitMu.Unlock()
+	}
+}
+
+// BackfillStats are counters of the backfill path.
+type BackfillStats struct {
+	Generations int   // generations in memory (active and frozen)
+	Flushed     int64 // generations flushed into blocks
+	Samples     int64 // samples stored through the backfill
+}
+
+// BackfillStats returns the backfill counters.
+func (db *DB) BackfillStats() BackfillStats {
+	return BackfillStats{Generations: len(db.generations()), Flushed: db.bf.flushed.Load(), Samples: db.bf.samples.Load()}
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}

@@ -1,0 +1,289 @@
+package tsdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/head"
+)
+
+const (
+	hour = int64(3600_000)
+	day  = 24 * hour
+)
+
+// host returns series of a TSBS-like host: one group of fields.
+func hostSeries(h, f int) labels.Labels {
+	return labels.FromStrings("__name__", fmt.Sprintf("cpu_f%d", f), "hostname", fmt.Sprintf("host_%d", h))
+}
+
+// writeHostDay writes one host's samples in [from, to) every step through
+// the storage appender, committing every batch samples, and records them.
+func writeHostDay(t *testing.T, db *DB, h int, from, to, step int64, want map[string][]smp, mu *sync.Mutex) {
+	t.Helper()
+	app := db.Appender(context.Background())
+	n := 0
+	for ts := from; ts < to; ts += step {
+		for f := 0; f < 4; f++ {
+			l := hostSeries(h, f)
+			v := float64(ts/step) + float64(f)/10
+			_, err := app.Append(0, l, ts, v)
+			require.NoError(t, err)
+			if mu != nil {
+				mu.Lock()
+			}
+			want[l.String()] = append(want[l.String()], smp{ts, v})
+			if mu != nil {
+				mu.Unlock()
+			}
+			n++
+		}
+		if n >= 1000 {
+			require.NoError(t, app.Commit())
+			n = 0
+		}
+	}
+	require.NoError(t, app.Commit())
+}
+
+func requireSamples(t *testing.T, db *DB, want map[string][]smp, stage string) {
+	t.Helper()
+	got := query(t, db, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchRegexp, "__name__", "cpu_.*"))
+	require.Len(t, got, len(want), stage)
+	for k, w := range want {
+		g := got[k]
+		sortSmp(w)
+		require.Equal(t, len(w), len(g), "%s: %s", stage, k)
+		require.Equal(t, w, g, "%s: %s", stage, k)
+	}
+}
+
+func sortSmp(s []smp) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j].t < s[j-1].t; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// TestBackfillHostAfterHost is the scenario: two writers each send
+// one host's whole day, then the next host's. Every sample is stored, seen
+// at once, and kept through the backfill flush and a restart.
+func TestBackfillHostAfterHost(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour}
+	db, err := Open(dir, opts)
+	require.NoError(t, err)
+	want := map[string][]smp{}
+	var mu sync.Mutex
+	base := 100 * day
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for h := w; h < 6; h += 2 {
+				writeHostDay(t, db, h, base, base+day, 60_000, want, &mu)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Greater(t, db.BackfillStats().Samples, int64(0), "some hosts went through the backfill")
+	requireSamples(t, db, want, "before flush")
+	require.NoError(t, db.FlushBackfill())
+	require.NoError(t, db.FlushHead())
+	requireSamples(t, db, want, "after flush")
+	seqs := 0
+	for _, m := range db.Blocks() {
+		if m.Seq > 0 {
+			seqs++
+			require.Equal(t, m.Seq, m.Backfill)
+		}
+	}
+	require.Greater(t, seqs, 0, "backfill blocks")
+	require.NoError(t, db.Close())
+	db, err = Open(dir, opts)
+	require.NoError(t, err)
+	defer db.Close()
+	requireSamples(t, db, want, "after restart")
+}
+
+// TestBackfillReplay: backfilled rows not yet flushed are in the
+// generation's WAL and come back after a close (the same path as kill -9,
+// which crash_test covers for the head).
+func TestBackfillReplay(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour}
+	db, err := Open(dir, opts)
+	require.NoError(t, err)
+	want := map[string][]smp{}
+	writeHostDay(t, db, 0, 50*day, 50*day+2*hour, 10_000, want, nil)
+	writeHostDay(t, db, 1, 10*day, 10*day+3*day, 300_000, want, nil) // far in the past
+	require.Equal(t, 1, db.BackfillStats().Generations)
+	requireSamples(t, db, want, "live")
+	require.NoError(t, db.Close())
+	ents, err := os.ReadDir(filepath.Join(dir, backfillDirname))
+	require.NoError(t, err)
+	require.Len(t, ents, 1, "the generation's WAL is kept")
+
+	db, err = Open(dir, opts)
+	require.NoError(t, err)
+	requireSamples(t, db, want, "replayed")
+	require.NoError(t, db.FlushBackfill())
+	ents, err = os.ReadDir(filepath.Join(dir, backfillDirname))
+	require.NoError(t, err)
+	require.Empty(t, ents, "a flushed generation's WAL is deleted")
+	requireSamples(t, db, want, "flushed")
+	require.NoError(t, db.Close())
+}
+
+// TestBackfillUnfinishedFlush: blocks of a generation whose WAL still
+// exists (a crash between the block writes and the WAL deletion) are
+// deleted at open and written again from the WAL, without duplicates.
+func TestBackfillUnfinishedFlush(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour}
+	db, err := Open(dir, opts)
+	require.NoError(t, err)
+	want := map[string][]smp{}
+	writeHostDay(t, db, 0, 50*day, 50*day+2*hour, 10_000, want, nil)
+	writeHostDay(t, db, 1, 10*day, 12*day, 300_000, want, nil)
+	// Keep a copy of the generation's WAL, flush, put the WAL back: the
+	// state a crash before the WAL deletion leaves.
+	gdir := filepath.Join(dir, backfillDirname)
+	ents, err := os.ReadDir(gdir)
+	require.NoError(t, err)
+	require.Len(t, ents, 1)
+	saved := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(saved, ents[0].Name()), os.DirFS(filepath.Join(gdir, ents[0].Name()))))
+	require.NoError(t, db.FlushBackfill())
+	nblocks := len(db.Blocks())
+	require.NoError(t, db.Close())
+	require.NoError(t, os.CopyFS(filepath.Join(gdir, ents[0].Name()), os.DirFS(filepath.Join(saved, ents[0].Name()))))
+
+	db, err = Open(dir, opts)
+	require.NoError(t, err)
+	defer db.Close()
+	require.Less(t, len(db.Blocks()), nblocks, "the unfinished generation's blocks are deleted")
+	requireSamples(t, db, want, "replayed")
+	require.NoError(t, db.FlushBackfill())
+	require.Equal(t, nblocks, len(db.Blocks()))
+	requireSamples(t, db, want, "flushed again")
+	for _, m := range db.Blocks() {
+		total := 0
+		for _, o := range db.Blocks() {
+			if o.MinTime == m.MinTime && o.Seq == m.Seq {
+				total++
+			}
+		}
+		require.Equal(t, 1, total, "no block written twice")
+	}
+}
+
+// TestBackfillManyPartitions: a backfill spanning far more partitions than
+// the memory manager's version window (32) is stored through several
+// generations, none refused.
+func TestBackfillManyPartitions(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour, BackfillPartitionRange: 2 * hour, BackfillPartitions: 6})
+	require.NoError(t, err)
+	defer db.Close()
+	want := map[string][]smp{}
+	writeHostDay(t, db, 0, 400*day, 400*day+hour, 60_000, want, nil)
+	// 60 days, in reverse order of days, each day in order: 720 partitions.
+	for d := int64(59); d >= 0; d-- {
+		writeHostDay(t, db, 1, 300*day+d*day, 300*day+(d+1)*day, 1800_000, want, nil)
+	}
+	requireSamples(t, db, want, "live")
+	require.Greater(t, db.BackfillStats().Flushed+int64(db.BackfillStats().Generations), int64(60))
+	require.NoError(t, db.FlushBackfill())
+	requireSamples(t, db, want, "flushed")
+}
+
+// TestBackfillBounds: retention and max_future reject with typed reasons;
+// with NoBackfill the head's rule applies.
+func TestBackfillBounds(t *testing.T) {
+	now := time.Now().UnixMilli()
+	db, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1, Retention: 30 * day, MaxFuture: 600_000})
+	require.NoError(t, err)
+	defer db.Close()
+	app := db.Appender(context.Background())
+	l := hostSeries(0, 0)
+	_, err = app.Append(0, l, now, 1)
+	require.NoError(t, err)
+	require.NoError(t, app.Commit())
+	for _, c := range []struct {
+		t    int64
+		want error
+	}{
+		{now - 10*day, nil},
+		{now - 31*day, ErrTooOldForRetention},
+		{now + 5*60_000, nil},
+		{now + 11*60_000, ErrTooFarInFuture},
+	} {
+		_, err := app.Append(0, l, c.t, 2)
+		if c.want == nil {
+			require.NoError(t, err, "t=%d", c.t)
+			continue
+		}
+		require.ErrorIs(t, err, c.want)
+		require.ErrorIs(t, err, storage.ErrOutOfBounds, "a 400 for remote write")
+	}
+	require.NoError(t, app.Commit())
+
+	db2, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1, NoBackfill: true})
+	require.NoError(t, err)
+	defer db2.Close()
+	app = db2.Appender(context.Background())
+	_, err = app.Append(0, l, 10*day, 1)
+	require.NoError(t, err)
+	require.NoError(t, app.Commit())
+	_, err = app.Append(0, l, 5*day, 1)
+	require.True(t, errors.Is(err, storage.ErrOutOfBounds) || errors.Is(err, storage.ErrTooOldSample), "got %v", err)
+}
+
+// TestBackfillFirstWriteWins: a timestamp written again with another value
+// keeps its first value, whether the first is in the head, in a
+// generation or in a block; the same value again is a no-op.
+func TestBackfillFirstWriteWins(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour})
+	require.NoError(t, err)
+	defer db.Close()
+	l := hostSeries(0, 0)
+	put := func(ts int64, v float64) {
+		app := db.Appender(context.Background())
+		_, err := app.Append(0, l, ts, v)
+		require.NoError(t, err)
+		require.NoError(t, app.Commit())
+	}
+	get := func(ts int64) []smp {
+		return query(t, db, ts, ts, labels.MustNewMatcher(labels.MatchEqual, "__name__", "cpu_f0"))[l.String()]
+	}
+	put(10*day, 1) // head
+	put(20*day, 1) // head moves on: 10 days is now backfill
+	put(10*day, 2) // to the backfill: the head's value stays
+	require.Equal(t, []smp{{10 * day, 1}}, get(10*day))
+	put(5*day, 3)
+	put(5*day, 4) // same generation: rejected (counted), first kept
+	put(5*day, 3) // same value: no-op
+	require.Equal(t, []smp{{5 * day, 3}}, get(5*day))
+	require.NoError(t, db.FlushBackfill())
+	require.NoError(t, db.FlushHead())
+	put(5*day, 5) // a later generation
+	require.Equal(t, []smp{{5 * day, 3}}, get(5*day))
+	require.Equal(t, []smp{{10 * day, 1}}, get(10*day))
+	require.NoError(t, db.FlushBackfill())
+	require.Equal(t, []smp{{5 * day, 3}}, get(5*day))
+	require.NotZero(t, db.CommitRejections()[head.ErrDuplicateValue.Error()])
+}
