@@ -123,18 +123,23 @@ func write(t testing.TB, a storage.Appendable, ss []sample) {
 	require.NoError(t, app.Commit())
 }
 
-func openAerie(t testing.TB) *tsdb.DB {
+func openAerie(t testing.TB, opts ...tsdb.Options) *tsdb.DB {
 	t.Helper()
-	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{FlushCheckInterval: -1})
+	o := tsdb.Options{}
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.FlushCheckInterval = -1
+	db, err := tsdb.Open(t.TempDir(), &o)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, db.Close()) })
 	return db
 }
 
 // newAerie returns an Aerie DB and its API handler.
-func newAerie(t testing.TB, opts Options) (*tsdb.DB, http.Handler) {
+func newAerie(t testing.TB, opts Options, dbOpts ...tsdb.Options) (*tsdb.DB, http.Handler) {
 	t.Helper()
-	db := openAerie(t)
+	db := openAerie(t, dbOpts...)
 	h, engine, err := New(db, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, engine.Close()) })

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,8 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
 type marshaler interface{ Marshal() ([]byte, error) }
@@ -63,10 +66,11 @@ func promLabels(kv ...string) []prompb.Label {
 }
 
 // TestRemoteWriteV1 sends remote write 1.0 requests to Aerie and to
-// Prometheus: both answer 204 and store the samples, and both answer an
-// out-of-bounds sample with the same 400.
+// Prometheus: both answer 204 and store the samples, and, with Aerie's
+// backfill off, both answer an out-of-bounds sample with the same 400.
+// With the backfill on (the default) Aerie stores it.
 func TestRemoteWriteV1(t *testing.T) {
-	_, aerie := newAerie(t, Options{})
+	_, aerie := newAerie(t, Options{}, tsdb.Options{NoBackfill: true})
 	_, prom := newProm(t, Options{})
 	req := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 		{Labels: promLabels("__name__", "rw_total", "job", "edge", "instance", "e1"), Samples: []prompb.Sample{{Value: 1, Timestamp: base}, {Value: 2, Timestamp: base + 15000}}},
@@ -95,6 +99,19 @@ func TestRemoteWriteV1(t *testing.T) {
 	require.Equal(t, pb, ab)
 	require.Contains(t, ab, "out of bounds")
 
+	_, backfill := newAerie(t, Options{}, tsdb.Options{Retention: 24 * 3600 * 1000})
+	require.Equal(t, http.StatusNoContent, writeV1(t, backfill, req).StatusCode)
+	resp := writeV1(t, backfill, oob)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, body(t, resp))
+	_, got = do(t, backfill, http.MethodGet, "/api/v1/query", vals("query", `rw_total{instance="e3"}`, "time", fmt.Sprint((base-2*3600*1000)/1000)))
+	require.Contains(t, string(got), `"value":[1699992800,"1"]`, "backfilled")
+	old := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+		{Labels: promLabels("__name__", "rw_total", "job", "edge", "instance", "e3"), Samples: []prompb.Sample{{Value: 1, Timestamp: base - 25*3600*1000}}},
+	}}
+	resp = writeV1(t, backfill, old)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, body(t, resp), "too_old_for_retention")
+
 	// Not snappy: 400 too.
 	r := httptest.NewRequest(http.MethodPost, "/api/v1/write", bytes.NewReader([]byte("nope")))
 	r.Header.Set("Content-Encoding", "snappy")
@@ -106,7 +123,7 @@ func TestRemoteWriteV1(t *testing.T) {
 
 // TestRemoteWriteV2 sends a remote write 2.0 request with metadata.
 func TestRemoteWriteV2(t *testing.T) {
-	db, aerie := newAerie(t, Options{})
+	db, aerie := newAerie(t, Options{}, tsdb.Options{NoBackfill: true})
 	_, prom := newProm(t, Options{})
 	st := writev2.NewSymbolTable()
 	series := func(v float64, ts int64, kv ...string) writev2.TimeSeries {

@@ -267,7 +267,7 @@ func TestInfluxLimits(t *testing.T) {
 }
 
 func TestInfluxOutOfBounds(t *testing.T) {
-	db := openDB(t, &tsdb.Options{NoOOO: true})
+	db := openDB(t, &tsdb.Options{NoOOO: true, NoBackfill: true})
 	h := NewInfluxHandler(db, Options{})
 	rec := serve(t, h, request{url: "/write?precision=ms", body: []byte("m,host=a f=1 10000000000000\n")})
 	require.Equal(t, http.StatusNoContent, rec.Code, rec.Body.String())
@@ -277,6 +277,24 @@ func TestInfluxOutOfBounds(t *testing.T) {
 	require.Contains(t, rec.Body.String(), "stored 1 samples, rejected 1 (out_of_bounds: 1)")
 	require.Contains(t, rec.Body.String(), `line 1: {__name__=\"m_f\", host=\"a\"} @9999992800000: out of bounds`)
 	require.Equal(t, map[string][]sample{`{__name__="m_f", host="a"}`: {{10000000000000, 1}, {10000000060000, 3}}}, dump(t, db))
+}
+
+// TestInfluxBackfill: with the backfill on (the default) a sample of any
+// age inside the retention is stored; one older than the retention gets a
+// 400 naming the reason and the line, and the rest is stored.
+func TestInfluxBackfill(t *testing.T) {
+	var hk hook
+	db := openDB(t, &tsdb.Options{NoOOO: true, Retention: 24 * 3600 * 1000})
+	h := NewInfluxHandler(db, Options{Metrics: hk.fn})
+	rec := serve(t, h, request{url: "/write?precision=ms", body: []byte("m,host=a f=1 10000000000000\n")})
+	require.Equal(t, http.StatusNoContent, rec.Code, rec.Body.String())
+	rec = serve(t, h, request{url: "/write?precision=ms", body: []byte("m,host=a f=2 9999992800000\nm,host=a f=3 10000000060000\n")})
+	require.Equal(t, http.StatusNoContent, rec.Code, rec.Body.String())
+	rec = serve(t, h, request{url: "/write?precision=ms", body: []byte("m,host=a f=4 9999900000000\nm,host=a f=5 9999992900000\n")})
+	require.Equal(t, http.StatusBadRequest, rec.Code)
+	require.Contains(t, rec.Body.String(), "stored 1 samples, rejected 1 (too_old_for_retention: 1)")
+	require.Contains(t, rec.Body.String(), "line 1:")
+	require.Equal(t, map[string][]sample{`{__name__="m_f", host="a"}`: {{9999992800000, 2}, {9999992900000, 5}, {10000000000000, 1}, {10000000060000, 3}}}, dump(t, db))
 }
 
 func TestInfluxStorageFailure(t *testing.T) {

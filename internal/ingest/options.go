@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
 // Options configure the handlers. Zero values take the defaults in
@@ -45,6 +46,8 @@ const (
 	ReasonInexact         = "inexact_integer"
 	ReasonNativeHistogram = "native_histogram"
 	ReasonOutOfBounds     = "out_of_bounds"
+	ReasonRetention       = "too_old_for_retention"
+	ReasonFuture          = "too_far_in_future"
 	ReasonTooOld          = "too_old"
 	ReasonOutOfOrder      = "out_of_order"
 	ReasonDuplicate       = "duplicate"
@@ -84,6 +87,10 @@ func (o Options) withDefaults() Options {
 // appendReason maps an Append error to a short, bounded reason.
 func appendReason(err error) string {
 	switch {
+	case errors.Is(err, tsdb.ErrTooOldForRetention):
+		return ReasonRetention
+	case errors.Is(err, tsdb.ErrTooFarInFuture):
+		return ReasonFuture
 	case errors.Is(err, storage.ErrOutOfBounds):
 		return ReasonOutOfBounds
 	case errors.Is(err, storage.ErrTooOldSample):

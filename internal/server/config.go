@@ -19,12 +19,25 @@ import (
 	"github.com/aerie-db/aerie/internal/wal"
 )
 
+// DefaultMaxFuture is aerie.max_future's default: a clock-skew guard.
+const DefaultMaxFuture = 10 * time.Minute
+
 // AerieConfig is the `aerie:` section of the configuration file.
 type AerieConfig struct {
 	Retention      model.Duration  `yaml:"retention,omitempty"`       // 0 = keep forever
 	PartitionRange model.Duration  `yaml:"partition_range,omitempty"` // default 2h
 	GroupBy        []string        `yaml:"group_by,omitempty"`        // default [job, instance]
 	OOOWindow      *model.Duration `yaml:"ooo_window,omitempty"`      // default 1h; 0 = off
+	// Backfill accepts samples of any age inside the retention (default
+	// true); false rejects those older than the head minus ooo_window,
+	// as Prometheus does.
+	Backfill *bool `yaml:"backfill,omitempty"`
+	// MaxFuture rejects samples further ahead of the clock (default 10m;
+	// 0 = no limit).
+	MaxFuture *model.Duration `yaml:"max_future,omitempty"`
+	// MaxBlockRange bounds compacted blocks (default 31d or 10 % of the
+	// retention, whichever is smaller).
+	MaxBlockRange model.Duration `yaml:"max_block_range,omitempty"`
 	WAL            struct {
 		Sync         string         `yaml:"sync,omitempty"`          // batch (default) | interval
 		SyncInterval model.Duration `yaml:"sync_interval,omitempty"` // default 1s
@@ -186,6 +199,14 @@ func (a *AerieConfig) EngineOptions() tsdb.Options {
 			o.HotPartitions = -1
 		}
 	}
+	if a.Backfill != nil && !*a.Backfill {
+		o.NoBackfill = true
+	}
+	o.MaxFuture = DefaultMaxFuture.Milliseconds()
+	if a.MaxFuture != nil {
+		o.MaxFuture = time.Duration(*a.MaxFuture).Milliseconds()
+	}
+	o.MaxBlockRange = time.Duration(a.MaxBlockRange).Milliseconds()
 	if a.OOOWindow != nil {
 		if *a.OOOWindow == 0 {
 			o.NoOOO = true

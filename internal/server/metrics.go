@@ -166,6 +166,10 @@ func (m *metrics) ingestHook(protocol, reason string, n int) {
 // reason maps an append error to a short, bounded label value.
 func reason(err error) string {
 	switch {
+	case errors.Is(err, tsdb.ErrTooOldForRetention):
+		return "too_old_for_retention"
+	case errors.Is(err, tsdb.ErrTooFarInFuture):
+		return "too_far_in_future"
 	case errors.Is(err, storage.ErrOutOfBounds):
 		return "out_of_bounds"
 	case errors.Is(err, storage.ErrTooOldSample):

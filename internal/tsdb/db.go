@@ -78,6 +78,9 @@ type Options struct {
 	BackfillPartitions int
 	BackfillBytes      int64
 	BackfillIdle       time.Duration
+	// MaxBlockRange bounds compacted blocks, ms [31 days, or 10 % of
+	// Retention if that is smaller].
+	MaxBlockRange int64
 
 	Logger *slog.Logger
 
