@@ -38,7 +38,7 @@ type AerieConfig struct {
 	// MaxBlockRange bounds compacted blocks (default 31d or 10 % of the
 	// retention, whichever is smaller).
 	MaxBlockRange model.Duration `yaml:"max_block_range,omitempty"`
-	WAL            struct {
+	WAL           struct {
 		Sync         string         `yaml:"sync,omitempty"`          // batch (default) | interval
 		SyncInterval model.Duration `yaml:"sync_interval,omitempty"` // default 1s
 	} `yaml:"wal,omitempty"`
