@@ -159,6 +159,7 @@ func fillOptions(o *Options, inputs []*block.Reader) (block.WriterOptions, error
 				m.ULID, m.MinTime, m.MaxTime, o.MinTime, o.MaxTime)
 		}
 		wo.Seq = max(wo.Seq, m.Seq)
+		wo.HeadMaxTime = max(wo.HeadMaxTime, headMaxTime(m))
 		level = max(level, m.Compaction.Level)
 		wo.Compaction.Parents = append(wo.Compaction.Parents, m.ULID)
 	}
@@ -547,4 +548,13 @@ func (m *merger) single(s *stream, aside []seriesiter.Sample) error {
 		}
 	}
 	return nil
+}
+
+// headMaxTime is the end of the newest head partition in a block; blocks
+// written before meta.json had the field were all head flushes.
+func headMaxTime(m block.Meta) int64 {
+	if m.HeadMaxTime != 0 || m.Seq != 0 || m.Backfill != 0 || m.Compaction.Level != 0 || len(m.Compaction.Parents) != 0 {
+		return m.HeadMaxTime
+	}
+	return m.MaxTime
 }

@@ -22,10 +22,11 @@ type Appender struct {
 	spill SpillFunc
 }
 
-// SpillFunc takes a sample that Commit found too old for the head (out of
-// bounds or older than the out-of-order window) and reports whether it
-// took it; a sample taken is neither stored nor rejected by this head.
-// The engine spills such samples to its backfill path.
+// SpillFunc takes a sample that Commit cannot store in the head (out of
+// bounds, older than the out-of-order window, or of a partition the
+// memory manager cannot open while too many older ones are unflushed) and
+// reports whether it took it; a sample taken is neither stored nor
+// rejected by this head. The engine spills such samples to its backfill.
 type SpillFunc func(lset labels.Labels, t int64, v float64) bool
 
 // SetSpill sets the spill function of the following commits.
@@ -284,7 +285,7 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 				rows = append(rows, row{t: p.t, slots: []model.Slot{slot}, vals: []float64{p.v}, series: []*memSeries{p.s}, idx: []int{p.idx}})
 			}
 		}
-		rows = h.reserveRows(rows, rej)
+		rows = h.reserveRows(rows, rej, spill)
 		if len(rows) == 0 {
 			continue
 		}
@@ -327,15 +328,18 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 }
 
 // reserveRows reserves the partitions of rows in the memory manager and
-// rejects the rows whose partition cannot be opened.
-func (h *Head) reserveRows(rows []row, rej *AppendError) []row {
+// rejects the rows whose partition cannot be opened (too many older ones
+// are unflushed), unless spill takes their samples.
+func (h *Head) reserveRows(rows []row, rej *AppendError, spill SpillFunc) []row {
 	return slices.DeleteFunc(rows, func(r row) bool {
 		err := h.reserve(h.partitionOf(r.t))
 		if err == nil {
 			return false
 		}
 		for j, s := range r.series {
-			rej.add(r.idx[j], s.lset, r.t, err)
+			if spill == nil || !spill(s.lset, r.t, r.vals[j]) {
+				rej.add(r.idx[j], s.lset, r.t, err)
+			}
 		}
 		return true
 	})

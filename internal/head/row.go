@@ -146,7 +146,7 @@ func (h *Head) appendRowFast(g *group, t int64, values []float64, presence []boo
 	}
 	rows := []row{r}
 	if len(r.slots) > 0 {
-		rows = h.reserveRows(rows, rej)
+		rows = h.reserveRows(rows, rej, nil)
 	}
 	if len(rows) > 0 {
 		moves := h.trackMisfits(g, rows)

@@ -562,6 +562,7 @@ func (db *DB) flushGeneration(g *generation) error {
 		return err
 	}
 	db.bf.flushed.Add(1)
+	db.kickCompaction()
 	db.log.Info("backfill generation flushed", "generation", g.n, "blocks", len(bs), "samples", samples, "took", time.Since(start))
 	return nil
 }

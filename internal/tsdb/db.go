@@ -85,8 +85,9 @@ type Options struct {
 	Logger *slog.Logger
 
 	// Hooks for the server's metrics; nil is fine.
-	OnWALFsync func(time.Duration) // every WAL fsync
-	OnFlush    func(time.Duration) // every partition written as a block
+	OnWALFsync   func(time.Duration) // every WAL fsync
+	OnFlush      func(time.Duration) // every partition written as a block
+	OnCompaction func(time.Duration) // every compaction output written
 }
 
 func (o *Options) headOptions() head.Options {
@@ -126,6 +127,10 @@ type DB struct {
 	newestBlockSample atomic.Int64 // greatest sample time in a block; written under mu
 
 	bf backfill
+
+	compactMu   sync.Mutex // serializes compactions
+	compactKick chan struct{}
+	cstats      compactionStats
 
 	segMu   sync.Mutex // guards segMaxT
 	segMaxT map[int]int64
@@ -175,7 +180,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	db := &DB{dir: dir, opts: o, log: o.Logger, segMaxT: map[int]int64{}, headBlocks: map[int64]string{}, stop: make(chan struct{})}
+	db := &DB{dir: dir, opts: o, log: o.Logger, segMaxT: map[int]int64{}, headBlocks: map[int64]string{}, stop: make(chan struct{}), compactKick: make(chan struct{}, 1)}
 	db.newestBlockSample.Store(math.MinInt64)
 	var err error
 	if db.dict, err = index.OpenTagDict(filepath.Join(dir, tagDictFilename)); err != nil {
@@ -186,6 +191,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("open tombstones: %w", err)
 	}
 	if err := db.openBlocks(); err != nil {
+		db.tomb.close()
+		db.dict.Close()
+		return nil, err
+	}
+	if err := db.deleteObsolete(); err != nil {
+		db.closeBlocks()
 		db.tomb.close()
 		db.dict.Close()
 		return nil, err
@@ -226,15 +237,16 @@ func Open(dir string, opts *Options) (*DB, error) {
 		db.dict.Close()
 		return nil, err
 	}
-	if err := db.Compact(); err != nil {
+	if err := db.flush(false); err != nil {
 		db.log.Error("flush after replay", "err", err)
 	}
 	if err := db.head.Memory().Start(o.ReclaimInterval); err != nil {
 		return nil, err
 	}
 	if o.FlushCheckInterval > 0 {
-		db.wg.Add(1)
+		db.wg.Add(2)
 		go db.loop()
+		go db.compactLoop(o.FlushCheckInterval)
 	}
 	db.wg.Add(1)
 	go db.backfillLoop()

@@ -13,9 +13,13 @@ import (
 )
 
 // Compact flushes every head partition that can no longer receive samples,
-// deletes blocks past retention and truncates the WAL.
+// deletes blocks past retention, truncates the WAL and compacts blocks.
+// The background loops do the same; tools and tests call it.
 func (db *DB) Compact() error {
-	return db.flush(false)
+	if err := db.flush(false); err != nil {
+		return err
+	}
+	return db.CompactBlocks()
 }
 
 // FlushHead flushes every head partition, closed or not, into blocks. Later
@@ -47,6 +51,7 @@ func (db *DB) flush(all bool) error {
 	}
 	db.head.DropFlushed(db.opts.HotPartitions, cutoff)
 	if flushed {
+		db.kickCompaction()
 		return db.truncateWAL()
 	}
 	return nil
