@@ -31,6 +31,7 @@ type spec struct {
 	mint, maxt int64
 	seq        uint64
 	level      int
+	headMaxT   int64
 	groups     [][]ser
 }
 
@@ -48,7 +49,7 @@ func newDict(t testing.TB) (*index.TagDict, string) {
 func writeBlock(t testing.TB, dir string, dict *index.TagDict, sp spec) *block.Reader {
 	t.Helper()
 	w, err := block.NewWriter(dir, sp.mint, sp.maxt, dict, block.WriterOptions{
-		Seq: sp.seq, Compaction: block.Compaction{Level: sp.level},
+		Seq: sp.seq, Compaction: block.Compaction{Level: sp.level}, HeadMaxTime: sp.headMaxT,
 	})
 	require.NoError(t, err)
 	for _, g := range sp.groups {

@@ -67,7 +67,8 @@ const sparseDen = 2
 // Merge writes the samples of inputs into one new block under parent and
 // returns its directory and meta. The output replaces the inputs: it holds
 // every sample of theirs except those tombstoned or past retention, its
-// Seq is the greatest of theirs, and its Compaction names them as parents.
+// Seq and HeadMaxTime are the greatest of theirs, its Backfill is 0, and
+// its Compaction names them as parents.
 //
 // Where several inputs hold a sample of one series at one timestamp, the
 // input of the lowest Meta.Seq wins, ties going to the earlier in inputs

@@ -47,6 +47,8 @@ func TestMergeDuplicates(t *testing.T) {
 	require.Equal(t, 3*h, meta.MaxTime)
 	require.Equal(t, uint64(2), meta.Seq)
 	require.Zero(t, meta.Backfill)
+	// b0 has no headMaxTime but is a head flush (written before the field).
+	require.Equal(t, 2*h, meta.HeadMaxTime)
 	require.Equal(t, 1, meta.Compaction.Level)
 	parents := []string{b2.Meta().ULID, b0.Meta().ULID, b2late.Meta().ULID, b1.Meta().ULID}
 	slices.Sort(parents)
@@ -75,11 +77,19 @@ func TestMergeLevel(t *testing.T) {
 			}
 			groups = append(groups, g)
 		}
-		inputs = append(inputs, writeBlock(t, dir, dict, spec{mint: p * 2 * h, maxt: (p + 1) * 2 * h, groups: groups}))
+		sp := spec{mint: p * 2 * h, maxt: (p + 1) * 2 * h, groups: groups}
+		if p < 4 {
+			sp.headMaxT = sp.maxt
+		} else {
+			sp.seq = 1 // backfilled: holds no head partition
+		}
+		inputs = append(inputs, writeBlock(t, dir, dict, sp))
 	}
 	require.Equal(t, 2, inputs[0].Meta().Stats.Groups)
 	out, meta := merge(t, dict, inputs, Options{MinTime: 0, MaxTime: 12 * h, Level: 1})
 	requireSamples(t, want, readAll(t, out))
+	require.Equal(t, 8*h, meta.HeadMaxTime)
+	require.Equal(t, uint64(1), meta.Seq)
 	require.Equal(t, 2, meta.Stats.Groups)
 	require.Equal(t, 2*6*rows, meta.Stats.Rows)
 	require.Equal(t, 6, meta.Stats.Series)
