@@ -21,13 +21,14 @@ import (
 type metrics struct {
 	reg *prometheus.Registry
 
-	ingested  *prometheus.CounterVec   // protocol
-	rejected  *prometheus.CounterVec   // protocol, reason
-	walFsync  prometheus.Histogram     // seconds
-	flushes   prometheus.Histogram     // seconds
-	httpReqs  *prometheus.CounterVec   // handler, code
-	httpDur   *prometheus.HistogramVec // handler
-	queryDurs *prometheus.HistogramVec // handler
+	ingested    *prometheus.CounterVec   // protocol
+	rejected    *prometheus.CounterVec   // protocol, reason
+	walFsync    prometheus.Histogram     // seconds
+	flushes     prometheus.Histogram     // seconds
+	compactions prometheus.Histogram     // seconds
+	httpReqs    *prometheus.CounterVec   // handler, code
+	httpDur     *prometheus.HistogramVec // handler
+	queryDurs   *prometheus.HistogramVec // handler
 }
 
 func newMetrics() *metrics {
@@ -46,6 +47,10 @@ func newMetrics() *metrics {
 		Name: "aerie_flush_duration_seconds", Help: "Duration of writing one head partition as a block.",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
 	})
+	m.compactions = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "aerie_compaction_duration_seconds", Help: "Duration of one block compaction (merging blocks into one).",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+	})
 	m.httpReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "aerie_http_requests_total", Help: "HTTP requests by handler and status code.",
 	}, []string{"handler", "code"})
@@ -53,7 +58,7 @@ func newMetrics() *metrics {
 		Name: "aerie_http_request_duration_seconds", Help: "HTTP request latency by handler.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	}, []string{"handler"})
-	m.reg.MustRegister(m.ingested, m.rejected, m.walFsync, m.flushes, m.httpReqs, m.httpDur)
+	m.reg.MustRegister(m.ingested, m.rejected, m.walFsync, m.flushes, m.compactions, m.httpReqs, m.httpDur)
 	prefixed := prometheus.WrapRegistererWithPrefix("aerie_", m.reg)
 	prefixed.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -78,8 +83,36 @@ func (m *metrics) registerEngine(db *tsdb.DB) {
 			func() float64 { d, _ := db.FlushProgress(); return float64(d) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_flush_groups", Help: "Groups of the running partition flush (0 when none runs)."},
 			func() float64 { _, t := db.FlushProgress(); return float64(t) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_compactions_total", Help: "Blocks written by compaction."},
+			func() float64 { return float64(db.CompactionStats().Compactions) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_compaction_failures_total", Help: "Compactions that failed (retried at the next round)."},
+			func() float64 { return float64(db.CompactionStats().Failures) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_compaction_read_bytes_total", Help: "Bytes of the blocks compactions merged."},
+			func() float64 { return float64(db.CompactionStats().BytesIn) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_compaction_written_bytes_total", Help: "Bytes of the blocks compactions wrote."},
+			func() float64 { return float64(db.CompactionStats().BytesOut) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_backfill_generations", Help: "Backfill generations in memory (taking writes or waiting for their flush)."},
+			func() float64 { return float64(db.BackfillStats().Generations) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_backfill_samples_total", Help: "Samples stored through the backfill (older than the head's out-of-order window)."},
+			func() float64 { return float64(db.BackfillStats().Samples) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_backfill_flushes_total", Help: "Backfill generations flushed into blocks."},
+			func() float64 { return float64(db.BackfillStats().Flushed) }),
+		blocksByLevel{db},
 		newMemoryCollector(db),
 	)
+}
+
+// blocksByLevel exports aerie_blocks_by_level{level}.
+type blocksByLevel struct{ db *tsdb.DB }
+
+var blocksByLevelDesc = prometheus.NewDesc("aerie_blocks_by_level", "Open blocks by compaction level (0: flushed, not compacted).", []string{"level"}, nil)
+
+func (b blocksByLevel) Describe(ch chan<- *prometheus.Desc) { ch <- blocksByLevelDesc }
+
+func (b blocksByLevel) Collect(ch chan<- prometheus.Metric) {
+	for level, n := range b.db.CompactionStats().BlocksByLevel {
+		ch <- prometheus.MustNewConstMetric(blocksByLevelDesc, prometheus.GaugeValue, float64(n), strconv.Itoa(level))
+	}
 }
 
 // instrument wraps h with request counting and latency by handler name.

@@ -93,6 +93,7 @@ func New(opts Options) (*Server, error) {
 	eo.Logger = s.log
 	eo.OnWALFsync = func(d time.Duration) { s.m.walFsync.Observe(d.Seconds()) }
 	eo.OnFlush = func(d time.Duration) { s.m.flushes.Observe(d.Seconds()) }
+	eo.OnCompaction = func(d time.Duration) { s.m.compactions.Observe(d.Seconds()) }
 	start := time.Now()
 	s.db, err = tsdb.Open(opts.DataDir, &eo)
 	if err != nil {
