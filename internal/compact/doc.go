@@ -20,8 +20,10 @@
 // (the union of a few sparse series' timestamps would otherwise make every
 // dense column mostly absent rows); groups wider than MaxGroupWidth are
 // split by label order, and groups of more than MaxGroupCells rows × series
-// are written as several groups of consecutive rows, which bounds memory
-// to one such group.
+// are written as several groups of consecutive rows. Memory is bounded by
+// one such group plus, per series of it, the encoded column of the input
+// being read: inputs are read in time order, each when the merge reaches
+// its range.
 //
 // Crash safety. The engine follows this protocol; the package provides
 // the pieces.

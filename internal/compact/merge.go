@@ -76,8 +76,10 @@ const sparseDen = 2
 //
 // Series are regrouped over the whole range: those of equal
 // opts.GroupKey form one group with one timestamp column, the union of
-// their timestamps. Memory holds one output group at a time (bounded by
-// opts.MaxGroupCells) plus every input series' labels.
+// their timestamps. Memory holds every input series' labels, and one
+// output group at a time: at most opts.MaxGroupCells rows × series of it,
+// and per series the encoded column of the input it is being read from
+// (of every input that overlaps there, in a vertical merge).
 //
 // The inputs are acquired for the duration of the call. On error nothing
 // is left under parent.
@@ -248,33 +250,92 @@ func (m *merger) catalog() [][]*member {
 }
 
 // stream is one output series' samples: its inputs merged by precedence,
-// tombstones and retention applied.
+// tombstones and retention applied. Inputs are read a segment at a time
+// (those whose ranges overlap, oldest first), so a level merge holds one
+// input's column of each series in memory, not all of them.
 type stream struct {
 	lset labels.Labels
-	it   chunkenc.Iterator
-	dels [][2]int64 // disjoint, sorted
-	ok   bool       // positioned on (t, v)
+	segs [][]*block.Series // disjoint in time, oldest first; each in precedence order
+	it   chunkenc.Iterator // over the segment taken last; nil before the next
+	dels [][2]int64        // disjoint, sorted
+	ok   bool              // positioned on (t, v)
 	t    int64
 	v    float64
 }
 
 func (s *stream) next() error {
-	for s.it.Next() == chunkenc.ValFloat {
-		t, v := s.it.At()
-		for len(s.dels) > 0 && s.dels[0][1] < t {
-			s.dels = s.dels[1:]
+	for {
+		if s.it == nil {
+			if len(s.segs) == 0 {
+				s.ok = false
+				return nil
+			}
+			its := make([]chunkenc.Iterator, len(s.segs[0]))
+			for k, ser := range s.segs[0] {
+				its[k] = ser.Iterator(nil)
+			}
+			s.it, s.segs = seriesiter.Merge(its...), s.segs[1:]
 		}
-		if len(s.dels) > 0 && s.dels[0][0] <= t {
-			continue
+		for s.it.Next() == chunkenc.ValFloat {
+			t, v := s.it.At()
+			for len(s.dels) > 0 && s.dels[0][1] < t {
+				s.dels = s.dels[1:]
+			}
+			if len(s.dels) > 0 && s.dels[0][0] <= t {
+				continue
+			}
+			if s.ok && t <= s.t { // cheap: segments are disjoint in time
+				return fmt.Errorf("read series %s: sample at %d after %d", s.lset, t, s.t)
+			}
+			s.t, s.v, s.ok = t, v, true
+			return nil
 		}
-		s.t, s.v, s.ok = t, v, true
-		return nil
+		if err := s.it.Err(); err != nil {
+			s.ok = false
+			return fmt.Errorf("read series %s: %w", s.lset, err)
+		}
+		s.it = nil // drop the segment's column bytes
 	}
-	s.ok = false
-	if err := s.it.Err(); err != nil {
-		return fmt.Errorf("read series %s: %w", s.lset, err)
+}
+
+// segments splits a member's input series (in precedence order) into
+// groups of inputs whose ranges overlap, transitively, oldest first; each
+// keeps precedence order.
+func segments(inputs []*block.Reader, mem *member, series []*block.Series) [][]*block.Series {
+	idx := make([]int, len(series))
+	for k := range idx {
+		idx[k] = k
 	}
-	return nil
+	rng := func(k int) (int64, int64) {
+		m := inputs[mem.refs[k].input].Meta()
+		return m.MinTime, m.MaxTime
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		am, _ := rng(a)
+		bm, _ := rng(b)
+		return cmp.Compare(am, bm)
+	})
+	var out [][]*block.Series
+	for i := 0; i < len(idx); {
+		_, maxt := rng(idx[i])
+		j := i + 1
+		for ; j < len(idx); j++ {
+			mint, end := rng(idx[j])
+			if mint >= maxt {
+				break
+			}
+			maxt = max(maxt, end)
+		}
+		seg := slices.Clone(idx[i:j])
+		slices.Sort(seg) // back to precedence order
+		ss := make([]*block.Series, len(seg))
+		for x, k := range seg {
+			ss[x] = series[k]
+		}
+		out = append(out, ss)
+		i = j
+	}
+	return out
 }
 
 // normIntervals sorts closed intervals and joins those that overlap or
@@ -324,12 +385,12 @@ func (m *merger) group(members []*member) error {
 	}
 	streams := make([]stream, len(members))
 	for j, mem := range members {
-		its := make([]chunkenc.Iterator, len(mem.refs))
+		ser := make([]*block.Series, len(mem.refs))
 		for k, r := range mem.refs {
-			its[k] = sels[r.input].Series[pos[j][k]].Iterator(nil)
+			ser[k] = &sels[r.input].Series[pos[j][k]]
 		}
 		s := &streams[j]
-		s.lset, s.it = mem.lset, seriesiter.Merge(its...)
+		s.lset, s.segs = mem.lset, segments(m.inputs, mem, ser)
 		if m.opts.Deleted != nil {
 			s.dels = normIntervals(m.opts.Deleted(mem.lset))
 		}

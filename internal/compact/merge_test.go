@@ -1,6 +1,8 @@
 package compact
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -276,4 +278,46 @@ func TestMergeThenObsolete(t *testing.T) {
 	require.Empty(t, Obsolete(metas()))
 	require.DirExists(t, outDir)
 	require.DirExists(t, keep.Dir())
+}
+
+// readHook calls f on every ReadAt.
+type readHook struct {
+	r io.ReaderAt
+	f func()
+}
+
+func (h readHook) ReadAt(p []byte, off int64) (int, error) {
+	h.f()
+	return h.r.ReadAt(p, off)
+}
+
+// TestMergeReadsInputsInTurn checks the memory bound of a level merge: an
+// input's columns are read when the merge reaches its range, not all at
+// the start. A stream is positioned one sample ahead, so it opens the next
+// input (dropping the previous one) as it takes the last sample of a batch
+// of rows that ends with an input.
+func TestMergeReadsInputsInTurn(t *testing.T) {
+	dict, dir := newDict(t)
+	var events []string
+	var inputs []*block.Reader
+	for p := int64(0); p < 3; p++ {
+		r := writeBlock(t, dir, dict, spec{mint: p * 2 * h, maxt: (p + 1) * 2 * h, groups: [][]ser{{
+			series("a", "i", regular(p*2*h, 60_000, 120, 0)...),
+			series("b", "i", regular(p*2*h, 60_000, 120, 0)...),
+		}}})
+		name := fmt.Sprint("read ", p)
+		r, err := block.Open(r.Dir(), dict, block.ReaderOptions{WrapData: func(ra io.ReaderAt) io.ReaderAt {
+			return readHook{r: ra, f: func() {
+				if len(events) == 0 || events[len(events)-1] != name {
+					events = append(events, name)
+				}
+			}}
+		}})
+		require.NoError(t, err)
+		t.Cleanup(func() { r.Close() })
+		inputs = append(inputs, r)
+	}
+	_, meta := merge(t, dict, inputs, Options{MaxGroupCells: 2 * 120, Pace: func() { events = append(events, "group") }})
+	require.Equal(t, 3, meta.Stats.Groups)
+	require.Equal(t, []string{"read 0", "read 1", "group", "read 2", "group", "group"}, events)
 }
