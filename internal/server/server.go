@@ -28,6 +28,7 @@ import (
 	"github.com/aerie-db/aerie/internal/api"
 	"github.com/aerie-db/aerie/internal/ingest"
 	"github.com/aerie-db/aerie/internal/tsdb"
+	"github.com/aerie-db/aerie/internal/vmformat"
 )
 
 // Options are the command-line settings of `aerie serve`.
@@ -168,6 +169,11 @@ func (s *Server) build() error {
 	mux.Handle("/api/v2/write", s.m.instrument("influx_v2_write", writes.wrap(influx)))
 	mux.Handle("/api/v1/import/prometheus", s.m.instrument("import_prometheus",
 		writes.wrap(ingest.NewPromImportHandler(s.db, iopts))))
+	mux.Handle("/api/v1/import", s.m.instrument("import", writes.wrap(ingest.NewVMImportHandler(s.db, iopts, vmformat.Limits{}))))
+	mux.Handle("/api/v1/import/csv", s.m.instrument("import_csv", writes.wrap(ingest.NewCSVImportHandler(s.db, iopts, vmformat.Limits{}))))
+	eopts := api.ExportOptions{Logger: s.log.With("component", "export")}
+	mux.Handle("/api/v1/export", s.m.instrument("export", api.NewExportHandler(s.db, eopts)))
+	mux.Handle("/api/v1/export/csv", s.m.instrument("export_csv", api.NewCSVExportHandler(s.db, eopts)))
 	mux.Handle("/metrics", s.m.instrument("metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Aerie is Healthy.")
