@@ -1,0 +1,421 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/metadata"
+	"github.com/prometheus/prometheus/model/textparse"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// The readers below parse whole files for `aerie import` with the same
+// parsers and rules as the HTTP handlers, but hand out samples with the
+// line they came from instead of appending them, so that a caller can sort
+// them before writing and still name the line of a sample the engine
+// refuses later. They need memory for one line (ReadInflux) or one chunk
+// of whole lines (ReadExposition), not for the file.
+
+// Sample is one parsed sample and the line it came from.
+type Sample struct {
+	Labels labels.Labels
+	T      int64 // ms
+	V      float64
+	Line   int64 // 1-based
+}
+
+// Rejection is a problem met while reading: N samples (1 for a line whose
+// samples are unknown) refused for Reason, about Line, explained by Msg.
+// Skipped ones (Influx string fields) are left out on purpose and are no
+// failure, as in the handlers.
+type Rejection struct {
+	Reason  string
+	N       int
+	Line    int64
+	Msg     string
+	Skipped bool
+}
+
+// StreamOptions configure ReadInflux and ReadExposition.
+type StreamOptions struct {
+	// Now is the time of samples without a timestamp [time.Now()].
+	Now time.Time
+	// InfluxPrecision is the unit of Influx timestamps, as the precision
+	// parameter of /write: ns, us, ms, s, n, u, m, h [ns].
+	InfluxPrecision string
+	// OpenMetrics reads ReadExposition's input as OpenMetrics instead of
+	// the Prometheus text format.
+	OpenMetrics bool
+	// MaxLineBytes bounds one line [16 MiB]; a longer one is rejected.
+	MaxLineBytes int
+}
+
+const defaultMaxLineBytes = 16 << 20
+
+// chunkBytes is how much ReadExposition parses at a time (a variable for
+// tests).
+var chunkBytes = 1 << 20
+
+func (o StreamOptions) withDefaults() StreamOptions {
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = defaultMaxLineBytes
+	}
+	return o
+}
+
+// AppendReason maps an error of storage.Appender.Append to the reason the
+// handlers report for it (ReasonTooOld, ReasonOutOfBounds, …).
+func AppendReason(err error) string { return appendReason(err) }
+
+// lineSource reads lines of at most max bytes; longer ones are read to
+// their end and reported as too long, with nothing kept.
+type lineSource struct {
+	br   *bufio.Reader
+	max  int
+	long []byte
+	line int64 // of the line last returned
+	off  int64 // its offset
+	next int64
+	err  error
+}
+
+// read returns the next line with its "\n"; tooLong: it was over max.
+func (s *lineSource) read() (line []byte, tooLong, ok bool) {
+	if s.err != nil {
+		return nil, false, false
+	}
+	s.line++
+	s.off = s.next
+	chunk, err := s.br.ReadSlice('\n')
+	n := len(chunk)
+	line = chunk
+	if errors.Is(err, bufio.ErrBufferFull) {
+		s.long = append(s.long[:0], chunk...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			chunk, err = s.br.ReadSlice('\n')
+			n += len(chunk)
+			if !tooLong && len(s.long)+len(chunk) > s.max+2 {
+				tooLong, s.long = true, s.long[:0]
+			}
+			if !tooLong {
+				s.long = append(s.long, chunk...)
+			}
+		}
+		line = s.long
+	}
+	if err != nil {
+		s.err = err
+		if err != io.EOF || n == 0 {
+			return nil, false, false
+		}
+	}
+	s.next += int64(n)
+	if len(trimEOL(line)) > s.max {
+		tooLong = true
+	}
+	return line, tooLong, true
+}
+
+// error is the read error that stopped the source, nil at the end.
+func (s *lineSource) error() error {
+	if s.err == io.EOF {
+		return nil
+	}
+	return s.err
+}
+
+func newLineSource(r io.Reader, max int) *lineSource {
+	return &lineSource{br: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+func tooLongRejection(line, off int64, max int) Rejection {
+	return Rejection{Reason: ReasonParse, N: 1, Line: line,
+		Msg: fmt.Sprintf("%s (byte %d): line longer than the limit of %d bytes", where(line, 0, 0), off, max)}
+}
+
+// ReadInflux reads InfluxDB line protocol from r, as /write does, and
+// calls emit for every sample and reject for every problem, in input
+// order. The *Sample passed to emit is reused after it returns. It
+// returns a read error of r, if any.
+func ReadInflux(r io.Reader, o StreamOptions, emit func(*Sample), reject func(Rejection)) error {
+	o = o.withDefaults()
+	prec, err := parsePrecision(o.InfluxPrecision, false)
+	if err != nil {
+		return err
+	}
+	sink := &sinkAppendable{}
+	rep := newReport(math.MaxInt)
+	p := &influxParser{
+		prec:   prec,
+		now:    prec.truncate(o.Now.UnixMilli()),
+		b:      newBatch(context.Background(), sink, math.MaxInt, rep),
+		rep:    rep,
+		intern: newInterner(),
+	}
+	src := newLineSource(r, o.MaxLineBytes)
+	var s Sample
+	for {
+		line, tooLong, ok := src.read()
+		if !ok {
+			return src.error()
+		}
+		if tooLong {
+			reject(tooLongRejection(src.line, src.off, o.MaxLineBytes))
+			continue
+		}
+		p.line(src.line, src.off, line)
+		_ = p.b.commit() // into the sink; clears the batch's duplicate check
+		for _, x := range sink.samples {
+			s = Sample{Labels: x.l, T: x.t, V: x.v, Line: src.line}
+			emit(&s)
+		}
+		sink.samples = sink.samples[:0]
+		rep.drain(src.line, reject)
+	}
+}
+
+// drain hands the problems counted since the last call to reject, about
+// line, and clears them.
+func (r *report) drain(line int64, reject func(Rejection)) {
+	if r.rejected == 0 && len(r.skipped) == 0 {
+		return
+	}
+	texts := make([]string, 0, len(r.examples))
+	for _, e := range r.examples {
+		texts = append(texts, e.text)
+	}
+	msg := strings.Join(texts, "; ")
+	for _, k := range r.reasons {
+		reject(Rejection{Reason: k, N: r.byReason[k], Line: line, Msg: msg})
+	}
+	for k, n := range r.skipped {
+		reject(Rejection{Reason: k, N: n, Line: line, Msg: fmt.Sprintf("%s: %d fields skipped (%s)", where(line, 0, 0), n, k), Skipped: true})
+	}
+	r.stored, r.rejected, r.omitted = 0, 0, 0
+	clear(r.byReason)
+	clear(r.skipped)
+	r.reasons, r.examples = r.reasons[:0], r.examples[:0]
+}
+
+// sinkAppendable collects what a batch appends, for ReadInflux.
+type sinkAppendable struct {
+	samples []sinkSample
+}
+
+type sinkSample struct {
+	l labels.Labels
+	t int64
+	v float64
+}
+
+func (s *sinkAppendable) Appender(context.Context) storage.Appender { return sinkAppender{s: s} }
+
+// sinkAppender implements the methods a batch calls; the embedded nil
+// interface is never called.
+type sinkAppender struct {
+	storage.Appender
+	s *sinkAppendable
+}
+
+var _ storage.Appender = sinkAppender{}
+
+func (a sinkAppender) Append(_ storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
+	a.s.samples = append(a.s.samples, sinkSample{l, t, v})
+	return 0, nil
+}
+func (sinkAppender) Commit() error                     { return nil }
+func (sinkAppender) Rollback() error                   { return nil }
+func (sinkAppender) SetOptions(*storage.AppendOptions) {}
+func (sinkAppender) UpdateMetadata(storage.SeriesRef, labels.Labels, metadata.Metadata) (storage.SeriesRef, error) {
+	return 0, nil
+}
+
+// ReadExposition reads the Prometheus text format (or OpenMetrics) from r,
+// as /api/v1/import/prometheus does, and calls emit for every sample and
+// reject for every problem, in input order. Samples without a timestamp
+// get o.Now. The input is parsed in chunks of whole lines; metadata
+// (# TYPE, # HELP, # UNIT) is not kept. The *Sample passed to emit is
+// reused after it returns. It returns a read error of r, if any.
+func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject func(Rejection)) error {
+	o = o.withDefaults()
+	x := &expoReader{ct: ctText, now: o.Now.UnixMilli(), emit: emit, reject: reject}
+	if o.OpenMetrics {
+		x.ct = ctOpenMetrics
+	}
+	src := newLineSource(r, o.MaxLineBytes)
+	var chunk []byte
+	var first, firstOff int64 // line and offset of chunk[0]
+	eof := false              // an OpenMetrics "# EOF" line was read
+	for {
+		line, tooLong, ok := src.read()
+		if !ok {
+			break
+		}
+		if eof {
+			if !tooLong && len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			reject(Rejection{Reason: ReasonParse, N: 1, Line: src.line, Msg: where(src.line, 0, 0) + ": unexpected data after # EOF"})
+			return nil // OpenMetrics ends at # EOF: the rest is not read
+		}
+		if tooLong {
+			if len(chunk) > 0 {
+				x.parse(chunk, first, firstOff, false)
+				chunk = chunk[:0]
+			}
+			reject(tooLongRejection(src.line, src.off, o.MaxLineBytes))
+			continue
+		}
+		if len(chunk) == 0 {
+			first, firstOff = src.line, src.off
+		}
+		chunk = append(chunk, line...)
+		if x.ct == ctOpenMetrics && string(bytes.TrimRight(line, "\r\n")) == "# EOF" {
+			x.parse(chunk, first, firstOff, true)
+			chunk, eof = chunk[:0], true
+			continue
+		}
+		if len(chunk) >= chunkBytes {
+			x.parse(chunk, first, firstOff, false)
+			chunk = chunk[:0]
+		}
+	}
+	if !eof && (len(chunk) > 0 || x.ct == ctOpenMetrics) {
+		if len(chunk) == 0 {
+			first, firstOff = src.line, src.next
+		}
+		x.parse(chunk, first, firstOff, true) // OpenMetrics: refused for the missing # EOF
+	}
+	return src.error()
+}
+
+// expoReader parses chunks for ReadExposition.
+type expoReader struct {
+	ct     string
+	now    int64
+	emit   func(*Sample)
+	reject func(Rejection)
+	s      Sample
+	bad    map[int64]bool // lines reported already (NUL bytes)
+}
+
+// parse reads one chunk whose first line is line first, at byte firstOff.
+// OpenMetrics needs "# EOF" at the end of its input: a chunk other than
+// the last gets one; the last has the file's own, or is refused as the
+// handler refuses a body without it.
+func (x *expoReader) parse(body []byte, first, firstOff int64, last bool) {
+	clear(x.bad)
+	// The text lexer takes a NUL byte for the end of input: blank such
+	// lines and report them, as the handler does.
+	for i := bytes.IndexByte(body, 0); i >= 0; {
+		start := bytes.LastIndexByte(body[:i], '\n') + 1
+		end := len(body)
+		if j := bytes.IndexByte(body[i:], '\n'); j >= 0 {
+			end = i + j
+		}
+		line := first + int64(bytes.Count(body[:start], []byte("\n")))
+		x.reject(Rejection{Reason: ReasonParse, N: 1, Line: line,
+			Msg: fmt.Sprintf("%s: line holds a NUL byte", where(line, i-start+1, firstOff+int64(i)))})
+		if x.bad == nil {
+			x.bad = map[int64]bool{}
+		}
+		x.bad[line] = true
+		for j := start; j < end; j++ {
+			body[j] = ' '
+		}
+		next := bytes.IndexByte(body[end:], 0)
+		if next < 0 {
+			break
+		}
+		i = end + next
+	}
+	if bytes.Contains(body, []byte("\r\n")) {
+		body = bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))
+	}
+	if x.ct == ctText && len(body) > 0 && body[len(body)-1] != '\n' {
+		body = append(body, '\n')
+	}
+	if x.ct == ctOpenMetrics && !last {
+		body = append(body, "# EOF\n"...)
+	}
+	pi := &promImport{ct: x.ct, body: body} // for lineEnd and blank
+	st := labels.NewSymbolTable()
+	off, lineNo := 0, first
+chunk:
+	for off < len(body) {
+		buf := body[off:]
+		p, err := textparse.New(buf, x.ct, st, textparse.ParserOptions{})
+		if p == nil {
+			x.reject(Rejection{Reason: ReasonParse, N: 1, Line: lineNo, Msg: err.Error()}) // cannot happen: ct is known
+			return
+		}
+		cur, line := off, lineNo
+		for {
+			if x.ct == ctText {
+				for cur < len(body) && pi.blank(cur) {
+					cur, line = pi.lineEnd(body, cur), line+1
+				}
+			}
+			e, err := p.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				x.parseError(body, cur, line, err)
+				if cur >= len(body) || err.Error() == "unexpected data after # EOF" {
+					return
+				}
+				off, lineNo = pi.lineEnd(body, cur), line+1
+				continue chunk
+			}
+			next, nextLine := pi.lineEnd(body, cur), line+1
+			switch e {
+			case textparse.EntrySeries:
+				var lset labels.Labels
+				if perr := seriesLabels(p, &lset); perr != nil {
+					x.parseError(body, cur, line, perr)
+					off, lineNo = next, nextLine
+					continue chunk
+				}
+				series, ts, v := p.Series()
+				if end, ok := subsliceEnd(buf, series); ok && off+end > cur {
+					// A quoted label may span lines.
+					nl := bytes.Count(body[cur:off+end], []byte("\n"))
+					next, nextLine = pi.lineEnd(body, off+end), line+1+int64(nl)
+				}
+				t := x.now
+				if ts != nil {
+					t = *ts
+				}
+				x.s = Sample{Labels: lset, T: t, V: v, Line: line}
+				x.emit(&x.s)
+			case textparse.EntryHistogram:
+				x.reject(Rejection{Reason: ReasonNativeHistogram, N: 1, Line: line,
+					Msg: fmt.Sprintf("%s: native histograms are not supported", where(line, 0, 0))})
+			}
+			cur, line = next, nextLine
+		}
+	}
+}
+
+func (x *expoReader) parseError(body []byte, off int, line int64, err error) {
+	if x.bad[line] {
+		return
+	}
+	msg := fmt.Sprintf("%s: %v", where(line, 0, 0), err)
+	if off >= len(body) {
+		msg = fmt.Sprintf("%s (end of input): %v", where(line, 0, 0), err)
+	}
+	x.reject(Rejection{Reason: ReasonParse, N: 1, Line: line, Msg: msg})
+}
