@@ -33,6 +33,44 @@ type WorkloadConfig struct {
 
 	TooOld    int // samples older than maxT-OOOWindow, written last, must be rejected
 	Rollbacks int // batches that are appended and then rolled back
+
+	// History adds writes of any age (Aerie's backfill; prometheus/tsdb
+	// needs an out-of-order window as long, see HistoryOOOWindow): rows of
+	// the HistoryDays days before Start, every HistoryInterval, written
+	// target after target (each target's days in shuffled order, each day
+	// in time order), interleaved with the current rows. HistoryDups of
+	// those rows are sent again later with the same values (a re-import),
+	// which every engine must take as a no-op. TooOld must be 0.
+	HistoryDays     int
+	HistoryInterval int64
+	HistoryDups     float64
+}
+
+// HistoryOOOWindow is the out-of-order window prometheus/tsdb needs to
+// take a history workload: one year.
+const HistoryOOOWindow = int64(365 * 24 * time.Hour / time.Millisecond)
+
+// History is Full with a third of its targets, two days of history per
+// target (every 15 min, 5 % re-sent) and no too-old samples: ~1.5 M
+// samples, a third of them history.
+func History() WorkloadConfig {
+	c := Full()
+	c.NodeTargets, c.AppTargets = 20, 3
+	c.TooOld = 0
+	c.HistoryDays = 2
+	c.HistoryInterval = 15 * 60_000
+	c.HistoryDups = 0.05
+	return c
+}
+
+// SmallHistory is Small with one day of history every 30 min.
+func SmallHistory() WorkloadConfig {
+	c := Small()
+	c.TooOld = 0
+	c.HistoryDays = 1
+	c.HistoryInterval = 30 * 60_000
+	c.HistoryDups = 0.05
+	return c
 }
 
 // Full is the CI-size workload: 66 groups, ~11,000 series, 4 h at 60 s
@@ -79,6 +117,8 @@ type Batch struct {
 	Late     bool // delivered after rows of later ticks (out of order)
 	TooOld   bool // older than the OOO window at write time: must be rejected
 	Rollback bool // appended then rolled back: must leave no trace
+	History  bool // a row of the days before Start (backfill)
+	Dup      bool // an earlier batch sent again with the same values: a no-op
 	Off      int  // index of the batch's first sample in the workload's sample order
 }
 
@@ -621,9 +661,15 @@ func Generate(cfg WorkloadConfig) *Workload {
 		}
 		w.Batches = append(w.Batches, late[k]...)
 	}
+	if cfg.HistoryDays > 0 {
+		if cfg.TooOld > 0 || cfg.HistoryInterval <= 0 {
+			panic("difftest: a history workload needs TooOld = 0 and HistoryInterval > 0")
+		}
+		w.Batches = interleave(w.Batches, history(cfg, tgs, seriesID, master), len(tgs))
+	}
 	for i := range w.Batches {
 		b := &w.Batches[i]
-		if b.Rollback {
+		if b.Rollback || b.Dup {
 			continue
 		}
 		w.Rows++
@@ -675,6 +721,64 @@ func Generate(cfg WorkloadConfig) *Workload {
 	w.NumSamples = off
 	w.buildIndex()
 	return w
+}
+
+// history returns the history rows: target after target (in shuffled
+// order), each target's days in shuffled order, each day in time order,
+// then the re-sent duplicates.
+func history(cfg WorkloadConfig, tgs []*target, seriesID map[*seriesDef]int32, r *rand.Rand) []Batch {
+	const day = int64(24 * time.Hour / time.Millisecond)
+	var out, dups []Batch
+	for _, gi := range r.Perm(len(tgs)) {
+		tg := tgs[gi]
+		if tg.first != 0 {
+			continue // appears later: no past
+		}
+		var refs []int32
+		for _, s := range tg.series {
+			if s.from == 0 && s.every == 1 && !s.flap {
+				refs = append(refs, seriesID[s])
+			}
+		}
+		if len(refs) == 0 {
+			continue
+		}
+		for _, d := range r.Perm(cfg.HistoryDays) {
+			start := cfg.Start - int64(cfg.HistoryDays-d)*day
+			for k := int64(0); k < day/cfg.HistoryInterval; k++ {
+				b := Batch{Group: gi, Tick: -2, T: start + k*cfg.HistoryInterval + tg.phase, Refs: refs, History: true}
+				for range refs {
+					b.Values = append(b.Values, float64(r.IntN(4000))/4)
+				}
+				out = append(out, b)
+				if r.Float64() < cfg.HistoryDups {
+					dup := b
+					dup.Dup = true
+					dups = append(dups, dup)
+				}
+			}
+		}
+	}
+	return append(out, dups...)
+}
+
+// interleave delivers the history rows among the current ones, evenly,
+// after the first scrape of every target (so the history is older than
+// what the engines hold).
+func interleave(cur, hist []Batch, first int) []Batch {
+	out := make([]Batch, 0, len(cur)+len(hist))
+	first = min(first, len(cur))
+	out = append(out, cur[:first]...)
+	rest := cur[first:]
+	j := 0
+	for i, b := range rest {
+		out = append(out, b)
+		for j < len(hist) && j*len(rest) < (i+1)*len(hist) {
+			out = append(out, hist[j])
+			j++
+		}
+	}
+	return append(out, hist[j:]...)
 }
 
 func (w *Workload) buildIndex() {

@@ -166,7 +166,7 @@ func fmtSample(s sample) string {
 func (w *Workload) Expected() [][]sample {
 	n := make([]int, len(w.Series))
 	for _, b := range w.Batches {
-		if b.TooOld || b.Rollback {
+		if b.TooOld || b.Rollback || b.Dup {
 			continue
 		}
 		for _, r := range b.Refs {
@@ -178,7 +178,7 @@ func (w *Workload) Expected() [][]sample {
 		out[i] = make([]sample, 0, n[i])
 	}
 	for _, b := range w.Batches {
-		if b.TooOld || b.Rollback {
+		if b.TooOld || b.Rollback || b.Dup {
 			continue
 		}
 		for i, r := range b.Refs {
