@@ -6,15 +6,39 @@
 // Invariants:
 //  1. An append is acknowledged only after its rows are in the WAL per the
 //     sync mode (fsync'd in SyncBatch mode, the default).
-//  2. Head partitions and blocks never overlap in time: a partition is
-//     flushed only once no accepted sample can land in it any more
-//     (head max time − max(ooo_window, partition_range/2) ≥ its end), and
-//     appends below the newest block's end are out of bounds.
+//  2. The head takes what Prometheus' head takes (in-order samples above
+//     its minimum valid time, out-of-order ones inside ooo_window); a head
+//     partition is flushed once no such sample can land in it (head max
+//     time − max(ooo_window, partition_range/2) ≥ its end), exactly once.
+//     Every other sample inside the retention (and not beyond max_future)
+//     goes to a backfill generation (backfill.go), so blocks may overlap in
+//     time; compaction folds them (compaction.go).
+//  6. First write wins. Sources of a series are merged in seq order, the
+//     lowest first, and a sample at a timestamp already taken by an
+//     earlier source is dropped: the head and its blocks are seq 0 (a
+//     timestamp reaches the backfill only after it fell below the head's
+//     bounds, so the head's sample for it is older), backfill generations
+//     and their blocks take increasing numbers, a compaction output the
+//     greatest of its inputs'. Within one head (main or generation) a
+//     different value at a stored timestamp is rejected as a duplicate and
+//     the same value is a no-op. One exception: samples the head spills to
+//     the backfill because the memory manager cannot open their partition
+//     (too many unflushed partitions) are written before later head
+//     samples of the same partition.
+//  7. A backfill generation's WAL is deleted only after all its blocks
+//     are durable and open; at open, blocks of a generation whose WAL
+//     exists are deleted and the WAL replayed (an unfinished flush).
+//  8. Compaction deletes its inputs only after the output is durable and
+//     open; at open, blocks an existing output names as parents are
+//     deleted before anything reads them (compact.Obsolete).
 //  3. A WAL segment is deleted only after every row in it is in a durable
 //     block; the live group and series definitions are first written to a
 //     checkpoint.
 //  4. A block that fails verification at open is moved to quarantine/,
 //     logged and counted; the other blocks keep serving.
-//  5. Lock order: DB.flushMu, then DB.mu; neither is held while taking
-//     head group locks for appends.
+//  5. Lock order: DB.flushMu, then backfill.mu, then DB.mu; DB.compactMu
+//     is held with DB.mu only (never with flushMu); none is held while taking head group locks for appends. A
+//     generation's commitMu is taken shared under backfill.mu only while
+//     the generation is active (its flush takes it exclusively only once
+//     it is frozen), so that never waits.
 package tsdb
