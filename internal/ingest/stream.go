@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -349,6 +350,10 @@ func (x *expoReader) parse(body []byte, first, firstOff int64, last bool) {
 	if x.ct == ctOpenMetrics && !last {
 		body = append(body, "# EOF\n"...)
 	}
+	// The text parser appends to its input: with no room left it would
+	// parse a copy, and the series it returns would not be subslices of
+	// body, which the line count after a multi-line label needs.
+	body = slices.Grow(body, 1)
 	pi := &promImport{ct: x.ct, body: body} // for lineEnd and blank
 	st := labels.NewSymbolTable()
 	off, lineNo := 0, first
