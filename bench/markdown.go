@@ -24,6 +24,9 @@ var Goals = []Goal{
 	{Prefix: "disk_bytes_per_sample", Ratio: 0.35, Better: lower, Only: "node"},
 	{Prefix: "head_bytes_per_series", Ratio: 0.5, Better: lower},
 	{Prefix: "flush_query_p9999", Ratio: 0.3, Better: lower},
+	{Prefix: "backfill_throughput", Ratio: 3, Better: higher, Only: historyWorkload},
+	{Prefix: "compacted_bytes_per_sample", Ratio: 0.35, Better: lower, Only: historyWorkload},
+	{Prefix: "range_", Suffix: "_compacted", Ratio: 0.5, Better: lower, Only: historyWorkload},
 }
 
 // goalOf returns the goal of a result of workload wl.
@@ -100,6 +103,10 @@ func WriteMarkdown(w io.Writer, reports []*Report, command, notes string) error 
 	}
 	p("\n")
 	for _, r := range reports {
+		if r.Workload == historyWorkload {
+			writeHistoryMarkdown(w, r)
+			continue
+		}
 		p("## %s (%s scale)\n\n", r.Workload, r.Scale)
 		p("%d series, %d samples over %s at %s; %s writers; %d instances per TSBS pattern; the flush phase uses %s series × 2 h. Commit `%s`, %s; the run took %.0f s.\n\n",
 			r.Series, r.Samples, r.Config["span"], r.Config["interval"], r.Config["writers"], atoi(r.Config["query_runs"]), r.Config["flush_series"], r.Commit, r.Date, r.Seconds)
@@ -120,7 +127,7 @@ func WriteMarkdown(w io.Writer, reports []*Report, command, notes string) error 
 		p("\n")
 	}
 	p("## Reproduce\n\n```sh\n%s\n```\n\n", command)
-	p("runs `scripts/benchmarks.sh`: `aerie bench --workload=W --scale=medium --json=bench/results/W-medium.json` for each workload, then `aerie bench report` over the JSON files. One workload at any scale: `go run ./cmd/aerie bench --workload=tsbs --scale=small`. `--input=FILE` runs the same measurements on a remote-write dump or timestamped OpenMetrics text.\n\n")
+	p("runs `scripts/benchmarks.sh`: `aerie bench --workload=W --scale=medium --json=bench/results/W-medium.json` for each workload (node, random, tsbs, history), then `aerie bench report` over the JSON files. One workload at any scale: `go run ./cmd/aerie bench --workload=tsbs --scale=small`. `--input=FILE` runs the same measurements on a remote-write dump or timestamped OpenMetrics text.\n\n")
 	if notes != "" {
 		p("%s", notes)
 	}

@@ -145,6 +145,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	for _, r := range rep.Results {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%s\t\n", r.Name, r.Unit, num(r.Aerie), num(r.Prometheus), r.Ratio, r.Better)
 	}
+	if len(rep.TupleSizes) == 0 {
+		return tw.Flush()
+	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "engine\ttuple\thead B/sample\tdisk B/sample\tdisk data B/sample\t15 min head ms\t15 min disk ms\t5-1-1 disk ms\t")
 	for _, t := range rep.TupleSizes {

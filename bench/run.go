@@ -77,6 +77,8 @@ type runner struct {
 	rep    *Report
 	main   workload.Workload
 	flushW workload.Workload
+	hist   *historyData // --workload=history
+	hscale historyScale
 }
 
 // Run runs every measurement of cfg and returns the report.
@@ -104,8 +106,10 @@ func Run(cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("--aerie.wal-sync=%q: want interval or batch", cfg.AerieSync)
 	}
 	r.cfg = cfg
-	if err := r.workloads(); err != nil {
-		return nil, err
+	if cfg.Workload != historyWorkload {
+		if err := r.workloads(); err != nil {
+			return nil, err
+		}
 	}
 	dir := cfg.Dir
 	if dir == "" {
@@ -124,6 +128,9 @@ func Run(cfg Config) (*Report, error) {
 		// copy it into a label the 5-x-y patterns group the metrics by.
 		EnableDelayedNameRemoval: true,
 	})
+	if cfg.Workload == historyWorkload {
+		return r.runHistory()
+	}
 	r.rep = newReport(r.cfg, sc, r.main)
 	start := time.Now()
 	for _, phase := range []struct {
@@ -392,9 +399,15 @@ func allSeries(w workload.Workload) []labels.Labels {
 // through e's Querier, as Heracles §4.5's query thread does, and returns
 // the samples read.
 func lastWindow(e engine, ls labels.Labels, maxt int64, it chunkenc.Iterator) (int, chunkenc.Iterator, error) {
+	return readRange(e, ls, maxt-queryWindow.Milliseconds(), maxt, it)
+}
+
+// readRange reads every sample of one series in [mint, maxt] through e's
+// Querier and returns the samples read.
+func readRange(e engine, ls labels.Labels, mint, maxt int64, it chunkenc.Iterator) (int, chunkenc.Iterator, error) {
 	ms := make([]*labels.Matcher, 0, ls.Len())
 	ls.Range(func(l labels.Label) { ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, l.Name, l.Value)) })
-	q, err := e.Querier(maxt-queryWindow.Milliseconds(), maxt)
+	q, err := e.Querier(mint, maxt)
 	if err != nil {
 		return 0, it, err
 	}

@@ -1,0 +1,28 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+)
+
+// writeHistoryMarkdown writes the section of a --workload=history report.
+func writeHistoryMarkdown(w io.Writer, r *Report) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	c := r.Config
+	p("## History: backfill and compaction (%s scale)\n\n", r.Scale)
+	p("`aerie bench --workload=history --scale=%s`: %s node hosts with every series for %s and %s hosts with only node_cpu_seconds_total (%s cpus) and node_memory_MemAvailable_bytes for %s, at %s, ending where the head's %s of current data (every host) begin: %d series, %d samples of history. ",
+		r.Scale, c["hosts"], c["span"], c["long_hosts"], c["long_cpus"], c["long_span"], c["interval"], c["head_span"], r.Series, r.Samples)
+	p("Each engine is opened with the current data in its head; then the history is written through `storage.Appender` by one writer, host after host, each host's range in time order, a commit every %s samples (as `aerie import` commits), and flushed into blocks: Aerie `FlushBackfill`, Prometheus (%s) `CompactOOOHead`. Both are counted back sample by sample and must hold every one. ",
+		c["batch"], c["prometheus_ooo"])
+	p("Then both heads are flushed (`backfilled_*`), the long-range queries run (both results must agree), each engine compacts while one goroutine queries it (`compaction_query_*`, against `idle_query_*` just before; Aerie `CompactBlocks`, Prometheus `Compact`), and the queries run again (`…_compacted`). Last, a fresh pair of engines takes every host-day in a random order (`…_shuffled`). ")
+	p("Commit `%s`, %s; the run took %.0f s.\n\n", r.Commit, r.Date, r.Seconds)
+	p("| name | unit | Aerie | Prometheus | ratio | better | goal | note |\n|---|---|---:|---:|---:|---|---|---|\n")
+	for _, res := range r.Results {
+		goal := ""
+		if g, ok := goalOf(res.Name, r.Workload); ok {
+			goal = g.String()
+		}
+		p("| `%s` | %s | %s | %s | %.3f | %s | %s | %s |\n", res.Name, res.Unit, num(res.Aerie), num(res.Prometheus), res.Ratio, res.Better, goal, res.Note)
+	}
+	p("\n")
+}
