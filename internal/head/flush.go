@@ -299,3 +299,17 @@ func (p *gpart) timesLocked(m *memory.Manager, tupleSize int) ([]int64, error) {
 	}
 	return append(out, p.openT[:p.openN]...), nil
 }
+
+// PartitionTimeRange returns the least and greatest sample time of
+// partition pid over every group (ok false if it holds none).
+func (h *Head) PartitionTimeRange(pid int64) (mint, maxt int64, ok bool) {
+	mint, maxt = math.MaxInt64, math.MinInt64
+	for _, g := range h.groupList() {
+		g.mu.RLock()
+		if p := g.parts[pid]; p != nil && p.minT <= p.maxT {
+			mint, maxt, ok = min(mint, p.minT), max(maxt, p.maxT), true
+		}
+		g.mu.RUnlock()
+	}
+	return mint, maxt, ok
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/compact"
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/memory"
 	"github.com/aerie-db/aerie/internal/wal"
@@ -66,8 +67,8 @@ var (
 
 // Backfill defaults (see Options).
 var (
-	DefaultBackfillPartitionRange = int64(24 * 3600 * 1000)
-	DefaultBackfillPartitions     = 16
+	DefaultBackfillPartitionRange = int64(8 * 24 * 3600 * 1000)
+	DefaultBackfillPartitions     = 24
 	DefaultBackfillBytes          = int64(256 << 20)
 )
 
@@ -145,7 +146,17 @@ type backfill struct {
 // backfillOpts are the backfill options with defaults filled in.
 func (o *Options) fillBackfill() {
 	if o.BackfillPartitionRange <= 0 {
-		o.BackfillPartitionRange = DefaultBackfillPartitionRange
+		// The largest compaction level range up to 8 days (and the block
+		// range limit): a generation's blocks are then whole level windows,
+		// few and large, whatever order the history arrives in.
+		base := o.PartitionRange
+		if base <= 0 {
+			base = head.DefaultPartitionRange
+		}
+		o.BackfillPartitionRange = base
+		for _, r := range compact.Ranges(base, min(DefaultBackfillPartitionRange, o.blockRangeLimit(base))) {
+			o.BackfillPartitionRange = r
+		}
 	}
 	if o.BackfillPartitions <= 0 || o.BackfillPartitions > 24 {
 		o.BackfillPartitions = DefaultBackfillPartitions
@@ -533,8 +544,16 @@ func (db *DB) flushGeneration(g *generation) error {
 		}
 		return fmt.Errorf("flush backfill generation %d: %w", g.n, err)
 	}
+	r := db.opts.PartitionRange
 	for _, pid := range g.head.Partitions() {
+		// The block covers the head partitions (2 h) its samples are in,
+		// inside the generation's partition (a level window): it overlaps
+		// only what it must, so compaction merges it as soon as the head
+		// has moved past it, and never across a level window's edge.
 		pmin, pmax := g.head.PartitionBounds(pid)
+		if lo, hi, ok := g.head.PartitionTimeRange(pid); ok {
+			pmin, pmax = max(pmin, floorDiv(lo, r)*r), min(pmax, (floorDiv(hi, r)+1)*r)
+		}
 		b, err := db.writePartition(g.head, pid, pmin, pmax, block.WriterOptions{Seq: g.n, Backfill: g.n})
 		if err != nil {
 			return abort(err)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/aerie-db/aerie/internal/block"
@@ -65,28 +66,44 @@ func (db *DB) CompactionStats() CompactionStats {
 }
 
 // maxBlockRange is the largest compaction window.
-func (db *DB) maxBlockRange() int64 {
-	r := db.opts.MaxBlockRange
+func (db *DB) maxBlockRange() int64 { return db.opts.blockRangeLimit(db.opts.PartitionRange) }
+
+// blockRangeLimit is MaxBlockRange with its default (31 days, or 10 % of
+// the retention if smaller), at least base.
+func (o *Options) blockRangeLimit(base int64) int64 {
+	r := o.MaxBlockRange
 	if r <= 0 {
 		r = DefaultMaxBlockRange
-		if db.opts.Retention > 0 {
-			r = min(r, db.opts.Retention/10)
+		if o.Retention > 0 {
+			r = min(r, o.Retention/10)
 		}
 	}
-	return max(r, db.opts.PartitionRange)
+	return max(r, base)
 }
 
 // compactionHorizon is the end of the newest head partition in a block:
 // windows after it still receive the head's flushes.
 func (db *DB) compactionHorizon() int64 { return db.headCovered() }
 
-// CompactBlocks runs compactions until none is due (the background loop
-// does this after every flush).
-func (db *DB) CompactBlocks() error {
+// CompactBlocks runs every compaction that is due now, including
+// vertical merges of overlaps reaching past the horizon (tools, imports
+// and tests call it once they are done writing).
+func (db *DB) CompactBlocks() error { return db.compactBlocks(0) }
+
+// compactQuiet is how long the background loop leaves a vertical merge
+// reaching past the horizon alone after its newest input was written:
+// while the head still flushes into that range, merging at once would
+// rewrite it after every flush.
+const compactQuiet = 10 * time.Minute
+
+// compactBlocks runs compactions until none is due. A vertical merge whose
+// range reaches past the horizon waits until its newest input is quiet
+// (0: never waits).
+func (db *DB) compactBlocks(quiet time.Duration) error {
 	db.compactMu.Lock()
 	defer db.compactMu.Unlock()
 	for round := 0; round < 16; round++ {
-		jobs := db.planCompactions()
+		jobs := db.planCompactions(quiet)
 		if len(jobs) == 0 {
 			return nil
 		}
@@ -105,10 +122,8 @@ func (db *DB) CompactBlocks() error {
 	return nil
 }
 
-// planCompactions plans over the open blocks. A vertical merge whose range
-// reaches past the horizon waits: the head still flushes into that range,
-// and merging it now would rewrite it after every flush.
-func (db *DB) planCompactions() []compact.Job {
+// planCompactions plans over the open blocks (see compactBlocks).
+func (db *DB) planCompactions(quiet time.Duration) []compact.Job {
 	metas := db.Blocks()
 	if len(metas) < 2 {
 		return nil
@@ -119,7 +134,26 @@ func (db *DB) planCompactions() []compact.Job {
 	}
 	ranges := compact.Ranges(db.opts.PartitionRange, db.maxBlockRange())
 	jobs := compact.Plan(metas, ranges, horizon)
-	return slices.DeleteFunc(jobs, func(j compact.Job) bool { return j.MaxTime > horizon })
+	if quiet <= 0 {
+		return jobs
+	}
+	created := map[string]time.Time{}
+	for _, m := range metas {
+		if id, err := ulid.Parse(m.ULID); err == nil {
+			created[m.ULID] = ulid.Time(id.Time())
+		}
+	}
+	return slices.DeleteFunc(jobs, func(j compact.Job) bool {
+		if j.MaxTime <= horizon {
+			return false
+		}
+		for _, id := range j.Inputs {
+			if time.Since(created[id]) < quiet {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // runCompaction merges a job's inputs into one block, swaps it in, and
@@ -267,7 +301,7 @@ func (db *DB) compactLoop(every time.Duration) {
 		case <-db.compactKick:
 		case <-t.C:
 		}
-		if err := db.CompactBlocks(); err != nil {
+		if err := db.compactBlocks(compactQuiet); err != nil {
 			db.log.Error("compaction", "err", err)
 		}
 	}

@@ -69,11 +69,12 @@ type Options struct {
 	// clock (too_far_in_future) [0 = no limit; the server sets 10 min].
 	MaxFuture int64
 	// BackfillPartitionRange is the time partition of backfill
-	// generations, and so of the blocks they are flushed into [24h].
+	// generations, and so of the blocks they are flushed into [the
+	// largest compaction level range up to 8 days: 8d by default].
 	BackfillPartitionRange int64
 	// BackfillPartitions, BackfillBytes and BackfillIdle bound a backfill
 	// generation: it is frozen and flushed once it holds that many
-	// partitions [16, at most 24], that many bytes of tuples [256 MiB], or
+	// partitions [24, at most 24], that many bytes of tuples [256 MiB], or
 	// took no write for that long [10s].
 	BackfillPartitions int
 	BackfillBytes      int64
