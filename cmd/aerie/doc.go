@@ -1,6 +1,8 @@
 // Command aerie is Aerie's one binary: one subcommand per operator task,
 // each in its own file. `serve` runs the server (what `make run` starts;
 // tested end to end in internal/e2e and in-process in internal/server),
-// `demo` loads a workload into the engine and queries it with PromQL, and
-// `inspect` lists a data directory's blocks.
+// `demo` loads a workload into the engine and queries it with PromQL,
+// `inspect` lists a data directory's blocks, and `import` loads files
+// (Influx, Prometheus text, VictoriaMetrics JSON lines or CSV) into a data
+// directory or through a running server, sorted by time in bounded memory.
 package main

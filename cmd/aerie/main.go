@@ -21,6 +21,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newDemoCmd(), newInspectCmd(), newBenchCmd())
+	root.AddCommand(newServeCmd(), newDemoCmd(), newInspectCmd(), newBenchCmd(), newImportCmd())
 	return root
 }
