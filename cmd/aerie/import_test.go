@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -400,4 +401,52 @@ func TestImportProgressBar(t *testing.T) {
 	require.Contains(t, stderr.String(), "samples/s")
 	require.Contains(t, stderr.String(), "writing")
 	require.Contains(t, stderr.String(), "100%")
+}
+
+// The commands of docs/quickstart.md §6 parse: every `aerie import` line's
+// flags and CSV spec, every format= of a curl line.
+func TestImportQuickstart(t *testing.T) {
+	b, err := os.ReadFile("../../docs/quickstart.md")
+	require.NoError(t, err)
+	doc := string(b)
+	_, section, ok := strings.Cut(doc, "## 6. Import and export")
+	require.True(t, ok)
+	section = strings.ReplaceAll(section, "\\\n", " ") // continued lines
+	var imports, formats int
+	for _, line := range strings.Split(section, "\n") {
+		if args, ok := strings.CutPrefix(line, "./aerie import "); ok {
+			imports++
+			fields := strings.Fields(args)
+			if i := slices.Index(fields, "<"); i >= 0 {
+				fields = fields[:i]
+			}
+			cmd, _, err := newRootCmd().Find([]string{"import"})
+			require.NoError(t, err)
+			require.NoError(t, cmd.ParseFlags(fields), line)
+			get := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
+			require.NotEqual(t, get("url") == "", get("data.dir") == "", line)
+			if spec := get("csv.format"); spec != "" {
+				_, err := vmformat.ParseCSVFormat(spec)
+				require.NoError(t, err, line)
+			}
+			for _, file := range cmd.Flags().Args() {
+				if file != "-" || get("format") != fmtAuto {
+					_, err := fileFormat(get("format"), file)
+					require.NoError(t, err, line)
+				}
+			}
+		}
+		for _, m := range regexp.MustCompile(`format=([^' &]+)`).FindAllStringSubmatch(line, -1) {
+			formats++
+			if strings.Contains(line, "/export/csv") {
+				_, err := vmformat.ParseCSVExportFormat(m[1])
+				require.NoError(t, err, line)
+			} else if !strings.Contains(line, "--format=") {
+				_, err := vmformat.ParseCSVFormat(m[1])
+				require.NoError(t, err, line)
+			}
+		}
+	}
+	require.Equal(t, 3, imports)
+	require.GreaterOrEqual(t, formats, 4)
 }
