@@ -39,8 +39,8 @@ type historyScale struct {
 // --scale names of the other workloads, other sizes).
 var historyScales = map[string]historyScale{
 	"small":  {Name: "small", Hosts: 1, Span: 2 * day, LongHosts: 1, LongCPUs: 1, LongSpan: 7 * day, QueryRuns: 3, QueryLoop: time.Second},
-	"medium": {Name: "medium", Hosts: 4, Span: 7 * day, LongHosts: 2, LongCPUs: 8, LongSpan: 30 * day, QueryRuns: 10, QueryLoop: 3 * time.Second},
-	"large":  {Name: "large", Hosts: 10, Span: 14 * day, LongHosts: 10, LongCPUs: 8, LongSpan: 30 * day, QueryRuns: 10, QueryLoop: 5 * time.Second},
+	"medium": {Name: "medium", Hosts: 2, Span: 4 * day, LongHosts: 1, LongCPUs: 4, LongSpan: 30 * day, QueryRuns: 5, QueryLoop: 3 * time.Second},
+	"large":  {Name: "large", Hosts: 4, Span: 7 * day, LongHosts: 2, LongCPUs: 8, LongSpan: 30 * day, QueryRuns: 10, QueryLoop: 5 * time.Second},
 }
 
 // headSpan is the current data the head holds when the history is written.

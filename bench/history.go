@@ -3,9 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +101,7 @@ func (r *runner) runHistory() (*Report, error) {
 			"aerie_tuple_size":  "8",
 			"history_writers":   "1",
 			"history_generator": "node, one workload per day (counters restart at day boundaries)",
+			"loadavg_start":     loadAvg(),
 		},
 	}
 	r.logf("history: %d hosts × %v with every series, %d hosts × %v with %d series each; %d series, %d samples at %v",
@@ -116,7 +120,22 @@ func (r *runner) runHistory() (*Report, error) {
 		}
 	}
 	r.rep.Seconds = time.Since(start).Seconds()
+	r.rep.Config["loadavg_end"] = loadAvg()
 	return r.rep, nil
+}
+
+// loadAvg is the system's 1, 5 and 15 minute load averages: timings of a
+// run on a machine others use too are only as good as these are low.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // backfillStats describe one engine's backfill.
@@ -162,7 +181,11 @@ func closeAll(r *runner, es []historyEngine, phase string) {
 func (r *runner) backfillAndCheck(es []historyEngine, units []histUnit, variant string) ([]backfillStats, error) {
 	var sts []backfillStats
 	for _, e := range es {
-		st, err := r.timedBackfill(e, units)
+		var (
+			st  backfillStats
+			err error
+		)
+		labeled(e.name(), "backfill_"+variant, func() { st, err = r.timedBackfill(e, units) })
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", e.name(), err)
 		}
@@ -313,7 +336,7 @@ func (r *runner) historyPhase() error {
 	}
 	defer closeAll(r, es, phase)
 	d := r.hist
-	sts, err := r.backfillAndCheck(es, d.byHost(), "host after host")
+	sts, err := r.backfillAndCheck(es, d.byHost(), "hosts")
 	if err != nil {
 		return err
 	}
@@ -350,7 +373,8 @@ func (r *runner) historyPhase() error {
 		if idle[i], _, err = r.underQueries(e, func() error { time.Sleep(r.hscale.QueryLoop); return nil }); err != nil {
 			return fmt.Errorf("%s: query loop: %w", e.name(), err)
 		}
-		if busy[i], took[i], err = r.underQueries(e, e.compact); err != nil {
+		labeled(e.name(), "compaction", func() { busy[i], took[i], err = r.underQueries(e, e.compact) })
+		if err != nil {
 			return fmt.Errorf("%s: compaction: %w", e.name(), err)
 		}
 		if after[i], err = diskStateOf(e); err != nil {
@@ -411,7 +435,8 @@ func (r *runner) rangeQueries(es []historyEngine, variant string) error {
 					dt  time.Duration
 					err error
 				)
-				if res[k], dt, err = q.run(r.eng, es[k]); err != nil {
+				labeled(es[k].name(), "range_"+variant, func() { res[k], dt, err = q.run(r.eng, es[k]) })
+				if err != nil {
 					return fmt.Errorf("%s %s: %w", es[k].name(), rq.name, err)
 				}
 				if i >= 0 {
@@ -458,12 +483,7 @@ func (r *runner) underQueries(e engine, fn func() error) ([]time.Duration, time.
 		defer wg.Done()
 		rnd := r.newRand(hashString("compaction queries"))
 		var it chunkenc.Iterator
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for { // at least one query, however short fn is
 			ls := series[rnd.IntN(len(series))]
 			mint := lo + rnd.Int64N(d.now-win-lo)
 			t0 := time.Now()
@@ -479,6 +499,11 @@ func (r *runner) underQueries(e engine, fn func() error) ([]time.Duration, time.
 			if err != nil {
 				qerr = err
 				return
+			}
+			select {
+			case <-stop:
+				return
+			default:
 			}
 		}
 	}()
@@ -502,7 +527,7 @@ func (r *runner) shuffledPhase() error {
 		return err
 	}
 	defer closeAll(r, es, phase)
-	sts, err := r.backfillAndCheck(es, r.hist.shuffledDays(r.newRand(hashString("shuffled days"))), "shuffled days")
+	sts, err := r.backfillAndCheck(es, r.hist.shuffledDays(r.newRand(hashString("shuffled days"))), "shuffled")
 	if err != nil {
 		return err
 	}
@@ -516,6 +541,14 @@ func (r *runner) shuffledPhase() error {
 		r.logf("%s: %d blocks after the shuffled backfill (%s)", e.name(), len(spans), blockSpans(spans))
 	}
 	return nil
+}
+
+// labeled runs fn with pprof labels engine and step, so that a
+// --cpuprofile of a history run splits by them: go tool pprof
+// -tagfocus=step=range_compacted -tagfocus=engine=aerie. Goroutines the
+// engines started before (background flushes) are not labeled.
+func labeled(engine, step string, fn func()) {
+	pprof.Do(context.Background(), pprof.Labels("engine", engine, "step", step), func(context.Context) { fn() })
 }
 
 func sortedDurations(ds []time.Duration) []time.Duration {

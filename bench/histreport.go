@@ -15,7 +15,7 @@ func writeHistoryMarkdown(w io.Writer, r *Report) {
 	p("Each engine is opened with the current data in its head; then the history is written through `storage.Appender` by one writer, host after host, each host's range in time order, a commit every %s samples (as `aerie import` commits), and flushed into blocks: Aerie `FlushBackfill`, Prometheus (%s) `CompactOOOHead`. Both are counted back sample by sample and must hold every one. ",
 		c["batch"], c["prometheus_ooo"])
 	p("Then both heads are flushed (`backfilled_*`), the long-range queries run (both results must agree), each engine compacts while one goroutine queries it (`compaction_query_*`, against `idle_query_*` just before; Aerie `CompactBlocks`, Prometheus `Compact`), and the queries run again (`…_compacted`). Last, a fresh pair of engines takes every host-day in a random order (`…_shuffled`). ")
-	p("Commit `%s`, %s; the run took %.0f s.\n\n", r.Commit, r.Date, r.Seconds)
+	p("Commit `%s`, %s; the run took %.0f s; load averages (1, 5, 15 min) %s at the start, %s at the end.\n\n", r.Commit, r.Date, r.Seconds, c["loadavg_start"], c["loadavg_end"])
 	p("| name | unit | Aerie | Prometheus | ratio | better | goal | note |\n|---|---|---:|---:|---:|---|---|---|\n")
 	for _, res := range r.Results {
 		goal := ""

@@ -51,7 +51,7 @@ for pkg in $(go list ./...); do
 done
 
 step "bench harness: aerie bench at small scale, side by side with prometheus/tsdb (no timing is asserted)"
-go run ./cmd/aerie bench --workload=node --scale=small --quiet
+go run ./cmd/aerie bench --workload=node --scale=small --quiet && go run ./cmd/aerie bench --workload=history --scale=small --quiet
 
 step "benchmarks compile and run once"
 go test -run '^$' -bench . -benchtime 1x ./internal/... > /dev/null

@@ -26,7 +26,11 @@ prometheus/tsdb library in this process and prints the measurements with
 their ratios (Aerie ÷ Prometheus): insert throughput, the TSBS query
 patterns of Heracles Table 2 over the head and over blocks, bytes per
 sample on disk, head bytes per series, query latency while a 2 h partition
-is flushed, and the tuple-size trade-off. See bench/doc.go and
+is flushed, and the tuple-size trade-off. --workload=history instead
+measures writes of any age and block compaction: backfill throughput
+against prometheus/tsdb's out-of-order path, bytes per sample before and
+after compaction, 7- and 30-day queries, and query latency during a
+compaction. See bench/doc.go and
 docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -66,7 +70,7 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Workload, "workload", "node", "node, random (node's series and timestamps, values uniform in [0,1)) or tsbs (devops cpu-only)")
+	f.StringVar(&cfg.Workload, "workload", "node", "node, random (node's series and timestamps, values uniform in [0,1)), tsbs (devops cpu-only) or history (node hosts' history backfilled, then compacted: its own phases)")
 	f.StringVar(&cfg.Input, "input", "", "real data instead of a generated workload: a remote-write dump (.rwpb.zst) or OpenMetrics text with timestamps")
 	f.StringVar(&cfg.Scale, "scale", "small", "small (1 K series, <2 min), medium (10 K series) or large (150 K series, Heracles' scale)")
 	f.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file")
@@ -74,8 +78,8 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 	f.Int64Var(&cfg.Seed, "seed", 1, "workload seed")
 	f.DurationVar(&cfg.Interval, "interval", 0, "scrape interval (default 15s for node and random, 10s for tsbs)")
 	f.IntVar(&cfg.Writers, "writers", 0, "concurrent writers (default GOMAXPROCS)")
-	f.IntVar(&cfg.Targets, "targets", 0, "targets (tsbs: hosts) of the main dataset (default: the scale's series count)")
-	f.DurationVar(&cfg.Duration, "duration", 0, "span of the main dataset (default: the scale's, 12h)")
+	f.IntVar(&cfg.Targets, "targets", 0, "targets (tsbs: hosts) of the main dataset (default: the scale's series count; history: the hosts with every series)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "span of the main dataset (default: the scale's, 12h; history: those hosts' history, whole days)")
 	f.StringVar(&cfg.AerieSync, "aerie.wal-sync", "interval", "Aerie's WAL sync: interval (fsync every second) or batch (fsync before each commit returns)")
 	f.Float64Var(&cfg.AerieFlushCPU, "aerie.flush-cpu", 1, "Aerie's flush CPU budget, a share of one core (0 < x <= 1)")
 	f.IntVar(&cfg.QueryRuns, "query-runs", 0, "instances of each TSBS pattern (default: the scale's)")
