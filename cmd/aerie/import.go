@@ -752,13 +752,14 @@ func (c *labelCache) get(b []byte) labels.Labels {
 	return l
 }
 
-// dbSink appends to a data directory opened by the importer.
+// dbSink appends to a data directory opened by the importer. The engine's
+// background loop flushes the partitions the import leaves behind, as in
+// a server.
 type dbSink struct {
 	im      *importer
 	db      *tsdb.DB
 	app     storage.Appender
 	pending int
-	since   int // samples since the last Compact
 	before  map[string]int64
 	labels  labelCache
 }
@@ -797,13 +798,6 @@ func (s *dbSink) commit() error {
 		return fmt.Errorf("commit of %d samples: %w", n, err)
 	}
 	s.im.sum.stored += n
-	s.since += n
-	if s.since >= 1_000_000 { // keep the head small: flush partitions the import has left behind
-		s.since = 0
-		if err := s.db.Compact(); err != nil {
-			return fmt.Errorf("flush: %w", err)
-		}
-	}
 	return nil
 }
 
@@ -815,6 +809,11 @@ func (s *dbSink) finish() error {
 			s.im.sum.stored -= int(d)
 			s.im.sum.reject(reason, int(d), false, -1, 0, "refused by the engine at commit")
 		}
+	}
+	// Everything into blocks, as promtool's create-blocks-from does: the
+	// samples of any age the backfill took, then the head.
+	if err == nil {
+		err = s.db.FlushBackfill()
 	}
 	if err == nil {
 		err = s.db.FlushHead()

@@ -450,3 +450,29 @@ func TestImportQuickstart(t *testing.T) {
 	require.Equal(t, 3, imports)
 	require.GreaterOrEqual(t, formats, 4)
 }
+
+// A second import of older data into the same data directory: the engine
+// takes samples of any age (backfill), and the import flushes them into
+// blocks too.
+func TestImportDataDirOlderData(t *testing.T) {
+	dir := t.TempDir()
+	files, _ := genFiles(t, t.TempDir(), false)
+	o, stdout, _ := testImportOptions(t)
+	o.dataDir = dir
+	require.NoError(t, runImport(context.Background(), o, files[:1]))
+	require.Equal(t, "stored 2880 samples, rejected 0\n", stdout.String())
+
+	// The same series two days earlier.
+	var older bytes.Buffer
+	for h := range 4 {
+		for i := range 100 {
+			fmt.Fprintf(&older, "up{host=\"h%d\"} %d %d\n", h, i, importBase-2*24*3600_000+int64(i)*15_000)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "older.prom")
+	require.NoError(t, os.WriteFile(path, older.Bytes(), 0o644))
+	stdout.Reset()
+	require.NoError(t, runImport(context.Background(), o, []string{path}))
+	require.Equal(t, "stored 400 samples, rejected 0\n", stdout.String())
+	require.Equal(t, map[string]int{"up": 2880 + 400}, countDB(t, dir))
+}
