@@ -69,42 +69,48 @@
 // and MaxBlockDuration 31 d (what its server derives from that retention);
 // Aerie with its backfill and compaction defaults (MaxBlockRange 31 d).
 //
-//  1. Backfill, host after host: one writer writes every host's history
+//  1. Backfill in one stream: one writer writes every host's history
 //     through storage.Appender, host after host, each host's range in time
 //     order, Append(0, labels, t, v) with a Commit every 10 000 samples at
 //     scrape boundaries (`aerie import`'s batch); rows are generated
 //     untimed between commits. backfill_throughput is the samples over the
-//     write time plus the time to put the backfill into blocks: Aerie's
-//     FlushBackfill, Prometheus' CompactOOOHead (its out-of-order head into
-//     2 h blocks); Aerie also flushes full generations in the background
-//     while the writes go on, and backfill_cpu_seconds is the process CPU
-//     over both. backfill_peak_rss and backfill_peak_heap are the peaks of
-//     the resident set (VmHWM, reset where the kernel allows, and VmRSS
-//     sampled every 10 ms) and of Go heap objects over write and flush,
-//     above their values at the start (after a GC and FreeOSMemory; the
-//     other engine is open meanwhile). Then every sample of the history is
-//     counted back through each engine's Querier: one missing or extra
-//     fails the run.
-//  2. Blocks: both heads are flushed as in the main phase; backfilled_*
-//     are the number of blocks and their bytes (data + index, Aerie's tag
-//     dictionary counted as index) over the history's and the head's
-//     samples.
-//  3. Long-range queries: range_7d_* and range_30d_* (a rate and an
-//     avg_over_time at a 1 h step, ending where the history ends) through
-//     one promql.Engine, QueryRuns times after one unrecorded run,
-//     alternating which engine goes first; the results must agree.
-//  4. Compaction under queries: for each engine, one goroutine reads a
+//     write time plus the time to put the backfill into blocks at the end:
+//     Aerie's FlushBackfill, Prometheus' CompactOOOHead (its out-of-order
+//     head into 2 h blocks). Aerie also flushes full generations in the
+//     background while the writes go on; backfill_cpu_seconds is the
+//     process CPU over both. backfill_peak_rss and backfill_peak_heap are
+//     the peaks of the resident set (VmHWM, reset where the kernel allows
+//     it, and VmRSS sampled every 10 ms) and of Go heap objects over write
+//     and flush, above their values at the start (after a GC and
+//     FreeOSMemory; the other engine is open meanwhile). Every sample of
+//     the history is then counted back through each engine's Querier: one
+//     missing or extra fails the run.
+//  2. Shuffled days: a fresh pair of engines takes every host-day in a
+//     random order, each in time order, in one stream
+//     (backfill_throughput_shuffled).
+//  3. One import per host: a fresh pair takes the hosts one after the
+//     other, each host's range in time order, with the flush at the end of
+//     every host (as `aerie import` of one file per host does), so that
+//     the imports' blocks overlap and both engines have compactions to do
+//     (backfill_throughput_imports). Then both heads are flushed as in the
+//     main phase; backfilled_* are the number of blocks and their bytes
+//     (data + index, Aerie's tag dictionary counted as index) over the
+//     history's and the head's samples.
+//  4. Long-range queries over those blocks: range_7d_* and range_30d_* (a
+//     rate and an avg_over_time at a 1 h step, ending where the history
+//     ends) through one promql.Engine, QueryRuns times after one
+//     unrecorded run, alternating which engine goes first; the results
+//     must agree.
+//  5. Compaction under queries: for each engine, one goroutine reads a
 //     random hour of one random full-host series through the Querier in a
 //     loop for QueryLoop (idle_query_*), then again while the engine
 //     compacts (compaction_query_*; Aerie CompactBlocks, Prometheus Compact,
 //     compaction_seconds). compacted_* measure the blocks again, the
 //     samples are counted again, and the long-range queries run again
 //     (…_compacted).
-//  5. Shuffled days: a fresh pair of engines takes every host-day in a
-//     random order, each in time order (backfill_throughput_shuffled).
 //
 // A --cpuprofile of a history run carries pprof labels engine and step
-// (backfill_hosts, range_compacted, compaction, …): go tool pprof
+// (backfill_stream, range_compacted, compaction, …): go tool pprof
 // -tagfocus=engine=aerie -tagfocus=step=range_compacted.
 //
 // # Patterns

@@ -139,6 +139,20 @@ func (d *historyData) byHost() []histUnit {
 	return us
 }
 
+// perHost is one import per host, host after host, each host's range in
+// time order.
+func (d *historyData) perHost() [][]histUnit {
+	var is [][]histUnit
+	for h, hh := range d.hosts {
+		var us []histUnit
+		for k := hh.first; k < len(d.days); k++ {
+			us = append(us, histUnit{h, k})
+		}
+		is = append(is, us)
+	}
+	return is
+}
+
 // shuffledDays is every host-day in a random order (daily files imported
 // in no particular order), each in time order.
 func (d *historyData) shuffledDays(rnd *rand.Rand) []histUnit {

@@ -111,8 +111,9 @@ func (r *runner) runHistory() (*Report, error) {
 		name string
 		fn   func() error
 	}{
-		{"backfill host after host, long-range queries, compaction under queries", r.historyPhase},
-		{"backfill of shuffled days", r.shuffledPhase},
+		{"backfill host after host in one stream", r.streamPhase},
+		{"backfill of shuffled days in one stream", r.shuffledPhase},
+		{"backfill in one import per host, long-range queries, compaction under queries", r.importsPhase},
 	} {
 		r.logf("== %s", phase.name)
 		if err := phase.fn(); err != nil {
@@ -175,17 +176,17 @@ func closeAll(r *runner, es []historyEngine, phase string) {
 	}
 }
 
-// backfillAndCheck backfills units into every engine in turn (timed), then
-// counts the history back out of each (untimed) and fails unless every
-// sample is there.
-func (r *runner) backfillAndCheck(es []historyEngine, units []histUnit, variant string) ([]backfillStats, error) {
+// backfillAndCheck backfills the imports into every engine in turn
+// (timed), then counts the history back out of each (untimed) and fails
+// unless every sample is there.
+func (r *runner) backfillAndCheck(es []historyEngine, imports [][]histUnit, variant string) ([]backfillStats, error) {
 	var sts []backfillStats
 	for _, e := range es {
 		var (
 			st  backfillStats
 			err error
 		)
-		labeled(e.name(), "backfill_"+variant, func() { st, err = r.timedBackfill(e, units) })
+		labeled(e.name(), "backfill_"+variant, func() { st, err = r.timedBackfill(e, imports) })
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", e.name(), err)
 		}
@@ -200,10 +201,11 @@ func (r *runner) backfillAndCheck(es []historyEngine, units []histUnit, variant 
 	return sts, nil
 }
 
-// timedBackfill writes the history units into e, host-day after host-day,
-// committing every backfillBatch samples, and then flushes the backfill
-// into blocks. Rows are generated untimed, one batch at a time.
-func (r *runner) timedBackfill(e historyEngine, units []histUnit) (backfillStats, error) {
+// timedBackfill writes the imports into e one after the other, each
+// host-day after host-day, committing every backfillBatch samples, and
+// flushes the backfill into blocks at the end of every import (as `aerie
+// import` does). Rows are generated untimed, one batch at a time.
+func (r *runner) timedBackfill(e historyEngine, imports [][]histUnit) (backfillStats, error) {
 	var st backfillStats
 	d := r.hist
 	maxRows := 1
@@ -211,11 +213,32 @@ func (r *runner) timedBackfill(e historyEngine, units []histUnit) (backfillStats
 		maxRows = max(maxRows, backfillBatch/len(h.series))
 	}
 	rows := make([]workload.Row, maxRows)
-	ctx := context.Background()
 	runtime.GC()
 	debug.FreeOSMemory()
 	mw := startMemWatch()
 	cpu0 := cpuTime()
+	for _, units := range imports {
+		if err := r.writeUnits(e, units, rows, &st); err != nil {
+			mw.finish()
+			return st, err
+		}
+		t0 := time.Now()
+		err := e.flushBackfill()
+		st.flush += time.Since(t0)
+		if err != nil {
+			mw.finish()
+			return st, fmt.Errorf("flush the backfill: %w", err)
+		}
+	}
+	st.cpu = cpuTime() - cpu0
+	st.peakRSS, st.peakHeap = mw.finish()
+	return st, nil
+}
+
+// writeUnits writes units into e, adding to st's write time and samples.
+func (r *runner) writeUnits(e historyEngine, units []histUnit, rows []workload.Row, st *backfillStats) error {
+	d := r.hist
+	ctx := context.Background()
 	for _, u := range units {
 		h := &d.hosts[u.host]
 		sc := d.days[u.day].Scraper(h.target)
@@ -242,15 +265,13 @@ func (r *runner) timedBackfill(e historyEngine, units []histUnit) (backfillStats
 					}
 					if _, err := app.Append(0, ls, row.T, row.Values[i]); err != nil {
 						app.Rollback()
-						mw.finish()
-						return st, fmt.Errorf("append %s at %d: %w", ls, row.T, err)
+						return fmt.Errorf("append %s at %d: %w", ls, row.T, err)
 					}
 					m++
 				}
 			}
 			if err := app.Commit(); err != nil {
-				mw.finish()
-				return st, fmt.Errorf("commit: %w", err)
+				return fmt.Errorf("commit: %w", err)
 			}
 			st.write += time.Since(t0)
 			st.samples += m
@@ -259,15 +280,7 @@ func (r *runner) timedBackfill(e historyEngine, units []histUnit) (backfillStats
 			}
 		}
 	}
-	t0 := time.Now()
-	err := e.flushBackfill()
-	st.flush = time.Since(t0)
-	st.cpu = cpuTime() - cpu0
-	st.peakRSS, st.peakHeap = mw.finish()
-	if err != nil {
-		return st, fmt.Errorf("flush the backfill: %w", err)
-	}
-	return st, nil
+	return nil
 }
 
 // checkHistory counts the samples of the history range through e's
@@ -323,34 +336,81 @@ func diskStateOf(e historyEngine) (diskState, error) {
 	return s, err
 }
 
-// historyPhase backfills the history host after host into both engines
-// (backfill_throughput), flushes both heads, measures the blocks
-// (backfilled_*), runs the long-range queries, compacts each engine while
-// a goroutine queries it (compaction_query_*), measures the blocks again
-// (compacted_*) and runs the long-range queries again.
-func (r *runner) historyPhase() error {
-	const phase = "history"
+// streamPhase backfills the history host after host in one stream (one
+// flush at its end) into both engines: backfill_throughput, its parts,
+// and the peak memory.
+func (r *runner) streamPhase() error {
+	const phase = "stream"
+	es, err := r.openWithHead(phase)
+	if err != nil {
+		return err
+	}
+	defer closeAll(r, es, phase)
+	sts, err := r.backfillAndCheck(es, [][]histUnit{r.hist.byHost()}, phase)
+	if err != nil {
+		return err
+	}
+	a, p := sts[0], sts[1]
+	r.rep.add("backfill_throughput", "samples/s", higher, a.throughput(), p.throughput(),
+		fmt.Sprintf("host after host, each host's range in time order, one stream, %d samples per commit, 1 writer; write + Aerie FlushBackfill / Prometheus CompactOOOHead at the end", backfillBatch))
+	r.rep.add("backfill_write_seconds", "s", lower, a.write.Seconds(), p.write.Seconds(), "appends and commits (durable in the WAL / WBL)")
+	r.rep.add("backfill_flush_seconds", "s", lower, a.flush.Seconds(), p.flush.Seconds(), "the backfill generations into blocks / the out-of-order head into 2 h blocks")
+	r.rep.add("backfill_cpu_seconds", "s", lower, a.cpu.Seconds(), p.cpu.Seconds(), "process CPU (user+sys) over write and flush; Aerie flushes full generations in the background meanwhile")
+	r.rep.add("backfill_peak_rss", "MiB", lower, mib(a.peakRSS), mib(p.peakRSS), "peak resident set over write and flush, above its value at the start (after a GC and FreeOSMemory)")
+	r.rep.add("backfill_peak_heap", "MiB", lower, mib(a.peakHeap), mib(p.peakHeap), "peak Go heap objects over write and flush, above the start")
+	r.rep.add("backfill_blocks", "blocks", lower, float64(es[0].numBlocks()), float64(es[1].numBlocks()), "blocks after the backfill's flush (the head not flushed)")
+	r.logBlocks(es, "after the stream's flush")
+	return nil
+}
+
+// shuffledPhase backfills every host-day in a random order, in one stream,
+// into a fresh pair of engines.
+func (r *runner) shuffledPhase() error {
+	const phase = "shuffled"
+	es, err := r.openWithHead(phase)
+	if err != nil {
+		return err
+	}
+	defer closeAll(r, es, phase)
+	sts, err := r.backfillAndCheck(es, [][]histUnit{r.hist.shuffledDays(r.newRand(hashString("shuffled days")))}, phase)
+	if err != nil {
+		return err
+	}
+	a, p := sts[0], sts[1]
+	r.rep.add("backfill_throughput_shuffled", "samples/s", higher, a.throughput(), p.throughput(),
+		"every host-day in a random order, each in time order, one stream; write + flush as above")
+	r.rep.add("backfill_cpu_seconds_shuffled", "s", lower, a.cpu.Seconds(), p.cpu.Seconds(), "")
+	r.rep.add("backfill_peak_rss_shuffled", "MiB", lower, mib(a.peakRSS), mib(p.peakRSS), "")
+	r.logBlocks(es, "after the shuffled backfill")
+	return nil
+}
+
+// importsPhase backfills the history in one import per host, host after
+// host, each ending with a flush, so that the blocks of different imports
+// overlap (backfill_throughput_imports). Then it flushes both heads,
+// measures the blocks (backfilled_*), runs the long-range queries,
+// compacts each engine while a goroutine queries it (compaction_query_*),
+// measures the blocks again (compacted_*) and runs the long-range queries
+// again.
+func (r *runner) importsPhase() error {
+	const phase = "imports"
 	es, err := r.openWithHead(phase)
 	if err != nil {
 		return err
 	}
 	defer closeAll(r, es, phase)
 	d := r.hist
-	sts, err := r.backfillAndCheck(es, d.byHost(), "hosts")
+	sts, err := r.backfillAndCheck(es, d.perHost(), phase)
 	if err != nil {
 		return err
 	}
 	a, p := sts[0], sts[1]
-	r.rep.add("backfill_throughput", "samples/s", higher, a.throughput(), p.throughput(),
-		fmt.Sprintf("host after host, each host's range in time order, %d samples per commit, 1 writer; Aerie write + FlushBackfill, Prometheus write + CompactOOOHead", backfillBatch))
-	r.rep.add("backfill_write_seconds", "s", lower, a.write.Seconds(), p.write.Seconds(), "appends and commits (durable in the WAL / WBL)")
-	r.rep.add("backfill_flush_seconds", "s", lower, a.flush.Seconds(), p.flush.Seconds(), "backfill generations into blocks / out-of-order head into 2 h blocks")
-	r.rep.add("backfill_cpu_seconds", "s", lower, a.cpu.Seconds(), p.cpu.Seconds(), "process CPU (user+sys) over write and flush; Aerie flushes generations in the background meanwhile")
-	r.rep.add("backfill_peak_rss", "MiB", lower, mib(a.peakRSS), mib(p.peakRSS), "peak resident set during write and flush, above its value at the start (after a GC and FreeOSMemory)")
-	r.rep.add("backfill_peak_heap", "MiB", lower, mib(a.peakHeap), mib(p.peakHeap), "peak Go heap objects during write and flush, above the start")
+	r.rep.add("backfill_throughput_imports", "samples/s", higher, a.throughput(), p.throughput(),
+		fmt.Sprintf("one import per host (%d), host after host, each ending with the flush", len(d.hosts)))
+	r.rep.add("backfill_flush_seconds_imports", "s", lower, a.flush.Seconds(), p.flush.Seconds(), "")
+	r.rep.add("backfill_peak_rss_imports", "MiB", lower, mib(a.peakRSS), mib(p.peakRSS), "")
 
-	current := d.current.Samples()
-	total := float64(d.samples + current)
+	total := float64(d.samples + d.current.Samples())
 	var before, after [2]diskState
 	for i, e := range es {
 		if err := e.flushAll(); err != nil {
@@ -359,10 +419,9 @@ func (r *runner) historyPhase() error {
 		if before[i], err = diskStateOf(e); err != nil {
 			return err
 		}
-		r.logf("%s: backfilled and head flushed: %d blocks (%s), %d data + %d index bytes", e.name(), before[i].blocks,
-			blockSpans(before[i].spans), before[i].data, before[i].index)
 	}
-	r.addDisk("backfilled", before, total, "after the backfill flush and the head's flush, before any compaction")
+	r.logBlocks(es, "after the imports and the head's flush")
+	r.addDisk("backfilled", before, total, "after the imports' flushes and the head's flush, before any compaction")
 	if err := r.rangeQueries(es, "backfilled"); err != nil {
 		return err
 	}
@@ -380,13 +439,14 @@ func (r *runner) historyPhase() error {
 		if after[i], err = diskStateOf(e); err != nil {
 			return err
 		}
-		r.logf("%s: compacted in %v under %d queries (p99 %v, p99.99 %v; without compaction %v, %v): %d blocks (%s), %d data + %d index bytes",
+		r.logf("%s: compacted in %v under %d queries: p99 %v, p99.99 %v (without compaction %v, %v)",
 			e.name(), took[i].Round(time.Millisecond), len(busy[i]), percentile(busy[i], 0.99), percentile(busy[i], 0.9999),
-			percentile(idle[i], 0.99), percentile(idle[i], 0.9999), after[i].blocks, blockSpans(after[i].spans), after[i].data, after[i].index)
+			percentile(idle[i], 0.99), percentile(idle[i], 0.9999))
 		if err := r.checkHistory(e, "after the compaction"); err != nil {
 			return err
 		}
 	}
+	r.logBlocks(es, "after the compaction")
 	if ae, ok := es[0].(*aerieEngine); ok {
 		cs := ae.CompactionStats()
 		r.logf("aerie: %d compactions, %d bytes in, %d out, %v; blocks by level %v", cs.Compactions, cs.BytesIn, cs.BytesOut, cs.Duration.Round(time.Millisecond), cs.BlocksByLevel)
@@ -395,7 +455,7 @@ func (r *runner) historyPhase() error {
 	r.addDisk("compacted", after, total, "after every compaction due")
 	note := fmt.Sprintf("one random series of the %d full hosts, a random %v of its history, in a loop during the compaction; %d and %d queries",
 		d.full, compactQueryWindow, len(busy[0]), len(busy[1]))
-	idleNote := fmt.Sprintf("the same loop for %v before the compaction; %d and %d queries", r.hscale.QueryLoop, len(idle[0]), len(idle[1]))
+	idleNote := fmt.Sprintf("the same loop for %v just before the compaction; %d and %d queries", r.hscale.QueryLoop, len(idle[0]), len(idle[1]))
 	for _, q := range []struct {
 		suffix string
 		q      float64
@@ -405,6 +465,18 @@ func (r *runner) historyPhase() error {
 		note, idleNote = "", ""
 	}
 	return r.rangeQueries(es, "compacted")
+}
+
+// logBlocks logs both engines' blocks and bytes.
+func (r *runner) logBlocks(es []historyEngine, when string) {
+	for _, e := range es {
+		s, err := diskStateOf(e)
+		if err != nil {
+			r.logf("%s: blocks %s: %v", e.name(), when, err)
+			continue
+		}
+		r.logf("%s: %d blocks %s (%s): %d data + %d index bytes", e.name(), s.blocks, when, blockSpans(s.spans), s.data, s.index)
+	}
 }
 
 // addDisk reports the blocks of both engines at one stage.
@@ -516,31 +588,6 @@ func (r *runner) underQueries(e engine, fn func() error) ([]time.Duration, time.
 		err = qerr
 	}
 	return lat, took, err
-}
-
-// shuffledPhase backfills every host-day in a random order into a fresh
-// pair of engines and reports the throughput.
-func (r *runner) shuffledPhase() error {
-	const phase = "shuffled"
-	es, err := r.openWithHead(phase)
-	if err != nil {
-		return err
-	}
-	defer closeAll(r, es, phase)
-	sts, err := r.backfillAndCheck(es, r.hist.shuffledDays(r.newRand(hashString("shuffled days"))), "shuffled")
-	if err != nil {
-		return err
-	}
-	a, p := sts[0], sts[1]
-	r.rep.add("backfill_throughput_shuffled", "samples/s", higher, a.throughput(), p.throughput(),
-		"every host-day in a random order, each in time order; write + flush as above")
-	r.rep.add("backfill_cpu_seconds_shuffled", "s", lower, a.cpu.Seconds(), p.cpu.Seconds(), "")
-	r.rep.add("backfill_peak_rss_shuffled", "MiB", lower, mib(a.peakRSS), mib(p.peakRSS), "")
-	for _, e := range es {
-		spans := e.blockSpans()
-		r.logf("%s: %d blocks after the shuffled backfill (%s)", e.name(), len(spans), blockSpans(spans))
-	}
-	return nil
 }
 
 // labeled runs fn with pprof labels engine and step, so that a

@@ -31,7 +31,7 @@ func TestHistory(t *testing.T) {
 		"compacted_blocks", "compacted_bytes_per_sample", "compacted_index_bytes_per_sample", "compaction_seconds",
 		"range_7d_rate_backfilled", "range_30d_avg_backfilled", "range_7d_rate_compacted", "range_30d_rate_compacted_p99",
 		"compaction_query_p50", "compaction_query_p9999", "idle_query_p9999",
-		"backfill_throughput_shuffled",
+		"backfill_throughput_shuffled", "backfill_throughput_imports", "backfill_blocks",
 	} {
 		res, ok := rep.Result(name)
 		if !ok {
@@ -83,6 +83,10 @@ func TestHistoryOrders(t *testing.T) {
 	sh := d.shuffledDays(rand.New(rand.NewPCG(1, 2)))
 	if len(sh) != len(by) {
 		t.Fatalf("shuffled %d units of %d", len(sh), len(by))
+	}
+	imp := d.perHost()
+	if len(imp) != 3 || len(imp[0]) != 2 || len(imp[2]) != 5 || imp[1][0] != (histUnit{1, 3}) {
+		t.Fatalf("perHost = %v", imp)
 	}
 	if got := len(d.hosts[2].series); got != 2*8+1 {
 		t.Errorf("long host has %d series, want 17", got)
