@@ -1,9 +1,9 @@
 package head
 
 import (
+	"cmp"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -33,10 +33,20 @@ type SpillFunc func(lset labels.Labels, t int64, v float64) bool
 func (a *Appender) SetSpill(f SpillFunc) { a.spill = f }
 
 type pending struct {
-	s   *memSeries
-	t   int64
-	v   float64
-	idx int // position among the Append calls
+	s    *memSeries
+	t    int64
+	v    float64
+	idx  int        // position among the Append calls
+	slot model.Slot // in s's group, set by commit
+	ok   bool       // slot assigned (the group had room)
+}
+
+// cmpPending orders samples by time, then slot: the order of group rows.
+func cmpPending(a, b pending) int {
+	if a.t != b.t {
+		return cmp.Compare(a.t, b.t)
+	}
+	return cmp.Compare(a.slot, b.slot)
 }
 
 // Appender returns a new appender.
@@ -47,11 +57,7 @@ func (h *Head) Appender() *Appender { return &Appender{h: h} }
 func (a *Appender) Append(lset labels.Labels, t int64, v float64) error {
 	idx := a.n
 	a.n++
-	if err := ValidateLabels(lset); err != nil {
-		a.rej.add(idx, lset, t, err)
-		return err
-	}
-	s, err := a.h.getOrCreate(lset)
+	s, err := a.h.getOrCreate(lset) // validates the labels of a new series
 	if err != nil {
 		a.rej.add(idx, lset, t, err)
 		return err
@@ -70,15 +76,16 @@ func (a *Appender) Append(lset labels.Labels, t int64, v float64) error {
 // even inside the out-of-order window (storage.AppendOptions'
 // DiscardOutOfOrder, which the scrape loop sets).
 func (a *Appender) Check(lset labels.Labels, t int64, v float64, inOrderOnly bool) error {
-	if err := ValidateLabels(lset); err != nil {
-		return err
-	}
 	h := a.h
 	h.regMu.RLock()
 	s := h.findLocked(lset.Hash(), lset)
 	h.regMu.RUnlock()
 	lim := h.limits()
 	if s == nil {
+		// A known series' labels were valid when it was created.
+		if err := ValidateLabels(lset); err != nil {
+			return err
+		}
 		_, err := lim.check(t, v, math.MinInt64, 0)
 		return err
 	}
@@ -190,8 +197,19 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 	// 1. Bucket the samples by their series' current group.
 	byGroup := map[*group][]pending{}
 	h.regMu.RLock()
+	g0, one := pend[0].s.cur, true
 	for _, p := range pend {
-		byGroup[p.s.cur] = append(byGroup[p.s.cur], p)
+		if p.s.cur != g0 {
+			one = false
+			break
+		}
+	}
+	if one {
+		byGroup[g0] = pend // the usual batch (one target, one host): no copy
+	} else {
+		for _, p := range pend {
+			byGroup[p.s.cur] = append(byGroup[p.s.cur], p)
+		}
 	}
 	h.regMu.RUnlock()
 	gs := make([]*group, 0, len(byGroup))
@@ -230,17 +248,17 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 	for _, g := range gs {
 		ps := byGroup[g]
 		slotOf := h.assignSlots(g, ps, rej)
-		sort.SliceStable(ps, func(i, j int) bool {
-			if ps[i].t != ps[j].t {
-				return ps[i].t < ps[j].t
-			}
-			return slotOf[ps[i].s] < slotOf[ps[j].s]
-		})
+		for i := range ps {
+			ps[i].slot, ps[i].ok = slotOf[ps[i].s]
+		}
+		if !slices.IsSortedFunc(ps, cmpPending) { // importers send rows in order
+			slices.SortStableFunc(ps, cmpPending)
+		}
 		lastT := map[*memSeries]int64{}
 		lastV := map[*memSeries]uint64{}
 		var rows []row
 		for _, p := range ps {
-			slot, ok := slotOf[p.s]
+			slot, ok := p.slot, p.ok
 			if !ok {
 				continue // rejected by assignSlots
 			}

@@ -239,7 +239,8 @@ func (h *Head) NumGroups() int {
 func (h *Head) Index() *index.MemIndex { return h.idx }
 
 // getOrCreate returns the series of lset, creating it (and its group) if
-// needed. lset must be valid.
+// needed. The labels of a new series are validated (ValidateLabels); a
+// series found has the labels of one that was.
 func (h *Head) getOrCreate(lset labels.Labels) (*memSeries, error) {
 	hash := lset.Hash()
 	h.regMu.RLock()
@@ -247,6 +248,9 @@ func (h *Head) getOrCreate(lset labels.Labels) (*memSeries, error) {
 	h.regMu.RUnlock()
 	if s != nil {
 		return s, nil
+	}
+	if err := ValidateLabels(lset); err != nil {
+		return nil, err
 	}
 	h.regMu.Lock()
 	defer h.regMu.Unlock()
