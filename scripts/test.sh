@@ -35,8 +35,8 @@ go test -tags invariants -short -count=1 ./internal/...
 step "memory manager stress: writers, readers, flushes and reclamation under -race, recycled blocks poisoned"
 go test -tags invariants -race -count=1 -run TestStress ./internal/memory/ -memory.stress=30s
 
-step "differential test against prometheus/tsdb, kill -9 crash tests (writes; backfill and compaction), replay memory (full size)"
-go test -count=1 -timeout 20m -run 'TestDifferential|TestDifferentialHistory|TestCrashKill9|TestCompactionCrashKill9|TestReplayMemoryBounded' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "full tests failed"; exit 1; }
+step "differential test against prometheus/tsdb, kill -9 crash tests (writes; backfill and compaction), replay memory, a year backfilled in bounded memory (full size)"
+go test -count=1 -timeout 20m -run 'TestDifferential|TestCrashKill9|TestCompactionCrashKill9|TestReplayMemoryBounded|TestBackfillYearBounded' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "full tests failed"; exit 1; }
 
 step "end-to-end: the server in-process, then Debian Prometheus and node_exporter against aerie serve"
 go test -count=1 ./internal/server/
