@@ -1,9 +1,12 @@
 // Package ingest holds Aerie's push-ingestion HTTP handlers: InfluxDB line
-// protocol (/write, /api/v2/write) and the Prometheus text / OpenMetrics
-// import of VictoriaMetrics (/api/v1/import/prometheus). Each handler is a
-// plain http.Handler over a storage.Appendable: it parses the body with the
-// protocol's own library (influxdata/line-protocol, Prometheus textparse),
-// turns every sample into an Append and commits in batches.
+// protocol (/write, /api/v2/write) and VictoriaMetrics' imports: Prometheus
+// text / OpenMetrics (/api/v1/import/prometheus), JSON lines
+// (/api/v1/import) and CSV (/api/v1/import/csv). Each handler is a plain
+// http.Handler over a storage.Appendable: it parses the body with the
+// protocol's own library (influxdata/line-protocol, Prometheus textparse,
+// internal/vmformat), turns every sample into an Append and commits in
+// batches. ReadInflux and ReadExposition run the same parsers over whole
+// files for `aerie import`, handing out samples with their lines.
 //
 // Data model (DESIGN.md §1): the Influx line `m,tag=v f1=1,f2=2 ts` gives
 // the series m_f1{tag="v"} and m_f2{tag="v"} (VictoriaMetrics' convention;
