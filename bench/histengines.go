@@ -88,7 +88,7 @@ func blockSpans(spans []time.Duration) string {
 		if out != "" {
 			out += " "
 		}
-		out += fmt.Sprintf("%d×%v", j-i, spans[i])
+		out += fmt.Sprintf("%d×%s", j-i, span(spans[i]))
 		i = j
 	}
 	return out

@@ -86,11 +86,11 @@ func (r *runner) runHistory() (*Report, error) {
 		Config: map[string]string{
 			"interval":          interval.String(),
 			"hosts":             fmt.Sprint(hs.Hosts),
-			"span":              hs.Span.String(),
+			"span":              span(hs.Span),
 			"long_hosts":        fmt.Sprint(hs.LongHosts),
 			"long_cpus":         fmt.Sprint(hs.LongCPUs),
-			"long_span":         hs.LongSpan.String(),
-			"head_span":         headSpan.String(),
+			"long_span":         span(hs.LongSpan),
+			"head_span":         span(headSpan),
 			"batch":             fmt.Sprint(backfillBatch),
 			"seed":              fmt.Sprint(r.cfg.Seed),
 			"query_runs":        fmt.Sprint(hs.QueryRuns),
@@ -105,7 +105,7 @@ func (r *runner) runHistory() (*Report, error) {
 		},
 	}
 	r.logf("history: %d hosts × %v with every series, %d hosts × %v with %d series each; %d series, %d samples at %v",
-		hs.Hosts, hs.Span, hs.LongHosts, hs.LongSpan, len(d.hosts[len(d.hosts)-1].series), d.series, d.samples, interval)
+		hs.Hosts, span(hs.Span), hs.LongHosts, span(hs.LongSpan), len(d.hosts[len(d.hosts)-1].series), d.series, d.samples, interval)
 	start := time.Now()
 	for _, phase := range []struct {
 		name string
@@ -524,7 +524,7 @@ func (r *runner) rangeQueries(es []historyEngine, variant string) error {
 		}
 		name := rq.name + "_" + variant
 		note := fmt.Sprintf("median; %v at a 1 h step up to the history's end, %s; the data reach back %v (%d hosts), %v (%d)",
-			rq.span, rq.comment, r.hscale.Span, r.hscale.Hosts, r.hscale.LongSpan, r.hscale.LongHosts)
+			span(rq.span), rq.comment, span(r.hscale.Span), r.hscale.Hosts, span(r.hscale.LongSpan), r.hscale.LongHosts)
 		r.rep.add(name, "ms", lower, ms(percentile(lat[0], 0.5)), ms(percentile(lat[1], 0.5)), note)
 		r.rep.add(name+"_p99", "ms", lower, ms(percentile(lat[0], 0.99)), ms(percentile(lat[1], 0.99)), "")
 		r.logf("%-16s %s: aerie %.1f ms, prometheus %.1f ms (median of %d)", rq.name, variant,
@@ -596,6 +596,17 @@ func (r *runner) underQueries(e engine, fn func() error) ([]time.Duration, time.
 // engines started before (background flushes) are not labeled.
 func labeled(engine, step string, fn func()) {
 	pprof.Do(context.Background(), pprof.Labels("engine", engine, "step", step), func(context.Context) { fn() })
+}
+
+// span formats a duration of whole days or hours as "30 d" or "2 h".
+func span(d time.Duration) string {
+	switch {
+	case d%day == 0:
+		return fmt.Sprintf("%d d", d/day)
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d h", d/time.Hour)
+	}
+	return d.String()
 }
 
 func sortedDurations(ds []time.Duration) []time.Duration {

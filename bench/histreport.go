@@ -10,7 +10,7 @@ func writeHistoryMarkdown(w io.Writer, r *Report) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	c := r.Config
 	p("## History: backfill and compaction (%s scale)\n\n", r.Scale)
-	p("`aerie bench --workload=history --scale=%s`: %s node hosts with every series for %s and %s hosts with only node_cpu_seconds_total (%s cpus) and node_memory_MemAvailable_bytes for %s, at %s, ending where the head's %s of current data (every host) begin: %d series, %d samples of history. ",
+	p("`aerie bench --workload=history --scale=%s`: node hosts, %s with every series for %s and %s with only node_cpu_seconds_total (of %s cpus) and node_memory_MemAvailable_bytes for %s, at %s, ending where the head's %s of current data (every host) begin: %d series, %d samples of history. ",
 		r.Scale, c["hosts"], c["span"], c["long_hosts"], c["long_cpus"], c["long_span"], c["interval"], c["head_span"], r.Series, r.Samples)
 	p("Each engine is opened with the current data in its head; then the history is written through `storage.Appender` by one writer, host after host, each host's range in time order, a commit every %s samples (as `aerie import` commits), and flushed into blocks at the end: Aerie `FlushBackfill`, Prometheus (%s) `CompactOOOHead` (`backfill_*`). Both are counted back sample by sample and must hold every one. ",
 		c["batch"], c["prometheus_ooo"])

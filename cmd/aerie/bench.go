@@ -72,7 +72,7 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.Workload, "workload", "node", "node, random (node's series and timestamps, values uniform in [0,1)), tsbs (devops cpu-only) or history (node hosts' history backfilled, then compacted: its own phases)")
 	f.StringVar(&cfg.Input, "input", "", "real data instead of a generated workload: a remote-write dump (.rwpb.zst) or OpenMetrics text with timestamps")
-	f.StringVar(&cfg.Scale, "scale", "small", "small (1 K series, <2 min), medium (10 K series) or large (150 K series, Heracles' scale)")
+	f.StringVar(&cfg.Scale, "scale", "small", "small (1 K series, <2 min), medium (10 K series) or large (150 K series, Heracles' scale); history: days of 1 to 4 hosts and 30 days of 1 or 2 (bench/histdata.go)")
 	f.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file")
 	f.StringVar(&cfg.Dir, "dir", "", "scratch directory for both engines' data (default: a temporary directory, removed after)")
 	f.Int64Var(&cfg.Seed, "seed", 1, "workload seed")
