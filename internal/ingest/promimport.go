@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/common/model"
@@ -134,7 +135,10 @@ func (pi *promImport) setBody(body []byte) {
 		}
 		i = end + next
 	}
-	pi.body = body
+	// The text parser appends to its input: with no room left it would
+	// parse a copy, and the series it returns would not be subslices of
+	// body, which the line count after a multi-line label needs.
+	pi.body = slices.Grow(body, 1)
 }
 
 // lineEnd is the offset just after the line that starts at off.
