@@ -97,7 +97,7 @@ func (r *runner) runHistory() (*Report, error) {
 			"aerie_wal_sync":    r.cfg.AerieSync,
 			"aerie_flush_cpu":   fmt.Sprint(max(r.cfg.AerieFlushCPU, 0)),
 			"prometheus_wal":    "library defaults: records written at commit, fsync when a segment is full, no compression; automatic compaction off",
-			"prometheus_ooo":    fmt.Sprintf("out_of_order_time_window %v, retention %v, max block duration %v", promOOOWindow, promOOOWindow, promMaxBlockDuration),
+			"prometheus_ooo":    fmt.Sprintf("out_of_order_time_window %s, retention %s, max block duration %s", span(promOOOWindow), span(promOOOWindow), span(promMaxBlockDuration)),
 			"aerie_tuple_size":  "8",
 			"history_writers":   "1",
 			"history_generator": "node, one workload per day (counters restart at day boundaries)",
@@ -453,8 +453,8 @@ func (r *runner) importsPhase() error {
 	}
 	r.rep.add("compaction_seconds", "s", lower, took[0].Seconds(), took[1].Seconds(), "Aerie CompactBlocks, Prometheus Compact, each under the query loop")
 	r.addDisk("compacted", after, total, "after every compaction due")
-	note := fmt.Sprintf("one random series of the %d full hosts, a random %v of its history, in a loop during the compaction; %d and %d queries",
-		d.full, compactQueryWindow, len(busy[0]), len(busy[1]))
+	note := fmt.Sprintf("one random series of the %d full hosts, a random %s of its history, in a loop during the compaction; %d and %d queries",
+		d.full, span(compactQueryWindow), len(busy[0]), len(busy[1]))
 	idleNote := fmt.Sprintf("the same loop for %v just before the compaction; %d and %d queries", r.hscale.QueryLoop, len(idle[0]), len(idle[1]))
 	for _, q := range []struct {
 		suffix string
