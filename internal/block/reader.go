@@ -311,6 +311,7 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 				d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section groups: column of group %d inconsistent", i)}
 				break
 			}
+			m.Index()
 			c.meta, c.off = m, pos
 			pos += m.DataLen()
 			g.cols = append(g.cols, c)

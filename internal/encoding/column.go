@@ -28,6 +28,25 @@ type ColumnMeta struct {
 	// Widths holds, per disk block, the padded width in bytes of each of its
 	// tuples. It is empty for a ColumnConst column.
 	Widths []uint16
+
+	// starts, if built (Index), holds the offset of every disk block and
+	// the data length: tuple offsets in O(1) instead of a sum over the
+	// blocks before (which made reading a long column quadratic).
+	starts []int64
+}
+
+// Index precomputes the disk blocks' offsets, so that TupleRange costs
+// O(1) however long the column (8 bytes per disk block). Readers that
+// keep a meta to read tuples call it once after decoding.
+func (m *ColumnMeta) Index() {
+	if m.Flags&ColumnConst != 0 || m.BlockTuples == 0 || len(m.Widths) < 4 {
+		return
+	}
+	m.starts = make([]int64, len(m.Widths)+1)
+	bt := int64(m.BlockTuples)
+	for b, w := range m.Widths {
+		m.starts[b+1] = m.starts[b] + int64(w)*bt
+	}
 }
 
 // NumTuples returns the number of tuples, ⌈Rows/TupleSize⌉.
@@ -67,6 +86,9 @@ func (m *ColumnMeta) width(b int) int64 {
 func (m *ColumnMeta) offset(i int) int64 {
 	bt := int(m.BlockTuples)
 	blk := i / bt
+	if blk < len(m.starts) {
+		return m.starts[blk] + int64(i%bt)*m.width(blk)
+	}
 	var off int64
 	for b := 0; b < blk; b++ {
 		off += m.width(b) * int64(bt)

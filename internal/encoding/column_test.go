@@ -334,3 +334,23 @@ func TestNthSmallest(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnMetaIndex: an indexed meta gives the same tuple ranges as the
+// sum over blocks.
+func TestColumnMetaIndex(t *testing.T) {
+	m := ColumnMeta{Rows: 8 * 10 * 50, TupleSize: 8, BlockTuples: 10}
+	for b := range m.NumBlocks() {
+		m.Widths = append(m.Widths, uint16(3+b%17))
+	}
+	plain := m
+	m.Index()
+	require.Len(t, m.starts, m.NumBlocks()+1)
+	for i := 0; i < m.NumTuples(); i++ {
+		for _, j := range []int{i, min(i+13, m.NumTuples()-1)} {
+			o1, e1 := plain.TupleRange(i, j)
+			o2, e2 := m.TupleRange(i, j)
+			require.Equal(t, [2]int64{o1, e1}, [2]int64{o2, e2}, "tuples %d..%d", i, j)
+		}
+	}
+	require.Equal(t, plain.DataLen(), m.DataLen())
+}
