@@ -254,10 +254,10 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 		if !slices.IsSortedFunc(ps, cmpPending) { // importers send rows in order
 			slices.SortStableFunc(ps, cmpPending)
 		}
-		lastT := map[*memSeries]int64{}
-		lastV := map[*memSeries]uint64{}
+		lastT := make(map[*memSeries]int64, len(slotOf))
+		lastV := make(map[*memSeries]uint64, len(slotOf))
 		var rows []row
-		for _, p := range ps {
+		for k, p := range ps {
 			slot, ok := p.slot, p.ok
 			if !ok {
 				continue // rejected by assignSlots
@@ -300,7 +300,13 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 				r.series = append(r.series, p.s)
 				r.idx = append(r.idx, p.idx)
 			} else {
-				rows = append(rows, row{t: p.t, slots: []model.Slot{slot}, vals: []float64{p.v}, series: []*memSeries{p.s}, idx: []int{p.idx}})
+				n := 1 // the row's samples: ps is sorted by time
+				for k+n < len(ps) && ps[k+n].t == p.t {
+					n++
+				}
+				r := row{t: p.t, slots: make([]model.Slot, 1, n), vals: make([]float64, 1, n), series: make([]*memSeries, 1, n), idx: make([]int, 1, n)}
+				r.slots[0], r.vals[0], r.series[0], r.idx[0] = slot, p.v, p.s, p.idx
+				rows = append(rows, r)
 			}
 		}
 		rows = h.reserveRows(rows, rej, spill)
