@@ -5,13 +5,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -203,71 +200,35 @@ func TestCompactionCrashKill9(t *testing.T) {
 		iterations, _ = strconv.Atoi(s)
 	}
 	dir := t.TempDir()
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	acked := map[int]map[int64]bool{}
-	compactions := int64(0)
-	for it := 0; it < iterations; it++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCompactionCrashChild$", "-test.v")
-		cmd.Env = append(os.Environ(), compactCrashEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		lines := make(chan string, 1024)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		iterMax := int64(0)
-		handle := func(l string) {
-			f := strings.Fields(l)
-			switch {
-			case len(f) == 3 && f[0] == "ack":
-				g, _ := strconv.Atoi(f[1])
-				i, _ := strconv.ParseInt(f[2], 10, 64)
-				ackRow(acked, g, i)
-			case len(f) == 2 && f[0] == "compactions":
-				n, _ := strconv.ParseInt(f[1], 10, 64)
-				iterMax = max(iterMax, n)
-			case strings.Contains(l, "error"):
-				t.Fatalf("child: %s", l)
-			}
+	compactions, iterMax, compacted := int64(0), int64(0), 0
+	killLoop(t, "TestCompactionCrashChild", compactCrashEnv, dir, iterations, 300, 1200, func(l string) {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "ack":
+			g, _ := strconv.Atoi(f[1])
+			i, _ := strconv.ParseInt(f[2], 10, 64)
+			ackRow(acked, g, i)
+		case len(f) == 2 && f[0] == "compactions":
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			iterMax = max(iterMax, n)
 		}
-		deadline := time.After(time.Duration(200+rng.Intn(800)) * time.Millisecond)
-	read:
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					break read
-				}
-				handle(l)
-			case <-deadline:
-				break read
-			}
-		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		for l := range lines {
-			if !strings.Contains(l, "error") {
-				handle(l)
-			}
-		}
-		cmd.Wait()
+	}, func(it int) {
 		compactions += iterMax
-		verifyCompactionCrashDir(t, dir, acked, it)
-	}
-	require.Positive(t, compactions, "compactions ran in the child")
+		iterMax = 0
+		compacted = max(compacted, verifyCompactionCrashDir(t, dir, acked, it))
+	})
+	require.Positive(t, compacted, "compacted blocks were found after a kill")
 	n := 0
 	for _, rows := range acked {
 		n += len(rows)
 	}
-	t.Logf("%d kills, %d acknowledged rows (current and backfilled) verified after each; at least %d compactions ran", iterations, n, compactions)
+	t.Logf("%d kills, %d acknowledged rows (current and backfilled) verified after each; the children reported %d compactions, up to %d compacted blocks open after a kill", iterations, n, compactions, compacted)
 }
 
-func verifyCompactionCrashDir(t *testing.T, dir string, acked map[int]map[int64]bool, it int) {
+// verifyCompactionCrashDir checks the directory after a kill and returns
+// how many compacted blocks it holds.
+func verifyCompactionCrashDir(t *testing.T, dir string, acked map[int]map[int64]bool, it int) (compacted int) {
 	t.Helper()
 	db, err := Open(dir, compactCrashOptions(-1))
 	require.NoError(t, err, "iteration %d: reopen", it)
@@ -280,6 +241,9 @@ func verifyCompactionCrashDir(t *testing.T, dir string, acked map[int]map[int64]
 	}
 	for _, m := range db.Blocks() {
 		require.False(t, parents[m.ULID], "iteration %d: block %s is still open although an output replaced it", it, m.ULID)
+		if m.Compaction.Level > 0 {
+			compacted++
+		}
 	}
 	for g, rows := range acked {
 		for s := 0; s < 10; s++ {
@@ -299,4 +263,5 @@ func verifyCompactionCrashDir(t *testing.T, dir string, acked map[int]map[int64]
 			}
 		}
 	}
+	return compacted
 }

@@ -77,11 +77,32 @@ func TestCrashKill9(t *testing.T) {
 		iterations, _ = strconv.Atoi(s)
 	}
 	dir := t.TempDir()
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	acked := map[int]map[int64]bool{} // target → acknowledged rows
+	killLoop(t, "TestCrashChild", crashChildEnv, dir, iterations, 50, 400, func(l string) {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "ack" {
+			g, _ := strconv.Atoi(f[1])
+			i, _ := strconv.ParseInt(f[2], 10, 64)
+			ackRow(acked, g, i)
+		}
+	}, func(it int) { verifyCrashDir(t, dir, acked, it) })
+	n := 0
+	for _, rows := range acked {
+		n += len(rows)
+	}
+	t.Logf("%d kills, %d acknowledged rows verified after each", iterations, n)
+}
+
+// killLoop runs the test child (a TestXxx that skips unless env names its
+// data directory) iterations times: it hands every line the child prints
+// to handle, kills it with SIGKILL after a random [minMs, minMs+spreadMs)
+// ms, hands the lines printed before the kill too, and calls verify. A
+// line with "error" before the kill fails the test.
+func killLoop(t *testing.T, child, env, dir string, iterations, minMs, spreadMs int, handle func(string), verify func(it int)) {
+	t.Helper()
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for it := 0; it < iterations; it++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+		cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
+		cmd.Env = append(os.Environ(), env+"="+dir)
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		cmd.Stderr = os.Stderr
@@ -94,7 +115,7 @@ func TestCrashKill9(t *testing.T) {
 			}
 			close(lines)
 		}()
-		deadline := time.After(time.Duration(50+rng.Intn(400)) * time.Millisecond)
+		deadline := time.After(time.Duration(minMs+rng.Intn(spreadMs)) * time.Millisecond)
 	read:
 		for {
 			select {
@@ -102,33 +123,21 @@ func TestCrashKill9(t *testing.T) {
 				if !ok {
 					break read
 				}
-				if f := strings.Fields(l); len(f) == 3 && f[0] == "ack" {
-					g, _ := strconv.Atoi(f[1])
-					i, _ := strconv.ParseInt(f[2], 10, 64)
-					ackRow(acked, g, i)
-				} else if strings.Contains(l, "error") {
+				if strings.Contains(l, "error") {
 					t.Fatalf("child: %s", l)
 				}
+				handle(l)
 			case <-deadline:
 				break read
 			}
 		}
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		for l := range lines { // acks printed before the kill count too
-			if f := strings.Fields(l); len(f) == 3 && f[0] == "ack" {
-				g, _ := strconv.Atoi(f[1])
-				i, _ := strconv.ParseInt(f[2], 10, 64)
-				ackRow(acked, g, i)
-			}
+		for l := range lines { // lines printed before the kill count too
+			handle(l)
 		}
 		cmd.Wait()
-		verifyCrashDir(t, dir, acked, it)
+		verify(it)
 	}
-	n := 0
-	for _, rows := range acked {
-		n += len(rows)
-	}
-	t.Logf("%d kills, %d acknowledged rows verified after each", iterations, n)
 }
 
 func ackRow(acked map[int]map[int64]bool, g int, i int64) {
