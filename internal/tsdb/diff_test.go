@@ -53,15 +53,7 @@ func TestDifferential(t *testing.T) {
 		require.Equal(t, pa, aa, "sample %d: accepted by prometheus %v, by aerie %v", i, pa, aa)
 	}
 
-	compare := func(stage string) {
-		t.Run(stage, func(t *testing.T) {
-			start := time.Now()
-			n := difftest.CompareSelect(t, w, prom, db, selects, 7)
-			qs := difftest.CompareQueries(t, w, prom, db)
-			w.Verify(t, db)
-			t.Logf("%s: %d selects (%d non-empty), queries %+v, in %v", stage, selects, n, qs, time.Since(start))
-		})
-	}
+	compare := stageCompare(t, w, prom, &db, selects)
 	compare("head")
 
 	require.NoError(t, db.Close())
@@ -79,6 +71,21 @@ func TestDifferential(t *testing.T) {
 	defer db.Close()
 	require.NotEmpty(t, db.Blocks())
 	compare("blocks-reopened")
+}
+
+// stageCompare returns a function that compares *db with prom as a
+// subtest named for the stage: random Selects, PromQL, and the data
+// against the workload's model.
+func stageCompare(t *testing.T, w *difftest.Workload, prom difftest.Engine, db **DB, selects int) func(stage string) {
+	return func(stage string) {
+		t.Run(stage, func(t *testing.T) {
+			start := time.Now()
+			n := difftest.CompareSelect(t, w, prom, *db, selects, 7)
+			qs := difftest.CompareQueries(t, w, prom, *db)
+			w.Verify(t, *db)
+			t.Logf("%s: %d selects (%d non-empty), queries %+v, %d blocks, in %v", stage, selects, n, qs, len((*db).Blocks()), time.Since(start))
+		})
+	}
 }
 
 // storageEngine adapts a DB to the harness through its storage.Appender,
@@ -136,15 +143,7 @@ func TestDifferentialHistory(t *testing.T) {
 	require.Equal(t, ps.Accepted, as.Accepted)
 	require.Positive(t, db.BackfillStats().Samples, "history went through the backfill")
 
-	compare := func(stage string) {
-		t.Run(stage, func(t *testing.T) {
-			start := time.Now()
-			n := difftest.CompareSelect(t, w, prom, db, selects, 7)
-			qs := difftest.CompareQueries(t, w, prom, db)
-			w.Verify(t, db)
-			t.Logf("%s: %d selects (%d non-empty), queries %+v, %d blocks, in %v", stage, selects, n, qs, len(db.Blocks()), time.Since(start))
-		})
-	}
+	compare := stageCompare(t, w, prom, &db, selects)
 	compare("written")
 
 	require.NoError(t, db.Close())
