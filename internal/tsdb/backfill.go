@@ -76,6 +76,9 @@ const (
 	// maxFrozen generations may wait for their flush before commits that
 	// need a new generation wait.
 	maxFrozen = 2
+	// backfillMaxAge freezes a generation that keeps taking a trickle of
+	// writes, so its rows reach blocks and its WAL is deleted.
+	backfillMaxAge = time.Hour
 	// maxChunkPartitions bounds the partitions one commit chunk reserves
 	// in a generation, so a chunk always fits a fresh generation.
 	maxChunkPartitions = 8
@@ -106,6 +109,7 @@ type generation struct {
 
 	lastWrite  atomic.Int64 // unix nanoseconds of the last commit
 	lastSizeAt atomic.Int64 // unix nanoseconds of the last size check
+	opened     time.Time
 }
 
 // reserve records that a commit will write partitions pids; it fails if
@@ -226,7 +230,7 @@ func (db *DB) openGeneration(n uint64) (*generation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open backfill WAL %d: %w", n, err)
 	}
-	g := &generation{n: n, dir: dir, wal: w, parts: map[int64]struct{}{}}
+	g := &generation{n: n, dir: dir, wal: w, parts: map[int64]struct{}{}, opened: time.Now()}
 	g.head, err = head.New(db.generationOptions(), genLogger{w})
 	if err != nil {
 		w.Close()
@@ -482,8 +486,9 @@ func (db *DB) backfillLoop() {
 		case <-t.C:
 		}
 		db.bf.mu.Lock()
-		if g := db.bf.active; g != nil && time.Since(time.Unix(0, g.lastWrite.Load())) >= db.opts.BackfillIdle {
-			db.freezeLocked(g)
+		if g := db.bf.active; g != nil && (time.Since(time.Unix(0, g.lastWrite.Load())) >= db.opts.BackfillIdle ||
+			time.Since(g.opened) >= backfillMaxAge) {
+			db.freezeLocked(g) // idle, or a trickle that would keep its WAL forever
 		}
 		db.bf.mu.Unlock()
 		if err := db.flushFrozen(); err != nil {
