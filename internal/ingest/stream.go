@@ -264,8 +264,8 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 			break
 		}
 		if eof {
-			if !tooLong && len(bytes.TrimSpace(line)) == 0 {
-				continue
+			if !tooLong && len(bytes.TrimRight(line, "\r\n")) == 0 {
+				continue // as textparse: only empty lines may follow
 			}
 			reject(Rejection{Reason: ReasonParse, N: 1, Line: src.line, Msg: where(src.line, 0, 0) + ": unexpected data after # EOF"})
 			return nil // OpenMetrics ends at # EOF: the rest is not read
