@@ -264,9 +264,7 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 			break
 		}
 		if eof {
-			if !tooLong && len(bytes.TrimRight(line, "\r\n")) == 0 {
-				continue // as textparse: only empty lines may follow
-			}
+			// As textparse: nothing may follow, not even an empty line.
 			reject(Rejection{Reason: ReasonParse, N: 1, Line: src.line, Msg: where(src.line, 0, 0) + ": unexpected data after # EOF"})
 			return nil // OpenMetrics ends at # EOF: the rest is not read
 		}
