@@ -188,7 +188,10 @@ func (db *DB) checkRetention(t int64) error {
 	if db.opts.Retention <= 0 {
 		return nil
 	}
-	if newest := db.newestT(); newest != math.MinInt64 && t <= newest-db.opts.Retention {
+	// Per sample, so no lock: the head's max and the blocks' newest sample
+	// bound the newest data (a generation only holds samples that fell
+	// below the head's bounds; newestT, for retention, also asks them).
+	if newest := max(db.head.MaxTime(), db.newestBlockSample.Load()); newest != math.MinInt64 && t <= newest-db.opts.Retention {
 		return ErrTooOldForRetention
 	}
 	return nil
