@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -275,6 +276,14 @@ func (db *DB) openBackfill() error {
 	}
 	var gens []uint64
 	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), block.TmpSuffix) {
+			// A generation's WAL whose deletion a crash interrupted: its
+			// rows are in blocks (see removeDir).
+			if err := os.RemoveAll(filepath.Join(bdir, e.Name())); err != nil {
+				return err
+			}
+			continue
+		}
 		n, err := strconv.ParseUint(e.Name(), 10, 64)
 		if err != nil || !e.IsDir() {
 			db.log.Warn("unexpected entry in backfill directory", "name", e.Name())
@@ -291,7 +300,7 @@ func (db *DB) openBackfill() error {
 		next = max(next, m.Seq+1, m.Backfill+1)
 		if m.Backfill != 0 && slices.Contains(gens, m.Backfill) {
 			b.Close()
-			if err := os.RemoveAll(b.Dir()); err != nil {
+			if err := removeDir(b.Dir()); err != nil {
 				db.mu.Unlock()
 				return fmt.Errorf("delete block %s of unfinished backfill flush: %w", m.ULID, err)
 			}
@@ -310,7 +319,7 @@ func (db *DB) openBackfill() error {
 		}
 		if g.head.MaxTime() == math.MinInt64 {
 			g.wal.Close()
-			if err := os.RemoveAll(g.dir); err != nil {
+			if err := removeDir(g.dir); err != nil {
 				return err
 			}
 			continue
@@ -548,7 +557,7 @@ func (db *DB) flushGeneration(g *generation) error {
 	abort := func(err error) error {
 		for _, b := range bs {
 			b.Close()
-			os.RemoveAll(b.Dir())
+			removeDir(b.Dir())
 		}
 		return fmt.Errorf("flush backfill generation %d: %w", g.n, err)
 	}
@@ -582,11 +591,8 @@ func (db *DB) flushGeneration(g *generation) error {
 	if err := g.wal.Close(); err != nil {
 		db.log.Warn("close backfill WAL", "generation", g.n, "err", err)
 	}
-	if err := os.RemoveAll(g.dir); err != nil {
+	if err := removeDir(g.dir); err != nil {
 		return fmt.Errorf("delete backfill WAL %d: %w", g.n, err)
-	}
-	if err := syncDir(filepath.Dir(g.dir)); err != nil {
-		return err
 	}
 	db.bf.flushed.Add(1)
 	db.kickCompaction()
@@ -642,4 +648,20 @@ func syncDir(dir string) error {
 	}
 	defer f.Close()
 	return f.Sync()
+}
+
+// removeDir deletes a directory (a block, a generation's WAL) so that a
+// crash leaves it whole or renamed with block.TmpSuffix, which open
+// deletes; never a part of it, which would read as a block without its
+// meta.json or a WAL without its first segments: rename, fsync the parent,
+// remove.
+func removeDir(dir string) error {
+	tmp := dir + block.TmpSuffix
+	if err := os.Rename(dir, tmp); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	return os.RemoveAll(tmp)
 }

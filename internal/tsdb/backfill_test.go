@@ -151,46 +151,72 @@ func TestBackfillReplay(t *testing.T) {
 	require.NoError(t, db.Close())
 }
 
-// TestBackfillUnfinishedFlush: blocks of a generation whose WAL still
-// exists (a crash between the block writes and the WAL deletion) are
-// deleted at open and written again from the WAL, without duplicates.
+// TestBackfillUnfinishedFlush: a crash between a generation's block writes
+// and its WAL deletion. While the WAL is whole, its blocks are deleted at
+// open and written again from it, without duplicates; once its deletion
+// began (the directory renamed, some segments gone), the blocks are kept
+// and what is left of the WAL is deleted.
 func TestBackfillUnfinishedFlush(t *testing.T) {
-	dir := t.TempDir()
-	opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
-	want := map[string][]smp{}
-	writeHostDay(t, db, 0, 50*day, 50*day+2*hour, 10_000, want, nil)
-	writeHostDay(t, db, 1, 10*day, 12*day, 300_000, want, nil)
-	// Keep a copy of the generation's WAL, flush, put the WAL back: the
-	// state a crash before the WAL deletion leaves.
-	gdir := filepath.Join(dir, backfillDirname)
-	ents, err := os.ReadDir(gdir)
-	require.NoError(t, err)
-	require.Len(t, ents, 1)
-	saved := t.TempDir()
-	require.NoError(t, os.CopyFS(filepath.Join(saved, ents[0].Name()), os.DirFS(filepath.Join(gdir, ents[0].Name()))))
-	require.NoError(t, db.FlushBackfill())
-	nblocks := len(db.Blocks())
-	require.NoError(t, db.Close())
-	require.NoError(t, os.CopyFS(filepath.Join(gdir, ents[0].Name()), os.DirFS(filepath.Join(saved, ents[0].Name()))))
-
-	db, err = Open(dir, opts)
-	require.NoError(t, err)
-	defer db.Close()
-	require.Less(t, len(db.Blocks()), nblocks, "the unfinished generation's blocks are deleted")
-	requireSamples(t, db, want, "replayed")
-	require.NoError(t, db.FlushBackfill())
-	require.Equal(t, nblocks, len(db.Blocks()))
-	requireSamples(t, db, want, "flushed again")
-	for _, m := range db.Blocks() {
-		total := 0
-		for _, o := range db.Blocks() {
-			if o.MinTime == m.MinTime && o.Seq == m.Seq {
-				total++
+	for _, tc := range []struct {
+		name        string
+		interrupted bool // the WAL's deletion began
+	}{{"wal whole", false}, {"wal deletion interrupted", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour, WALSegmentSize: 64 << 10}
+			db, err := Open(dir, opts)
+			require.NoError(t, err)
+			want := map[string][]smp{}
+			writeHostDay(t, db, 0, 50*day, 50*day+2*hour, 10_000, want, nil)
+			writeHostDay(t, db, 1, 10*day, 12*day, 60_000, want, nil)
+			// Keep a copy of the generation's WAL, flush, put the WAL back:
+			// the state a crash before (or during) the WAL deletion leaves.
+			gdir := filepath.Join(dir, backfillDirname)
+			ents, err := os.ReadDir(gdir)
+			require.NoError(t, err)
+			require.Len(t, ents, 1)
+			name := ents[0].Name()
+			saved := t.TempDir()
+			require.NoError(t, os.CopyFS(filepath.Join(saved, name), os.DirFS(filepath.Join(gdir, name))))
+			require.NoError(t, db.FlushBackfill())
+			nblocks := len(db.Blocks())
+			require.NoError(t, db.Close())
+			back := filepath.Join(gdir, name)
+			if tc.interrupted {
+				back += ".tmp"
 			}
-		}
-		require.Equal(t, 1, total, "no block written twice")
+			require.NoError(t, os.CopyFS(back, os.DirFS(filepath.Join(saved, name))))
+			if tc.interrupted {
+				segs, err := os.ReadDir(back)
+				require.NoError(t, err)
+				require.Greater(t, len(segs), 1, "the generation's WAL has several segments")
+				require.NoError(t, os.Remove(filepath.Join(back, segs[0].Name())))
+			}
+
+			db, err = Open(dir, opts)
+			require.NoError(t, err)
+			defer db.Close()
+			if tc.interrupted {
+				require.Equal(t, nblocks, len(db.Blocks()), "the flushed generation's blocks are kept")
+				_, err := os.Stat(back)
+				require.True(t, os.IsNotExist(err), "the WAL left by an interrupted deletion is deleted")
+			} else {
+				require.Less(t, len(db.Blocks()), nblocks, "the unfinished generation's blocks are deleted")
+			}
+			requireSamples(t, db, want, "replayed")
+			require.NoError(t, db.FlushBackfill())
+			require.Equal(t, nblocks, len(db.Blocks()))
+			requireSamples(t, db, want, "flushed again")
+			for _, m := range db.Blocks() {
+				total := 0
+				for _, o := range db.Blocks() {
+					if o.MinTime == m.MinTime && o.Seq == m.Seq {
+						total++
+					}
+				}
+				require.Equal(t, 1, total, "no block written twice")
+			}
+		})
 	}
 }
 

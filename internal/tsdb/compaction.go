@@ -3,7 +3,6 @@ package tsdb
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -227,7 +226,7 @@ func (db *DB) runCompaction(j compact.Job) error {
 	db.mu.Unlock()
 	for _, b := range inputs {
 		b.Close() // the engine's reference; queriers keep theirs
-		if err := removeBlockDir(b.Dir()); err != nil {
+		if err := removeDir(b.Dir()); err != nil {
 			return fmt.Errorf("delete compacted block %s: %w", b.Meta().ULID, err)
 		}
 	}
@@ -244,20 +243,6 @@ func (db *DB) runCompaction(j compact.Job) error {
 		"mint", j.MinTime, "maxt", j.MaxTime, "samples", meta.Stats.Samples, "bytes_in", in,
 		"bytes_out", meta.Stats.DataBytes+meta.Stats.IndexBytes, "took", took)
 	return nil
-}
-
-// removeBlockDir deletes a block directory so that a crash leaves it whole
-// or as a .tmp directory (deleted at open), never a block without meta:
-// rename, fsync the parent, remove.
-func removeBlockDir(dir string) error {
-	tmp := dir + block.TmpSuffix
-	if err := os.Rename(dir, tmp); err != nil {
-		return err
-	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
-		return err
-	}
-	return os.RemoveAll(tmp)
 }
 
 // deleteObsolete deletes, at open, the blocks a compaction output
@@ -279,7 +264,7 @@ func (db *DB) deleteObsolete() error {
 			continue
 		}
 		b.Close()
-		if err := removeBlockDir(b.Dir()); err != nil {
+		if err := removeDir(b.Dir()); err != nil {
 			return fmt.Errorf("delete replaced block %s: %w", b.Meta().ULID, err)
 		}
 		db.log.Info("deleted a block a compaction replaced", "block", b.Meta().ULID)

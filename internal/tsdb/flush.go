@@ -3,7 +3,6 @@ package tsdb
 import (
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"sort"
 	"time"
@@ -221,7 +220,7 @@ func (db *DB) applyRetention() (int64, error) {
 		// Queriers hold their own references; the file closes with the
 		// last one, and an unlinked file stays readable until then.
 		d.Close()
-		if err := os.RemoveAll(d.Dir()); err != nil {
+		if err := removeDir(d.Dir()); err != nil {
 			return cutoff, fmt.Errorf("retention: delete block %s: %w", d.Dir(), err)
 		}
 		db.log.Info("block deleted by retention", "block", d.Meta().ULID, "maxt", d.Meta().MaxTime)
