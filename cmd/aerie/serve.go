@@ -17,6 +17,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var o server.Options
 	var logLevel string
+	delayed := true // --query.delayed-name-removal
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Aerie server: Prometheus-compatible ingestion, scraping, PromQL API and rules",
@@ -34,6 +35,7 @@ SIGTERM or SIGINT shut it down gracefully.`,
 			o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 			o.Flags = map[string]string{}
 			cmd.Flags().VisitAll(func(f *pflag.Flag) { o.Flags[f.Name] = f.Value.String() })
+			o.NoDelayedNameRemoval = !delayed
 			s, err := server.New(o)
 			if err != nil {
 				return err
@@ -53,6 +55,7 @@ SIGTERM or SIGINT shut it down gracefully.`,
 	f.IntVar(&o.MaxSamples, "query.max-samples", 50_000_000, "maximum samples a query may load")
 	f.IntVar(&o.MaxConcurrentQueries, "query.max-concurrency", 20, "maximum queries executed at once")
 	f.DurationVar(&o.LookbackDelta, "query.lookback-delta", 5*time.Minute, "how far back an instant selector looks")
+	f.BoolVar(&delayed, "query.delayed-name-removal", true, "drop __name__ at the end of a query, not inside it, so queries written for VictoriaMetrics (e.g. max_over_time({__name__=~\"a|b\"}[1m]) by name) answer as there; false: as Prometheus 3 without its promql-delayed-name-removal feature")
 	f.StringVar(&logLevel, "log.level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -46,6 +46,17 @@ type Options struct {
 	MaxConcurrentQueries int           // [0 = no active query tracker]; > 0 tracks queries in <data dir>/queries.active, as Prometheus does
 	LookbackDelta        time.Duration // [5m]
 
+	// NoDelayedNameRemoval turns delayed __name__ removal off [on]. On,
+	// functions and operators that drop the metric name (rate,
+	// max_over_time, arithmetic, …) drop it at the end of the query
+	// instead of at once, so `max by (__name__) (max_over_time({__name__=~
+	// "a|b"}[1m]))` groups by name as VictoriaMetrics does, and
+	// `max_over_time({__name__=~"a|b"}[1m])` answers instead of failing
+	// with "vector cannot contain metrics with the same labelset". Off,
+	// answers are Prometheus 3's without its promql-delayed-name-removal
+	// feature.
+	NoDelayedNameRemoval bool
+
 	Flags  map[string]string    // /status/flags [empty]
 	Config func() config.Config // /status/config and remote read's external labels [config.DefaultConfig]
 
@@ -145,13 +156,14 @@ func BuildInfo() *v1.PrometheusVersion {
 func NewEngine(dataDir string, opts Options) *promql.Engine {
 	opts = opts.withDefaults()
 	eo := promql.EngineOpts{
-		Logger:               opts.Logger.With("component", "query engine"),
-		Reg:                  opts.Registerer,
-		MaxSamples:           opts.MaxSamples,
-		Timeout:              opts.QueryTimeout,
-		LookbackDelta:        opts.LookbackDelta,
-		EnableAtModifier:     true,
-		EnableNegativeOffset: true,
+		Logger:                   opts.Logger.With("component", "query engine"),
+		Reg:                      opts.Registerer,
+		MaxSamples:               opts.MaxSamples,
+		Timeout:                  opts.QueryTimeout,
+		LookbackDelta:            opts.LookbackDelta,
+		EnableAtModifier:         true,
+		EnableNegativeOffset:     true,
+		EnableDelayedNameRemoval: !opts.NoDelayedNameRemoval,
 		// As Prometheus: a subquery without a step steps by the global
 		// evaluation interval.
 		NoStepSubqueryIntervalFn: func(int64) int64 {
@@ -217,9 +229,9 @@ func (o Options) withDefaults() Options {
 }
 
 // New returns a handler serving the Prometheus HTTP API v1 over db under
-// /api/v1/, and the PromQL engine it queries with (the caller closes the
-// engine, which releases the active query tracker, after the server
-// stops).
+// /api/v1/, and the PromQL engine it queries with through QueryEngine (the
+// caller closes the engine, which releases the active query tracker, after
+// the server stops).
 func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 	if db == nil {
 		return nil, nil, errors.New("api: nil DB")
@@ -228,8 +240,18 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 	engine := NewEngine(db.Dir(), opts)
 	s := &Storage{DB: db, App: opts.Appendable}
 	quarantined := func() int64 { return db.Stats().Quarantined }
-	h := newHandler(engine, s, s, s, s, NewAdminStats(db), db.Dir(), db, quarantined, opts)
+	h := newHandler(QueryEngine(engine, opts), s, s, s, s, NewAdminStats(db), db.Dir(), db, quarantined, opts)
 	return h, engine, nil
+}
+
+// QueryEngine returns what queries ng as opts say: with delayed name
+// removal on, through NameCompatEngine; off, ng itself (Prometheus 3).
+// Rules evaluate through it too.
+func QueryEngine(ng *promql.Engine, opts Options) promql.QueryEngine {
+	if opts.NoDelayedNameRemoval {
+		return ng
+	}
+	return NameCompatEngine(ng)
 }
 
 // newHandler wires Prometheus' API over the given storage exactly as

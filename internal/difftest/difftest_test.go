@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/api"
 )
 
 func hashWorkload(w *Workload) [32]byte {
@@ -337,4 +339,37 @@ func TestWriteCatchesAcceptedTooOld(t *testing.T) {
 	require.Zero(t, st.TooOldRejected)
 	require.Len(t, r.errs, 1)
 	require.True(t, strings.Contains(r.errs[0], "too-old"), r.errs[0])
+}
+
+// TestNameRemovalChanges lists every expression of the suite whose answer
+// through aerie serve's query engine (delayed name removal on, names kept
+// as VictoriaMetrics keeps them where Prometheus' answer collides) differs
+// from Prometheus 3's with its defaults, and requires exactly that list.
+func TestNameRemovalChanges(t *testing.T) {
+	w := Generate(Small())
+	e := openProm(t, w)
+	w.Write(t, e)
+	ng := NewPromQLEngine()
+	defer ng.Close()
+	got := NameRemovalChanges(w, e.(*PromEngine).DB, api.NameCompatEngine(ng))
+	want := map[string]string{
+		// Prometheus fails (the three names collide once max_over_time
+		// drops them); Aerie keeps the names through max_over_time as
+		// VictoriaMetrics does, so max by (__name__) has one group per name.
+		`max(max_over_time({__name__=~"node_load(1|5|15)", instance="host-01:9100"}[1m])) by (__name__)`: "error: want vector cannot contain metrics with the same labelset, got <nil>",
+		// The same, without the aggregation: the series keep their names.
+		`max_over_time({__name__=~"node_load(1|5|15)"}[5m])`: "error: want vector cannot contain metrics with the same labelset, got <nil>",
+		// Delayed name removal: rate marks the name for removal at the end
+		// of the query instead of removing it, so label_replace still reads
+		// it.
+		`label_replace(rate(node_cpu_seconds_total{mode="user"}[5m]), "name", "$1", "__name__", "(.+)")`: `name="node_cpu_seconds_total"`,
+	}
+	for expr, diff := range got {
+		why, ok := want[expr]
+		require.True(t, ok, "unlisted change: %s\n\t%s", expr, diff)
+		require.Contains(t, diff, why, expr)
+	}
+	for expr := range want {
+		require.Contains(t, got, expr, "listed change did not happen")
+	}
 }

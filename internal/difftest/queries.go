@@ -26,6 +26,7 @@ func NewPromQLEngine() *promql.Engine {
 		NoStepSubqueryIntervalFn: func(int64) int64 { return 60_000 },
 		EnableAtModifier:         true,
 		EnableNegativeOffset:     true,
+		EnableDelayedNameRemoval: true, // as aerie serve by default
 	})
 }
 
@@ -200,6 +201,13 @@ func Expressions(w *Workload) []string {
 		`node_cpu_seconds_total{mode="user"} / on(instance) node_load1`,            // error: many-to-one without group_left
 		`rate({__name__=~"node_network_(receive|transmit)_bytes_total"}[5m])`,      // error: duplicate label set
 		`{__name__=~"node_network_(receive|transmit)_bytes_total", device="eth0"}`, // keeps names
+		// VictoriaMetrics/TSBS style: names kept through functions (see
+		// NameRemovalChanges and internal/api/namecompat.go).
+		`max(max_over_time({__name__=~"node_load(1|5|15)", instance="host-01:9100"}[1m])) by (__name__)`,
+		`max_over_time({__name__=~"node_load(1|5|15)"}[5m])`,
+		`avg by (__name__) (rate({__name__=~"node_network_(receive|transmit)_bytes_total"}[5m]))`,
+		`label_replace(rate(node_cpu_seconds_total{mode="user"}[5m]), "name", "$1", "__name__", "(.+)")`,
+		`abs({__name__=~"node_load1|node_load5"}) > 0`,
 		// count_values, sort, timestamp.
 		`count_values("value", round(node_load1))`,
 		`count_values("v", node_textfile_scrape_error > 0)`,
@@ -349,16 +357,67 @@ func CompareQueries(t testing.TB, w *Workload, want, got storage.Queryable) Quer
 	exprs := Expressions(w)
 	ng := NewPromQLEngine()
 	defer ng.Close()
-	wq, gq := sortedQueryable{want}, sortedQueryable{got}
+	results := compareExpressions(w, exprs, ng, ng, sortedQueryable{want}, sortedQueryable{got})
+	st := QueryStats{Expressions: len(exprs), Queries: len(exprs) * (len(w.queryTimes()) + len(w.queryRanges())) * 2}
+	for i, r := range results {
+		st.Errors += r.errs
+		if !r.nonEmpty {
+			st.EmptyExpressions++
+		}
+		if r.diff != "" {
+			st.Failed++
+			if st.Failed <= maxReported {
+				t.Errorf("difftest: %s\n\t%s", exprs[i], r.diff)
+			}
+		}
+	}
+	if st.Failed > 0 {
+		t.Errorf("difftest: CompareQueries: %d of %d expressions differ", st.Failed, st.Expressions)
+	} else {
+		t.Logf("difftest: CompareQueries: %d expressions agree (%d queries; %d errored on both sides, %d expressions always empty)", st.Expressions, st.Queries, st.Errors, st.EmptyExpressions)
+	}
+	return st
+}
+
+// NameRemovalChanges evaluates every expression of Expressions(w) over q
+// through got (what aerie serve queries with) and through Prometheus 3's
+// engine with its defaults (delayed name removal off), and returns, per
+// expression whose answer differs, the first difference ("want" is
+// Prometheus').
+func NameRemovalChanges(w *Workload, q storage.Queryable, got promql.QueryEngine) map[string]string {
+	exprs := Expressions(w)
+	off := promql.NewEngine(promql.EngineOpts{
+		MaxSamples:               50e6,
+		Timeout:                  time.Minute,
+		LookbackDelta:            5 * time.Minute,
+		NoStepSubqueryIntervalFn: func(int64) int64 { return 60_000 },
+		EnableAtModifier:         true,
+		EnableNegativeOffset:     true,
+	})
+	defer off.Close()
+	sq := sortedQueryable{q}
+	out := map[string]string{}
+	for i, r := range compareExpressions(w, exprs, off, got, sq, sq) {
+		if r.diff != "" {
+			out[exprs[i]] = r.diff
+		}
+	}
+	return out
+}
+
+type exprResult struct {
+	diff     string // the first difference, "" if none
+	errs     int    // queries that errored (on want's side)
+	nonEmpty bool   // some query answered a non-empty value
+}
+
+// compareExpressions runs every expression as instant queries at
+// w.queryTimes() and range queries over w.queryRanges(), through wantEng
+// over want and gotEng over got, on up to 4 goroutines.
+func compareExpressions(w *Workload, exprs []string, wantEng, gotEng promql.QueryEngine, want, got storage.Queryable) []exprResult {
 	times := w.queryTimes()
 	ranges := w.queryRanges()
-
-	type result struct {
-		diff     string
-		errs     int
-		nonEmpty bool
-	}
-	results := make([]result, len(exprs))
+	results := make([]exprResult, len(exprs))
 	var wg sync.WaitGroup
 	next := make(chan int)
 	workers := min(runtime.GOMAXPROCS(0), 4)
@@ -368,12 +427,12 @@ func CompareQueries(t testing.TB, w *Workload, want, got storage.Queryable) Quer
 			defer wg.Done()
 			for i := range next {
 				r := &results[i]
-				run := func(what string, mk func(q storage.Queryable) (promql.Query, error)) {
+				run := func(what string, mk func(ng promql.QueryEngine, q storage.Queryable) (promql.Query, error)) {
 					if r.diff != "" {
 						return
 					}
-					wqry, werr := mk(wq)
-					gqry, gerr := mk(gq)
+					wqry, werr := mk(wantEng, want)
+					gqry, gerr := mk(gotEng, got)
 					if werr != nil || gerr != nil {
 						if (werr == nil) != (gerr == nil) || werr.Error() != gerr.Error() {
 							r.diff = fmt.Sprintf("%s: creating query: want %v, got %v", what, werr, gerr)
@@ -401,12 +460,12 @@ func CompareQueries(t testing.TB, w *Workload, want, got storage.Queryable) Quer
 				}
 				for _, ts := range times {
 					tt := time.UnixMilli(ts)
-					run("instant @"+promTime(ts), func(q storage.Queryable) (promql.Query, error) {
+					run("instant @"+promTime(ts), func(ng promql.QueryEngine, q storage.Queryable) (promql.Query, error) {
 						return ng.NewInstantQuery(context.Background(), q, nil, exprs[i], tt)
 					})
 				}
 				for _, rs := range ranges {
-					run(fmt.Sprintf("range [%s,%s] step %ds", promTime(rs.start), promTime(rs.end), rs.step/1000), func(q storage.Queryable) (promql.Query, error) {
+					run(fmt.Sprintf("range [%s,%s] step %ds", promTime(rs.start), promTime(rs.end), rs.step/1000), func(ng promql.QueryEngine, q storage.Queryable) (promql.Query, error) {
 						return ng.NewRangeQuery(context.Background(), q, nil, exprs[i], time.UnixMilli(rs.start), time.UnixMilli(rs.end), time.Duration(rs.step)*time.Millisecond)
 					})
 				}
@@ -418,26 +477,7 @@ func CompareQueries(t testing.TB, w *Workload, want, got storage.Queryable) Quer
 	}
 	close(next)
 	wg.Wait()
-
-	st := QueryStats{Expressions: len(exprs), Queries: len(exprs) * (len(times) + len(ranges)) * 2}
-	for i, r := range results {
-		st.Errors += r.errs
-		if !r.nonEmpty {
-			st.EmptyExpressions++
-		}
-		if r.diff != "" {
-			st.Failed++
-			if st.Failed <= maxReported {
-				t.Errorf("difftest: %s\n\t%s", exprs[i], r.diff)
-			}
-		}
-	}
-	if st.Failed > 0 {
-		t.Errorf("difftest: CompareQueries: %d of %d expressions differ", st.Failed, st.Expressions)
-	} else {
-		t.Logf("difftest: CompareQueries: %d expressions agree (%d queries; %d errored on both sides, %d expressions always empty)", st.Expressions, st.Queries, st.Errors, st.EmptyExpressions)
-	}
-	return st
+	return results
 }
 
 // isSorted tells whether the order of the expression's instant vector is

@@ -45,6 +45,9 @@ type Options struct {
 	MaxSamples           int
 	MaxConcurrentQueries int
 	LookbackDelta        time.Duration
+	// NoDelayedNameRemoval turns PromQL's delayed __name__ removal off
+	// (--query.delayed-name-removal=false); see api.Options.
+	NoDelayedNameRemoval bool
 
 	Logger *slog.Logger
 	Flags  map[string]string // every flag, for /api/v1/status/flags
@@ -131,6 +134,7 @@ func (s *Server) build() error {
 		MaxSamples:           s.opts.MaxSamples,
 		MaxConcurrentQueries: s.opts.MaxConcurrentQueries,
 		LookbackDelta:        s.opts.LookbackDelta,
+		NoDelayedNameRemoval: s.opts.NoDelayedNameRemoval,
 		Flags:                s.opts.Flags,
 		Config:               func() config.Config { return *s.cfg.Prom },
 		Logger:               s.log.With("component", "api"),
@@ -151,7 +155,7 @@ func (s *Server) build() error {
 	s.rules = rules.NewManager(&rules.ManagerOptions{
 		Appendable:  countingAppendable{Appendable: s.db, m: s.m, protocol: "rules"},
 		Queryable:   s.db,
-		QueryFunc:   rules.EngineQueryFunc(engine, s.db),
+		QueryFunc:   rules.EngineQueryFunc(api.QueryEngine(engine, api.Options{NoDelayedNameRemoval: s.opts.NoDelayedNameRemoval}), s.db),
 		NotifyFunc:  func(context.Context, string, ...*rules.Alert) {},
 		Context:     ctx,
 		ExternalURL: &url.URL{Scheme: "http", Host: s.opts.HTTPAddr},

@@ -196,3 +196,48 @@ aerie:
 	require.NoError(t, err)
 	require.Empty(t, c.Warnings)
 }
+
+// TestVictoriaMetricsStyleQuery: TSBS's VictoriaMetrics query answers one
+// series per metric name, and fails as in Prometheus 3 with
+// --query.delayed-name-removal=false.
+func TestVictoriaMetricsStyleQuery(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		off  bool
+		want string
+	}{{false, `"status":"success"`}, {true, "vector cannot contain metrics with the same labelset"}} {
+		addr := freeAddr(t)
+		s, err := New(Options{DataDir: dir, HTTPAddr: addr, NoDelayedNameRemoval: tc.off, Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, err)
+		require.NoError(t, s.Listen())
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		require.Eventually(t, func() bool { c, _ := get(t, "http://"+addr+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+		now := time.Now().UnixMilli()
+		if !tc.off {
+			var sb strings.Builder
+			for i := int64(0); i < 6; i++ {
+				fmt.Fprintf(&sb, "cpu,hostname=host_4 usage_user=%d,usage_system=%d,usage_idle=%d %d\n", i, 2*i, 100-i, now-60_000+i*10_000)
+			}
+			resp, err := http.Post("http://"+addr+"/write?precision=ms", "text/plain", strings.NewReader(sb.String()))
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusNoContent, resp.StatusCode)
+		}
+		q := `max(max_over_time({__name__=~"cpu_(usage_user|usage_system|usage_idle)", hostname="host_4"}[1m])) by (__name__)`
+		code, body := get(t, fmt.Sprintf("http://%s/api/v1/query?time=%.3f&query=%s", addr, float64(now)/1000, url.QueryEscape(q)))
+		require.Contains(t, body, tc.want)
+		if !tc.off {
+			require.Equal(t, 200, code)
+			// [1m] is left-open: idle's 100 at now-1m is out.
+			for _, want := range []string{`{"__name__":"cpu_usage_user"},"value":[`, `"5"]`, `{"__name__":"cpu_usage_system"}`, `"10"]`, `{"__name__":"cpu_usage_idle"}`, `"99"]`} {
+				require.Contains(t, body, want)
+			}
+		} else {
+			require.Equal(t, 422, code)
+		}
+		cancel()
+		require.NoError(t, <-done)
+	}
+}

@@ -1,0 +1,185 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/stats"
+)
+
+// VictoriaMetrics-style metric names.
+//
+// Prometheus drops __name__ from the result of every function but a few
+// (last_over_time, sort, label_replace, …), so a query over several metric
+// names that keeps their other labels fails with "vector cannot contain
+// metrics with the same labelset": TSBS's
+//
+//	max(max_over_time({__name__=~"cpu_(usage_user|usage_system)", hostname="host_4"}[1m])) by (__name__)
+//
+// VictoriaMetrics keeps the name for the rollups and transforms of
+// keepNameFuncs (measured with its binary in ../shared/peers: it answers
+// the query above per name), and answers it.
+//
+// Aerie answers every query that Prometheus 3 answers exactly as Prometheus
+// 3 with delayed name removal does, and only a query that fails with that
+// collision is evaluated once more, with the name kept through the
+// functions of keepNameFuncs; if that answers, its answer is returned,
+// otherwise the original error. So no query that works in Prometheus
+// changes its answer, and the queries above answer as in VictoriaMetrics.
+// Functions VictoriaMetrics drops names for as Prometheus does (rate,
+// sum_over_time, abs, …) still collide in both.
+
+// keepNameFuncs are the PromQL functions whose result keeps __name__ in
+// VictoriaMetrics and loses it in Prometheus.
+var keepNameFuncs = map[string]bool{
+	"avg_over_time":                true,
+	"min_over_time":                true,
+	"max_over_time":                true,
+	"quantile_over_time":           true,
+	"predict_linear":               true,
+	"double_exponential_smoothing": true,
+	"ceil":                         true,
+	"floor":                        true,
+	"round":                        true,
+	"clamp":                        true,
+	"clamp_min":                    true,
+	"clamp_max":                    true,
+}
+
+// errCollision is the engine's error for series that lost their names and
+// collide.
+const errCollision = "vector cannot contain metrics with the same labelset"
+
+// NameCompatEngine wraps ng (which must have delayed name removal on) so
+// that a query failing with the name collision is retried with the names
+// kept as VictoriaMetrics keeps them (see above).
+func NameCompatEngine(ng promql.QueryEngine) promql.QueryEngine { return nameCompat{ng} }
+
+type nameCompat struct{ ng promql.QueryEngine }
+
+func (e nameCompat) NewInstantQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, ts time.Time) (promql.Query, error) {
+	qry, err := e.ng.NewInstantQuery(ctx, q, opts, qs, ts)
+	if err != nil {
+		return nil, err
+	}
+	return &compatQuery{Query: qry, qs: qs, mk: func(alt string) (promql.Query, error) {
+		return e.ng.NewInstantQuery(ctx, q, opts, alt, ts)
+	}}, nil
+}
+
+func (e nameCompat) NewRangeQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, interval time.Duration) (promql.Query, error) {
+	qry, err := e.ng.NewRangeQuery(ctx, q, opts, qs, start, end, interval)
+	if err != nil {
+		return nil, err
+	}
+	return &compatQuery{Query: qry, qs: qs, mk: func(alt string) (promql.Query, error) {
+		return e.ng.NewRangeQuery(ctx, q, opts, alt, start, end, interval)
+	}}, nil
+}
+
+// compatQuery is a query with its retry. Exec, Close and Cancel are called
+// by one goroutine at a time, as promql.Query's are; Cancel may race with
+// Exec only through the queries' own Cancel.
+type compatQuery struct {
+	promql.Query
+	qs  string
+	mk  func(string) (promql.Query, error)
+	alt promql.Query // the retry, once Exec made one
+}
+
+func (c *compatQuery) Exec(ctx context.Context) *promql.Result {
+	res := c.Query.Exec(ctx)
+	if res.Err == nil || !strings.Contains(res.Err.Error(), errCollision) {
+		return res
+	}
+	alt, ok := keepNames(c.qs)
+	if !ok {
+		return res
+	}
+	aq, err := c.mk(alt)
+	if err != nil {
+		return res
+	}
+	c.alt = aq
+	if ares := aq.Exec(ctx); ares.Err == nil {
+		return ares
+	}
+	return res
+}
+
+func (c *compatQuery) Close() {
+	if c.alt != nil {
+		c.alt.Close()
+	}
+	c.Query.Close()
+}
+
+func (c *compatQuery) Cancel() {
+	c.Query.Cancel()
+	if c.alt != nil {
+		c.alt.Cancel()
+	}
+}
+
+func (c *compatQuery) Stats() *stats.Statistics {
+	if c.alt != nil {
+		return c.alt.Stats()
+	}
+	return c.Query.Stats()
+}
+
+// keepNames rewrites qs so that the calls of keepNameFuncs keep __name__:
+// each becomes label_replace(call, "__name__", "$1", "__name__", "(.+)"),
+// which, with delayed name removal, keeps the name of its result. It
+// returns false when qs has no such call.
+func keepNames(qs string) (string, bool) {
+	expr, err := parser.ParseExpr(qs)
+	if err != nil {
+		return "", false
+	}
+	n := 0
+	expr = rewriteKeepNames(expr, &n)
+	if n == 0 {
+		return "", false
+	}
+	return expr.String(), true
+}
+
+func rewriteKeepNames(e parser.Expr, n *int) parser.Expr {
+	switch x := e.(type) {
+	case *parser.AggregateExpr:
+		x.Expr = rewriteKeepNames(x.Expr, n)
+		if x.Param != nil {
+			x.Param = rewriteKeepNames(x.Param, n)
+		}
+	case *parser.BinaryExpr:
+		x.LHS = rewriteKeepNames(x.LHS, n)
+		x.RHS = rewriteKeepNames(x.RHS, n)
+	case *parser.ParenExpr:
+		x.Expr = rewriteKeepNames(x.Expr, n)
+	case *parser.UnaryExpr:
+		x.Expr = rewriteKeepNames(x.Expr, n)
+	case *parser.SubqueryExpr:
+		x.Expr = rewriteKeepNames(x.Expr, n)
+	case *parser.StepInvariantExpr:
+		x.Expr = rewriteKeepNames(x.Expr, n)
+	case *parser.Call:
+		for i, a := range x.Args {
+			x.Args[i] = rewriteKeepNames(a, n)
+		}
+		if keepNameFuncs[x.Func.Name] && x.Type() == parser.ValueTypeVector {
+			*n++
+			str := func(s string) parser.Expr { return &parser.StringLiteral{Val: s} }
+			return &parser.Call{
+				Func: parser.Functions["label_replace"],
+				Args: parser.Expressions{x, str(labels.MetricName), str("$1"), str(labels.MetricName), str("(.+)")},
+			}
+		}
+	}
+	return e
+}
