@@ -53,11 +53,23 @@ func (g Goal) met(ratio float64) bool {
 	return ratio > 0 && ratio <= g.Ratio
 }
 
+// Section is a part of docs/BENCHMARKS.md made from another kind of
+// report (bench/httpbench), written after the workloads' sections.
+type Section interface {
+	WriteMarkdown(w io.Writer) error
+}
+
 // WriteMarkdown writes docs/BENCHMARKS.md from reports (one per workload):
 // the machine, the goals beside the measured ratios, each workload's
 // results and tuple-size table, how to reproduce, and then notes (the
 // hand-written analysis) verbatim.
 func WriteMarkdown(w io.Writer, reports []*Report, command, notes string) error {
+	return WriteMarkdownSections(w, reports, nil, command, notes)
+}
+
+// WriteMarkdownSections is WriteMarkdown with sections written after the
+// workloads' sections, before how to reproduce.
+func WriteMarkdownSections(w io.Writer, reports []*Report, sections []Section, command, notes string) error {
 	if len(reports) == 0 {
 		return fmt.Errorf("no reports")
 	}
@@ -126,8 +138,13 @@ func WriteMarkdown(w io.Writer, reports []*Report, command, notes string) error 
 		}
 		p("\n")
 	}
+	for _, s := range sections {
+		if err := s.WriteMarkdown(w); err != nil {
+			return err
+		}
+	}
 	p("## Reproduce\n\n```sh\n%s\n```\n\n", command)
-	p("runs `scripts/benchmarks.sh`: `aerie bench --workload=W --scale=medium --json=bench/results/W-medium.json` for each workload (node, random, tsbs, history), then `aerie bench report` over the JSON files. One workload at any scale: `go run ./cmd/aerie bench --workload=tsbs --scale=small`. `--input=FILE` runs the same measurements on a remote-write dump or timestamped OpenMetrics text.\n\n")
+	p("runs `scripts/benchmarks.sh`: `aerie bench --workload=W --scale=medium --json=bench/results/W-medium.json` for each workload (node, random, tsbs, history), then `aerie bench http --scale=medium --json=bench/results/http-medium.json` (Aerie's server against VictoriaMetrics), then `aerie bench report` over the JSON files. One workload at any scale: `go run ./cmd/aerie bench --workload=tsbs --scale=small`. `--input=FILE` runs the same measurements on a remote-write dump or timestamped OpenMetrics text.\n\n")
 	if notes != "" {
 		p("%s", notes)
 	}

@@ -251,3 +251,10 @@ func commit() string {
 	}
 	return rev
 }
+
+// CurrentMachine describes the machine this process runs on.
+func CurrentMachine() Machine { return machine() }
+
+// Commit returns the VCS revision of this binary or of the working tree,
+// as reports record it.
+func Commit() string { return commit() }

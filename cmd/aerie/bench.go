@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aerie-db/aerie/bench"
+	"github.com/aerie-db/aerie/bench/httpbench"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -85,7 +86,7 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 	f.IntVar(&cfg.QueryRuns, "query-runs", 0, "instances of each TSBS pattern (default: the scale's)")
 	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (both engines: use pprof -focus to split them)")
-	cmd.AddCommand(newBenchReportCmd())
+	cmd.AddCommand(newBenchReportCmd(), newBenchHTTPCmd())
 	return cmd
 }
 
@@ -93,11 +94,26 @@ func newBenchReportCmd() *cobra.Command {
 	var out, notes, command string
 	cmd := &cobra.Command{
 		Use:   "report FILE.json...",
-		Short: "Write docs/BENCHMARKS.md from bench --json reports",
+		Short: "Write docs/BENCHMARKS.md from bench --json and bench http --json reports",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var reps []*bench.Report
+			var (
+				reps     []*bench.Report
+				sections []bench.Section
+			)
 			for _, a := range args {
+				b, err := os.ReadFile(a)
+				if err != nil {
+					return err
+				}
+				if httpbench.IsReport(b) { // aerie bench http --json
+					r, err := httpbench.ReadReport(a)
+					if err != nil {
+						return err
+					}
+					sections = append(sections, r)
+					continue
+				}
 				r, err := bench.ReadReport(a)
 				if err != nil {
 					return err
@@ -113,7 +129,7 @@ func newBenchReportCmd() *cobra.Command {
 				extra = string(b)
 			}
 			var sb strings.Builder
-			if err := bench.WriteMarkdown(&sb, reps, command, extra); err != nil {
+			if err := bench.WriteMarkdownSections(&sb, reps, sections, command, extra); err != nil {
 				return err
 			}
 			if out == "" || out == "-" {

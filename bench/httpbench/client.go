@@ -1,0 +1,153 @@
+package httpbench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// httpClient is shared by every client goroutine: keep-alive connections,
+// no transparent gzip (the servers' answers are measured as sent).
+var httpClient = &http.Client{
+	Transport: &http.Transport{
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 64,
+		DisableCompression:  true,
+		IdleConnTimeout:     time.Minute,
+	},
+	Timeout: 10 * time.Minute,
+}
+
+// maxRetries bounds the retries of a write answered 429 or 503.
+const maxRetries = 20
+
+// write sends one request body of protocol to s and returns the retries
+// it took (429 and 503 are retried after Retry-After or 100 ms).
+func write(ctx context.Context, s *server, protocol string, b []byte) (int, error) {
+	path, hdr := "/write?precision=ms", map[string]string{"Content-Type": "text/plain; charset=utf-8"}
+	if protocol == remoteWrite {
+		path, hdr = "/api/v1/write", map[string]string{
+			"Content-Encoding":                  "snappy",
+			"Content-Type":                      "application/x-protobuf",
+			"X-Prometheus-Remote-Write-Version": "0.1.0",
+		}
+	}
+	for retries := 0; ; retries++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url(path), bytes.NewReader(b))
+		if err != nil {
+			return retries, err
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			return retries, fmt.Errorf("%s %s: %w", s.spec.name, path, err)
+		}
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode/100 == 2:
+			return retries, nil
+		case (resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests) && retries < maxRetries:
+			wait := 100 * time.Millisecond
+			if sec, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && sec > 0 {
+				wait = time.Duration(sec) * time.Second
+			}
+			select {
+			case <-ctx.Done():
+				return retries, ctx.Err()
+			case <-time.After(wait):
+			}
+		default:
+			return retries, fmt.Errorf("%s %s: HTTP %d: %s", s.spec.name, path, resp.StatusCode, strings.TrimSpace(string(msg)))
+		}
+	}
+}
+
+// get fetches a path of s and returns the body of a 200 answer.
+func get(ctx context.Context, s *server, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url(path), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", s.spec.name, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", s.spec.name, path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s %s: HTTP %d: %s", s.spec.name, path, resp.StatusCode, strings.TrimSpace(string(b[:min(len(b), 500)])))
+	}
+	return b, nil
+}
+
+// promQuery runs q over the Prometheus HTTP API of s and returns the
+// answer's body (whatever its status) and the time from sending the
+// request to reading the last byte of the answer.
+func promQuery(ctx context.Context, s *server, q query) ([]byte, time.Duration, error) {
+	form := url.Values{"query": {q.expr}}
+	if q.nocache {
+		form.Set("nocache", "1")
+	}
+	path := "/api/v1/query"
+	if q.instant {
+		form.Set("time", promTime(q.start))
+	} else {
+		path = "/api/v1/query_range"
+		form.Set("start", promTime(q.start))
+		form.Set("end", promTime(q.end))
+		form.Set("step", strconv.FormatFloat(q.step.Seconds(), 'f', -1, 64))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url(path), strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	t0 := time.Now()
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s %s: %w", s.spec.name, path, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	d := time.Since(t0)
+	resp.Body.Close()
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s %s: %w", s.spec.name, path, err)
+	}
+	return b, d, nil
+}
+
+// promTime formats ms as the API's seconds.
+func promTime(ms int64) string {
+	return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64)
+}
+
+// metricValue returns the value of an unlabelled series of a Prometheus
+// text exposition (a server's /metrics), or false if there is none.
+func metricValue(exposition []byte, name string) (float64, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(exposition))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, name+" ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		return v, err == nil
+	}
+	return 0, false
+}
