@@ -18,8 +18,9 @@ test:
 	scripts/test.sh
 
 # Runs aerie bench at medium scale for every workload, side by side with
-# prometheus/tsdb, and regenerates docs/BENCHMARKS.md (~11 min on 2 cores;
-# LARGE=1 adds the 150 K-series node run, ~15 min more).
+# prometheus/tsdb, and aerie bench http against VictoriaMetrics, and
+# regenerates docs/BENCHMARKS.md (~19 min on 2 cores; LARGE=1 adds the
+# 150 K-series node run, ~15 min more).
 benchmarks:
 	scripts/benchmarks.sh
 

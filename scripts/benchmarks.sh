@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Regenerates docs/BENCHMARKS.md: runs `aerie bench` at medium scale for
-# each workload (JSON into bench/results/) and then `aerie bench report`.
-# The history workload (backfill and compaction) takes ~5 of the ~11
-# minutes on 2 cores. SCALE=small or WORKLOADS="node" shorten it; LARGE=1
-# also runs node at Heracles' 150 K-series scale and history at its large
-# scale (~30 more minutes). Large reports already in bench/results/ are
-# included either way.
+# each workload (JSON into bench/results/), then `aerie bench http` (aerie
+# serve against VictoriaMetrics, ../shared/peers/victoria-metrics, over
+# HTTP) and then `aerie bench report`. The history workload (backfill and
+# compaction) takes ~5 of the ~11 minutes of the engine runs on 2 cores,
+# the http run ~8 more. SCALE=small or WORKLOADS="node" shorten it; HTTP=0
+# skips the http run; LARGE=1 also runs node at Heracles' 150 K-series
+# scale and history at its large scale (~30 more minutes). Large reports
+# already in bench/results/ are included either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-medium}
@@ -18,6 +20,11 @@ for w in $WORKLOADS; do
   bench/results/aerie bench --workload="$w" --scale="$SCALE" --json="bench/results/$w-$SCALE.json"
   files+=("bench/results/$w-$SCALE.json")
 done
+if [ "${HTTP:-1}" = 1 ]; then
+  echo "=== http ($SCALE)" >&2
+  bench/results/aerie bench http --scale="$SCALE" --json="bench/results/http-$SCALE.json"
+  files+=("bench/results/http-$SCALE.json")
+fi
 if [ "${LARGE:-0}" = 1 ] && [ "$SCALE" = medium ]; then
   for w in node history; do
     echo "=== $w (large)" >&2

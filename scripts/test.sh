@@ -50,8 +50,9 @@ for pkg in $(go list ./...); do
   done
 done
 
-step "bench harness: aerie bench at small scale, side by side with prometheus/tsdb (no timing is asserted)"
+step "bench harness: aerie bench at small scale, side by side with prometheus/tsdb, and aerie bench http against VictoriaMetrics (no timing is asserted; http fails on a server that does not start, a lost sample or a wrong answer)"
 go run ./cmd/aerie bench --workload=node --scale=small --quiet && go run ./cmd/aerie bench --workload=history --scale=small --quiet
+go run ./cmd/aerie bench http --scale=small --quiet
 
 step "benchmarks compile and run once"
 go test -run '^$' -bench . -benchtime 1x ./internal/... > /dev/null
