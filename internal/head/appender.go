@@ -2,8 +2,10 @@ package head
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -52,17 +54,39 @@ func cmpPending(a, b pending) int {
 // Appender returns a new appender.
 func (h *Head) Appender() *Appender { return &Appender{h: h} }
 
-// Append buffers one sample. It returns an error only for an invalid label
-// set or a series limit; time checks happen at Commit.
-func (a *Appender) Append(lset labels.Labels, t int64, v float64) error {
+// AppendLabels buffers one sample and returns its series' ref, which AppendRef
+// and CheckRef take instead of the labels for the life of the head (a
+// series is never removed from the registry, so a ref never changes
+// meaning). It returns an error only for an invalid label set or a series
+// limit; time checks happen at Commit.
+func (a *Appender) AppendLabels(lset labels.Labels, t int64, v float64) (model.SeriesRef, error) {
 	idx := a.n
 	a.n++
 	s, err := a.h.getOrCreate(lset) // validates the labels of a new series
 	if err != nil {
 		a.rej.add(idx, lset, t, err)
-		return err
+		return 0, err
 	}
 	a.pend = append(a.pend, pending{s: s, t: t, v: v, idx: idx})
+	return s.ref, nil
+}
+
+// Append is AppendLabels without the ref.
+func (a *Appender) Append(lset labels.Labels, t int64, v float64) error {
+	_, err := a.AppendLabels(lset, t, v)
+	return err
+}
+
+// AppendRef buffers one sample of the series ref (from AppendLabels), without
+// looking its labels up. It fails with ErrUnknownRef if the head has no
+// such series.
+func (a *Appender) AppendRef(ref model.SeriesRef, t int64, v float64) error {
+	s := a.h.seriesOf(ref)
+	if s == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownRef, ref)
+	}
+	a.pend = append(a.pend, pending{s: s, t: t, v: v, idx: a.n})
+	a.n++
 	return nil
 }
 
@@ -80,20 +104,33 @@ func (a *Appender) Check(lset labels.Labels, t int64, v float64, inOrderOnly boo
 	h.regMu.RLock()
 	s := h.findLocked(lset.Hash(), lset)
 	h.regMu.RUnlock()
-	lim := h.limits()
 	if s == nil {
 		// A known series' labels were valid when it was created.
 		if err := ValidateLabels(lset); err != nil {
 			return err
 		}
-		_, err := lim.check(t, v, math.MinInt64, 0)
+		_, err := h.limits().check(t, v, math.MinInt64, 0)
 		return err
 	}
+	return h.checkSeries(s, t, v, inOrderOnly)
+}
+
+// CheckRef is Check for the series ref (from AppendLabels); ErrUnknownRef if
+// the head has no such series.
+func (a *Appender) CheckRef(ref model.SeriesRef, t int64, v float64, inOrderOnly bool) error {
+	s := a.h.seriesOf(ref)
+	if s == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownRef, ref)
+	}
+	return a.h.checkSeries(s, t, v, inOrderOnly)
+}
+
+func (h *Head) checkSeries(s *memSeries, t int64, v float64, inOrderOnly bool) error {
 	last := s.lastT.Load()
 	if inOrderOnly && t < last {
 		return ErrOutOfOrder
 	}
-	_, err := lim.check(t, v, last, s.lastV.Load())
+	_, err := h.limits().check(t, v, last, s.lastV.Load())
 	return err
 }
 
@@ -193,9 +230,69 @@ type row struct {
 	idx    []int // append positions (nil during replay)
 }
 
+// commitScratch is the memory of one commit, reused through commitPool:
+// nothing of it outlives the commit (applyRows copies the values).
+type commitScratch struct {
+	groupIdx map[*group]int
+	buckets  [][]pending // by groupIdx
+	gs       []*group
+	// By slot of the group being validated.
+	lastT []int64
+	lastV []uint64
+	seen  []bool
+	// Every row's samples, end to end (cap len(pend): never reallocated
+	// during a commit, so rows can slice them).
+	slots  []model.Slot
+	vals   []float64
+	series []*memSeries
+	idx    []int
+}
+
+var commitPool = sync.Pool{New: func() any { return &commitScratch{groupIdx: map[*group]int{}} }}
+
+func (c *commitScratch) reset(n int) {
+	clear(c.groupIdx)
+	for i := range c.buckets {
+		c.buckets[i] = c.buckets[i][:0]
+	}
+	c.gs = c.gs[:0]
+	if cap(c.slots) < n {
+		c.slots = make([]model.Slot, 0, n)
+		c.vals = make([]float64, 0, n)
+		c.series = make([]*memSeries, 0, n)
+		c.idx = make([]int, 0, n)
+	}
+	c.slots, c.vals, c.series, c.idx = c.slots[:0], c.vals[:0], c.series[:0], c.idx[:0]
+}
+
+// release returns c to the pool unless it grew too big to keep.
+func (c *commitScratch) release() {
+	if cap(c.slots) > 1<<20 {
+		return
+	}
+	clear(c.series[:cap(c.series)]) // do not pin series
+	for i := range c.buckets {
+		clear(c.buckets[i][:cap(c.buckets[i])])
+	}
+	commitPool.Put(c)
+}
+
+// bySlot returns c.lastT, c.lastV and c.seen sized for width slots, seen
+// all false.
+func (c *commitScratch) bySlot(width int) ([]int64, []uint64, []bool) {
+	if cap(c.seen) < width {
+		c.lastT, c.lastV, c.seen = make([]int64, width), make([]uint64, width), make([]bool, width)
+	}
+	c.seen = c.seen[:width]
+	clear(c.seen)
+	return c.lastT[:width], c.lastV[:width], c.seen
+}
+
 func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
+	sc := commitPool.Get().(*commitScratch)
+	defer sc.release()
+	sc.reset(len(pend))
 	// 1. Bucket the samples by their series' current group.
-	byGroup := map[*group][]pending{}
 	h.regMu.RLock()
 	g0, one := pend[0].s.cur, true
 	for _, p := range pend {
@@ -204,30 +301,43 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 			break
 		}
 	}
+	byGroup := func(i int) []pending { return sc.buckets[i] }
 	if one {
-		byGroup[g0] = pend // the usual batch (one target, one host): no copy
+		// The usual batch (one target, one host): no copy.
+		sc.gs = append(sc.gs, g0)
+		byGroup = func(int) []pending { return pend }
 	} else {
 		for _, p := range pend {
-			byGroup[p.s.cur] = append(byGroup[p.s.cur], p)
+			i, ok := sc.groupIdx[p.s.cur]
+			if !ok {
+				i = len(sc.gs)
+				sc.groupIdx[p.s.cur] = i
+				sc.gs = append(sc.gs, p.s.cur)
+				if i == len(sc.buckets) {
+					sc.buckets = append(sc.buckets, nil)
+				}
+			}
+			sc.buckets[i] = append(sc.buckets[i], p)
 		}
 	}
 	h.regMu.RUnlock()
-	gs := make([]*group, 0, len(byGroup))
-	for g := range byGroup {
-		gs = append(gs, g)
+	// Sort the groups by id (the lock order), with their buckets.
+	order := make([]int, len(sc.gs))
+	for i := range order {
+		order[i] = i
 	}
-	sortGroups(gs)
-	for _, g := range gs {
-		g.appendMu.Lock()
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(sc.gs[a].id, sc.gs[b].id) })
+	for _, i := range order {
+		sc.gs[i].appendMu.Lock()
 	}
 	defer func() {
-		for _, g := range gs {
-			g.appendMu.Unlock()
+		for _, i := range order {
+			sc.gs[i].appendMu.Unlock()
 		}
 	}()
 	h.regMu.RLock()
-	for g, ps := range byGroup {
-		for _, p := range ps {
+	for i, g := range sc.gs {
+		for _, p := range byGroup(i) {
 			if p.s.cur != g {
 				h.regMu.RUnlock()
 				return errRetry
@@ -242,32 +352,36 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 		g    *group
 		rows []row
 	}
-	batches := make([]batch, 0, len(gs))
+	batches := make([]batch, 0, len(sc.gs))
 	var recs [][]byte
 	var moves []*memSeries
-	for _, g := range gs {
-		ps := byGroup[g]
-		slotOf := h.assignSlots(g, ps, rej)
-		for i := range ps {
-			ps[i].slot, ps[i].ok = slotOf[ps[i].s]
-		}
+	for _, gi := range order {
+		g, ps := sc.gs[gi], byGroup(gi)
+		assigned := h.assignSlots(g, ps, rej)
 		if !slices.IsSortedFunc(ps, cmpPending) { // importers send rows in order
 			slices.SortStableFunc(ps, cmpPending)
 		}
-		lastT := make(map[*memSeries]int64, len(slotOf))
-		lastV := make(map[*memSeries]uint64, len(slotOf))
+		lastT, lastV, seen := sc.bySlot(assigned)
 		var rows []row
-		for k, p := range ps {
+		rowStart := len(sc.slots) // the arena index of the last row's first sample
+		closeRow := func() {
+			if n := len(rows); n > 0 {
+				r := &rows[n-1]
+				e := len(sc.slots)
+				r.slots, r.vals, r.series, r.idx = sc.slots[rowStart:e:e], sc.vals[rowStart:e:e], sc.series[rowStart:e:e], sc.idx[rowStart:e:e]
+			}
+		}
+		for _, p := range ps {
 			slot, ok := p.slot, p.ok
 			if !ok {
 				continue // rejected by assignSlots
 			}
-			sl, seen := lastT[p.s]
-			if !seen {
-				sl = p.s.lastT.Load()
-				lastV[p.s] = p.s.lastV.Load()
+			sl, lv := lastT[slot], lastV[slot]
+			if !seen[slot] {
+				sl, lv = p.s.lastT.Load(), p.s.lastV.Load()
+				lastT[slot], lastV[slot], seen[slot] = sl, lv, true
 			}
-			dup, err := lim.check(p.t, p.v, sl, lastV[p.s])
+			dup, err := lim.check(p.t, p.v, sl, lv)
 			if dup {
 				rej.Accepted++ // identical to the stored sample
 				continue
@@ -280,36 +394,33 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 				continue
 			}
 			if p.t > sl {
-				lastT[p.s] = p.t
-				lastV[p.s] = math.Float64bits(p.v)
+				lastT[slot] = p.t
+				lastV[slot] = math.Float64bits(p.v)
 			}
-			if n := len(rows); n > 0 && rows[n-1].t == p.t {
-				r := &rows[n-1]
-				if r.slots[len(r.slots)-1] == slot {
-					// The same series twice in one row: keep the first,
-					// as a duplicate would be treated later.
-					if math.Float64bits(r.vals[len(r.vals)-1]) != math.Float64bits(p.v) {
+			if len(rows) > 0 && rows[len(rows)-1].t == p.t {
+				if e := len(sc.slots); e > rowStart && sc.slots[e-1] == slot {
+					// A second sample of the series in this row: same value
+					// is a no-op, another is rejected, as a duplicate would be
+					// treated later.
+					if math.Float64bits(sc.vals[e-1]) != math.Float64bits(p.v) {
 						rej.add(p.idx, p.s.lset, p.t, ErrDuplicateValue)
 					} else {
 						rej.Accepted++
 					}
 					continue
 				}
-				r.slots = append(r.slots, slot)
-				r.vals = append(r.vals, p.v)
-				r.series = append(r.series, p.s)
-				r.idx = append(r.idx, p.idx)
 			} else {
-				n := 1 // the row's samples: ps is sorted by time
-				for k+n < len(ps) && ps[k+n].t == p.t {
-					n++
-				}
-				r := row{t: p.t, slots: make([]model.Slot, 1, n), vals: make([]float64, 1, n), series: make([]*memSeries, 1, n), idx: make([]int, 1, n)}
-				r.slots[0], r.vals[0], r.series[0], r.idx[0] = slot, p.v, p.s, p.idx
-				rows = append(rows, r)
+				closeRow()
+				rows = append(rows, row{t: p.t})
+				rowStart = len(sc.slots)
 			}
+			sc.slots = append(sc.slots, slot)
+			sc.vals = append(sc.vals, p.v)
+			sc.series = append(sc.series, p.s)
+			sc.idx = append(sc.idx, p.idx)
 		}
-		rows = h.reserveRows(rows, rej, spill)
+		closeRow()
+	rows = h.reserveRows(rows, rej, spill)
 		if len(rows) == 0 {
 			continue
 		}
@@ -369,29 +480,28 @@ func (h *Head) reserveRows(rows []row, rej *AppendError, spill SpillFunc) []row 
 	})
 }
 
-// assignSlots gives every series of ps a slot in g. Series that do not fit
-// (group too wide) are rejected and left out of the returned map.
-func (h *Head) assignSlots(g *group, ps []pending, rej *AppendError) map[*memSeries]model.Slot {
-	out := make(map[*memSeries]model.Slot, len(ps))
+// assignSlots gives every sample of ps its series' slot in g (setting
+// slot and ok) and returns g's width. Series that do not fit (group too
+// wide) are rejected, their samples left with ok false.
+func (h *Head) assignSlots(g *group, ps []pending, rej *AppendError) (width int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, p := range ps {
-		if _, ok := out[p.s]; ok {
-			continue
-		}
+	for i := range ps {
+		p := &ps[i]
 		slot, ok := g.slotOf[p.s]
 		if !ok {
 			if len(g.slots) >= h.opts.MaxGroupWidth {
 				rej.add(p.idx, p.s.lset, p.t, ErrGroupTooWide)
+				p.ok = false
 				continue
 			}
 			slot = model.Slot(len(g.slots))
 			g.slots = append(g.slots, p.s)
 			g.slotOf[p.s] = slot
 		}
-		out[p.s] = slot
+		p.slot, p.ok = slot, true
 	}
-	return out
+	return len(g.slots)
 }
 
 // trackMisfits counts, per series, consecutive rows in which it was alone

@@ -24,6 +24,8 @@ var (
 	// older ones are still unflushed (see memory.ErrVersionCollision):
 	// flushes are failing.
 	ErrPartitionLimit = errors.New("too many unflushed partitions")
+	// ErrUnknownRef: a series ref this head did not hand out.
+	ErrUnknownRef     = errors.New("unknown series ref")
 	ErrOutOfOrder     = storage.ErrOutOfOrderSample
 	ErrOutOfBounds    = storage.ErrOutOfBounds
 	ErrTooOld         = storage.ErrTooOldSample

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -107,10 +106,14 @@ type Head struct {
 	opts Options
 	wal  WAL
 
-	regMu      sync.RWMutex // guards following
-	byHash     map[uint64][]*memSeries
-	refs       []*memSeries // index = ref; refs[0] is nil
-	groups     []*group     // index = id; groups[0] is nil
+	regMu  sync.RWMutex // guards following
+	byHash map[uint64][]*memSeries
+	refs   []*memSeries // index = ref; refs[0] is nil
+	// refsView is refs as of its last change, for lock-free lookups by
+	// ref (seriesOf): refs only grows, and an element, once non-nil,
+	// never changes, so a reader of an older view sees a prefix.
+	refsView   atomic.Pointer[[]*memSeries]
+	groups     []*group // index = id; groups[0] is nil
 	groupByKey map[string]*group
 
 	// idx lists the series that have data in the head. idxMu orders
@@ -272,8 +275,36 @@ func (h *Head) getOrCreate(lset labels.Labels) (*memSeries, error) {
 	s.lastT.Store(math.MinInt64)
 	s.locs = []*group{g}
 	h.refs = append(h.refs, s)
+	h.publishRefsLocked()
 	h.byHash[hash] = append(h.byHash[hash], s)
 	return s, nil
+}
+
+// publishRefsLocked makes refs visible to seriesOf. Called with regMu
+// held for writing after refs changed.
+func (h *Head) publishRefsLocked() {
+	v := h.refs
+	h.refsView.Store(&v)
+}
+
+// seriesOf returns the series of ref, nil if there is none, without
+// locking.
+func (h *Head) seriesOf(ref model.SeriesRef) *memSeries {
+	v := h.refsView.Load()
+	if v == nil || uint64(ref) >= uint64(len(*v)) {
+		return nil
+	}
+	return (*v)[ref]
+}
+
+// SeriesLabels returns the labels of the series ref, and false if there is
+// no such series.
+func (h *Head) SeriesLabels(ref model.SeriesRef) (labels.Labels, bool) {
+	s := h.seriesOf(ref)
+	if s == nil {
+		return labels.EmptyLabels(), false
+	}
+	return s.lset, true
 }
 
 func (h *Head) findLocked(hash uint64, lset labels.Labels) *memSeries {
@@ -330,11 +361,6 @@ func (h *Head) bumpTimes(t int64) {
 }
 
 var errRetry = errors.New("series moved during commit")
-
-// sortGroups orders groups by id (the lock order).
-func sortGroups(gs []*group) {
-	sort.Slice(gs, func(i, j int) bool { return gs[i].id < gs[j].id })
-}
 
 // encodeSlots writes the WAL records that define the group and its slots
 // not yet logged. Called with g.appendMu held.

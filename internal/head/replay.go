@@ -40,6 +40,7 @@ func (h *Head) ReplaySeries(d wal.SeriesDef) error {
 		s = &memSeries{ref: d.Ref, lset: d.Labels.Copy(), cur: g, locs: []*group{g}}
 		s.lastT.Store(math.MinInt64)
 		h.refs[d.Ref] = s
+		h.publishRefsLocked()
 		hash := s.lset.Hash()
 		h.byHash[hash] = append(h.byHash[hash], s)
 	} else if s.cur != g {

@@ -34,12 +34,13 @@ func (h *Head) Join(lset labels.Labels) (model.GroupID, model.Slot, error) {
 			continue
 		}
 		var rej AppendError
-		slots := h.assignSlots(g, []pending{{s: s}}, &rej)
+		ps := []pending{{s: s}}
+		h.assignSlots(g, ps, &rej)
 		g.appendMu.Unlock()
 		if rej.Rejected > 0 {
 			return 0, 0, rej.Examples[0].Err
 		}
-		return g.id, slots[s], nil
+		return g.id, ps[0].slot, nil
 	}
 }
 

@@ -24,7 +24,8 @@ type batch struct {
 	seen    map[sampleKey]uint64
 }
 
-// sampleKey is one series at one timestamp within a batch.
+// sampleKey is one series (the hash of its labels) at one timestamp
+// within a batch.
 type sampleKey struct {
 	hash uint64
 	t    int64
@@ -41,27 +42,49 @@ func (b *batch) appender() storage.Appender {
 	return b.cur
 }
 
-// add appends one sample; line is where it came from, for the report.
+// add appends one sample of the series l; line is where it came from, for
+// the report.
 func (b *batch) add(l labels.Labels, t int64, v float64, line int64) {
-	k := sampleKey{l.Hash(), t}
+	b.addRef(0, l, l.Hash(), t, v, line, nil, 0)
+}
+
+// describer names series that are appended by ref, without their labels,
+// in messages: describe(i) names the i-th of the current line.
+type describer interface{ describe(i int) string }
+
+// addRef appends one sample of the series whose labels hash to lhash: by
+// ref if ref is not 0 (from an earlier addRef; l may then be empty, and
+// d.describe(i) names the series in messages), else by l. It returns the
+// series' ref, 0 if the storage gave none or the sample was rejected.
+func (b *batch) addRef(ref storage.SeriesRef, l labels.Labels, lhash uint64, t int64, v float64, line int64, d describer, i int) storage.SeriesRef {
+	k := sampleKey{lhash, t}
 	if prev, ok := b.seen[k]; ok {
 		if prev == math.Float64bits(v) {
 			b.pending++ // identical duplicate: a no-op, as in Prometheus
-			return
+			return ref
 		}
 		b.rep.reject(ReasonDuplicate, 1, line, func() string {
-			return fmt.Sprintf("%s: %s @%d: %v (earlier in this body)", where(line, 0, 0), l, t, storage.ErrDuplicateSampleForTimestamp)
+			return fmt.Sprintf("%s: %s @%d: %v (earlier in this body)", where(line, 0, 0), seriesName(l, d, i), t, storage.ErrDuplicateSampleForTimestamp)
 		})
-		return
+		return ref
 	}
-	if _, err := b.appender().Append(0, l, t, v); err != nil {
+	r, err := b.appender().Append(ref, l, t, v)
+	if err != nil {
 		b.rep.reject(appendReason(err), 1, line, func() string {
-			return fmt.Sprintf("%s: %s @%d: %v", where(line, 0, 0), l, t, err)
+			return fmt.Sprintf("%s: %s @%d: %v", where(line, 0, 0), seriesName(l, d, i), t, err)
 		})
-		return
+		return 0
 	}
 	b.seen[k] = math.Float64bits(v)
 	b.pending++
+	return r
+}
+
+func seriesName(l labels.Labels, d describer, i int) string {
+	if l.IsEmpty() && d != nil {
+		return d.describe(i)
+	}
+	return l.String()
 }
 
 // metadata records metric metadata through the current appender.

@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkInfluxIngest posts Telegraf-like bodies (cpu, mem and disk of
@@ -57,4 +61,76 @@ func telegrafBody(rng *rand.Rand, hosts, steps int, step0 int64) ([]byte, int) {
 		}
 	}
 	return []byte(sb.String()), n
+}
+
+// BenchmarkInfluxTSBS posts TSBS cpu-only bodies (50 hosts × 10 steps of
+// 10 s, 10 tags and 10 fields a line: 5,000 samples, the HTTP bench's
+// workload) to the in-process handler from 2×GOMAXPROCS goroutines over a
+// DB with the default WAL (fsync'd commits, grouped). The series exist
+// before the timer starts, so allocs/sample is the hot path's for known
+// series.
+//
+//	go test -run '^$' -bench BenchmarkInfluxTSBS -benchtime 400x ./internal/ingest
+func BenchmarkInfluxTSBS(b *testing.B) {
+	const hosts, steps = 50, 10
+	db := openDB(b, nil)
+	h := NewInfluxHandler(db, Options{})
+	bodies := make([][]byte, b.N+1)
+	for i := range bodies {
+		bodies[i] = tsbsBody(hosts, steps, int64(i)*steps)
+	}
+	serve(b, h, request{url: "/write?precision=s", body: bodies[0]}) // create the series
+	var next atomic.Int64
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu0 := cpuTime()
+	b.SetParallelism(2)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rec := serve(b, h, request{url: "/write?precision=s", body: bodies[next.Add(1)]})
+			if rec.Code != http.StatusNoContent {
+				b.Fatalf("status %d: %s", rec.Code, rec.Body.String())
+			}
+		}
+	})
+	b.StopTimer()
+	cpu := cpuTime() - cpu0
+	runtime.ReadMemStats(&ms1)
+	samples := float64(b.N * hosts * steps * 10)
+	// CPU time of the process (the handler, the WAL, the GC) per sample:
+	// steadier than samples/s on a shared machine.
+	b.ReportMetric(float64(cpu.Nanoseconds())/samples, "cpu-ns/sample")
+	b.ReportMetric(samples/b.Elapsed().Seconds(), "samples/s")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/samples, "allocs/sample")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/samples, "B/sample")
+}
+
+// cpuTime is the user and system CPU time of the process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// tsbsBody returns TSBS cpu-only lines: every host's 10 fields every 10 s
+// from step0.
+func tsbsBody(hosts, steps int, step0 int64) []byte {
+	var sb strings.Builder
+	for s := range int64(steps) {
+		ts := 1_700_000_000 + (step0+s)*10
+		for h := range hosts {
+			fmt.Fprintf(&sb, "cpu,hostname=host_%d,region=eu-west-%d,datacenter=eu-west-%db,rack=%d,os=Ubuntu16.10,arch=x86,team=SF,service=%d,service_version=1,service_environment=production ", h, h%3, h%3, h%97, h%19)
+			for f, name := range []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"} {
+				if f > 0 {
+					sb.WriteByte(',')
+				}
+				fmt.Fprintf(&sb, "%s=%di", name, (int64(h)*7+s*3+int64(f)*11)%100)
+			}
+			fmt.Fprintf(&sb, " %d\n", ts)
+		}
+	}
+	return []byte(sb.String())
 }

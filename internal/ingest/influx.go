@@ -21,12 +21,14 @@ import (
 // precision ns|us|ms|s, org and bucket ignored), and /ping. It answers 204
 // when every sample was stored, like InfluxDB.
 func NewInfluxHandler(app storage.Appendable, opts Options) http.Handler {
-	return &influxHandler{app: app, opts: opts.withDefaults()}
+	opts = opts.withDefaults()
+	return &influxHandler{app: app, opts: opts, cache: newRefCache(opts.SeriesCache)}
 }
 
 type influxHandler struct {
-	app  storage.Appendable
-	opts Options
+	app   storage.Appendable
+	opts  Options
+	cache *refCache // the series of every request's lines
 }
 
 // precision is a timestamp unit, as a multiplier or divisor to ms.
@@ -132,7 +134,7 @@ func (h *influxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	rep := newReport(h.opts.MaxReported)
 	b := newBatch(r.Context(), h.app, h.opts.BatchSamples, rep)
-	p := &influxParser{prec: prec, now: prec.truncate(h.opts.Now().UnixMilli()), b: b, rep: rep, intern: newInterner()}
+	p := &influxParser{prec: prec, now: prec.truncate(h.opts.Now().UnixMilli()), b: b, rep: rep, intern: newInterner(), cache: h.cache}
 	readErr, commitErr := p.run(body)
 	if readErr == nil && commitErr == nil {
 		commitErr = b.commit()
@@ -155,14 +157,28 @@ type influxParser struct {
 	tags   []labels.Label
 	fields []influxField
 	sb     labels.ScratchBuilder
+
+	// The fast path (known series, see refCache); off without a cache.
+	cache   *refCache
+	curLine []byte      // the current line
+	series  []byte      // the current line's measurement and tags as written
+	skey    refKey      // their digest
+	fast    []fastField // the current line's fields
 }
 
 // influxField is one decoded field of a line.
 type influxField struct {
 	name   string // series name: measurement_field, sanitized
+	key    refKey // the series as written (refCache)
 	v      float64
 	reason string // non-empty: rejected
 	detail string
+}
+
+// fastField is a field of a known series.
+type fastField struct {
+	refVal
+	v float64
 }
 
 // run reads and ingests every line. It returns the first read error
@@ -206,6 +222,14 @@ func (p *influxParser) run(body io.Reader) (readErr, commitErr error) {
 // line ingests one line (with its '\n', if any) that starts at byte off.
 func (p *influxParser) line(lineNo, off int64, line []byte) {
 	line = trimEOL(line)
+	p.curLine = line
+	if p.cache != nil {
+		p.series = seriesPart(line)
+		p.skey = p.cache.seriesKey(p.series)
+		if p.fastLine(lineNo, line) {
+			return
+		}
+	}
 	dec := lineprotocol.NewDecoderWithBytes(line)
 	if !dec.Next() {
 		return // blank or comment
@@ -240,8 +264,109 @@ func (p *influxParser) line(lineNo, off int64, line []byte) {
 			p.sb.Add(l.Name, l.Value)
 		}
 		p.sb.Sort()
-		p.b.add(p.sb.Labels(), t, f.v, lineNo)
+		l := p.sb.Labels()
+		lh := l.Hash()
+		ref := p.b.addRef(0, l, lh, t, f.v, lineNo, nil, 0)
+		if p.cache != nil {
+			p.cache.put(f.key, refVal{ref, lh})
+		}
 	}
+}
+
+// fastLine ingests a well-formed line whose fields are all of known
+// series and numeric, by ref; it returns false, having ingested nothing,
+// for any other line, which the full path then parses again.
+func (p *influxParser) fastLine(lineNo int64, line []byte) bool {
+	if len(p.series) == 0 {
+		return false
+	}
+	dec := lineprotocol.NewDecoderWithBytes(line)
+	if !dec.Next() {
+		return false
+	}
+	if _, err := dec.Measurement(); err != nil {
+		return false
+	}
+	for {
+		k, _, err := dec.NextTag()
+		if err != nil {
+			return false
+		}
+		if k == nil {
+			break
+		}
+	}
+	p.fast = p.fast[:0]
+	for {
+		k, v, err := dec.NextField()
+		if err != nil {
+			return false
+		}
+		if k == nil {
+			break
+		}
+		f := fastField{refVal: p.cache.get(p.cache.fieldKey(p.skey, k))}
+		if f.ref == 0 {
+			return false
+		}
+		var ok bool
+		switch v.Kind() {
+		case lineprotocol.Float:
+			f.v, ok = v.FloatV(), true
+		case lineprotocol.Int:
+			f.v, ok = exactInt(v.IntV())
+		case lineprotocol.Uint:
+			f.v, ok = exactUint(v.UintV())
+		case lineprotocol.Bool:
+			ok = true
+			if v.BoolV() {
+				f.v = 1
+			}
+		}
+		if !ok {
+			return false // rejected or skipped: the full path says why
+		}
+		p.fast = append(p.fast, f)
+	}
+	t, err := p.timestamp(dec)
+	if err != nil || dec.Next() {
+		return false
+	}
+	for i, f := range p.fast {
+		p.b.addRef(f.ref, labels.EmptyLabels(), f.lhash, t, f.v, lineNo, p, i)
+	}
+	return true
+}
+
+// describe returns the labels of the i-th field of the current line's
+// fast path, parsing the line again (for messages only).
+func (p *influxParser) describe(i int) string {
+	dec := lineprotocol.NewDecoderWithBytes(p.curLine)
+	if !dec.Next() || p.decode(dec) != nil || i >= len(p.fields) {
+		return fmt.Sprintf("%q", p.series)
+	}
+	p.sb.Reset()
+	p.sb.Add(labels.MetricName, p.fields[i].name)
+	for _, l := range p.tags {
+		p.sb.Add(l.Name, l.Value)
+	}
+	p.sb.Sort()
+	return p.sb.Labels().String()
+}
+
+// seriesPart returns a line's measurement and tags as written: up to its
+// first space that is not escaped.
+func seriesPart(line []byte) []byte {
+	line = bytes.TrimLeft(line, " \t")
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '\\':
+			i++
+		case ' ':
+			return line[:i]
+		}
+	}
+	return line
 }
 
 // lineError rejects a whole line (as one sample: its fields are not
@@ -303,6 +428,9 @@ func (p *influxParser) decode(dec *lineprotocol.Decoder) error {
 		}
 		p.name = appendMetricName(p.name[:prefix], k, false)
 		f := influxField{name: p.intern.get(p.name)}
+		if p.cache != nil {
+			f.key = p.cache.fieldKey(p.skey, k)
+		}
 		var ok bool
 		switch v.Kind() {
 		case lineprotocol.Float:

@@ -15,10 +15,14 @@ import (
 // Options configure the handlers. Zero values take the defaults in
 // brackets.
 type Options struct {
-	MaxBodyBytes int64        // [64 MiB] on the wire and after decompression
-	BatchSamples int          // [10000] samples per Commit
-	MaxReported  int          // [10] bad lines named in an error message
-	Logger       *slog.Logger // [discard]
+	MaxBodyBytes int64 // [64 MiB] on the wire and after decompression
+	BatchSamples int   // [10000] samples per Commit
+	MaxReported  int   // [10] bad lines named in an error message
+	// SeriesCache is how many series (Influx measurement, tags and field
+	// as written) a handler remembers the storage ref of, so their
+	// samples skip label building and lookup [1<<22, about 40 B each].
+	SeriesCache int
+	Logger      *slog.Logger // [discard]
 
 	// Metrics, if set, is called once per request and reason with the
 	// number of samples stored (reason ReasonOK) or rejected, so a server
@@ -71,6 +75,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BatchSamples <= 0 {
 		o.BatchSamples = defaultBatchSamples
+	}
+	if o.SeriesCache <= 0 {
+		o.SeriesCache = 1 << 22
 	}
 	if o.MaxReported <= 0 {
 		o.MaxReported = defaultMaxReported

@@ -258,15 +258,25 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 	var chunk []byte
 	var first, firstOff int64 // line and offset of chunk[0]
 	eof := false              // an OpenMetrics "# EOF" line was read
+	afterEOF := false         // and something after it
 	for {
 		line, tooLong, ok := src.read()
 		if !ok {
 			break
 		}
 		if eof {
-			// As textparse: nothing may follow, not even an empty line.
-			reject(Rejection{Reason: ReasonParse, N: 1, Line: src.line, Msg: where(src.line, 0, 0) + ": unexpected data after # EOF"})
-			return nil // OpenMetrics ends at # EOF: the rest is not read
+			// As textparse: nothing may follow, not even an empty line. The
+			// rest is not parsed; as the handler, which checks the whole
+			// body for NUL bytes first, its lines holding one are reported.
+			if !afterEOF {
+				reject(Rejection{Reason: ReasonParse, N: 1, Line: src.line, Msg: where(src.line, 0, 0) + ": unexpected data after # EOF"})
+				afterEOF = true
+			}
+			if i := bytes.IndexByte(line, 0); i >= 0 && !tooLong {
+				reject(Rejection{Reason: ReasonParse, N: 1, Line: src.line,
+					Msg: fmt.Sprintf("%s: line holds a NUL byte", where(src.line, i+1, src.off+int64(i)))})
+			}
+			continue
 		}
 		if tooLong {
 			if len(chunk) > 0 {

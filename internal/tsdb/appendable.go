@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/model"
 )
 
 // ErrNativeHistogram is returned for native histogram samples: Aerie
@@ -28,6 +29,11 @@ var ErrNativeHistogram = errors.New("native histograms are not supported by Aeri
 // A sample the head refuses as too old goes to the backfill (backfill.go)
 // unless Options.NoBackfill is set; one older than the retention, or
 // further ahead of the clock than MaxFuture, is rejected.
+//
+// Append returns the series' ref (0 for a sample that went to the
+// backfill as the first of its series): passed back with the same
+// series' next samples, it skips the label lookup, as in Prometheus, and
+// the labels may then be empty.
 func (db *DB) Appender(ctx context.Context) storage.Appender {
 	a := &appender{db: db, app: db.head.Appender()}
 	a.app.SetSpill(a.spill)
@@ -41,9 +47,12 @@ type appender struct {
 	opts storage.AppendOptions
 }
 
-func (a *appender) Append(_ storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
+func (a *appender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
 	if err := a.db.checkFuture(t); err != nil {
 		return 0, err
+	}
+	if ref != 0 {
+		return a.appendRef(ref, l, t, v)
 	}
 	if err := a.app.Check(l, t, v, a.opts.DiscardOutOfOrder); err != nil {
 		if !a.db.backfillable(err) {
@@ -55,12 +64,43 @@ func (a *appender) Append(_ storage.SeriesRef, l labels.Labels, t int64, v float
 		a.bf = append(a.bf, bfSample{l: l, t: t, v: v})
 		return 0, nil
 	}
-	if err := a.app.Append(l, t, v); err != nil {
+	r, err := a.app.AppendLabels(l, t, v)
+	if err != nil {
 		return 0, err
 	}
-	// Refs are not exposed: Aerie resolves labels at Append, and 0 tells
-	// callers not to cache.
-	return 0, nil
+	return storage.SeriesRef(r), nil
+}
+
+// appendRef appends by a ref that Append returned: refs name one head
+// series for the life of the DB, so l is not looked up and may be empty
+// (the ingest handlers' series caches pass none). A ref the head does not
+// know falls back to l.
+func (a *appender) appendRef(ref storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
+	hr := model.SeriesRef(ref)
+	err := a.app.CheckRef(hr, t, v, a.opts.DiscardOutOfOrder)
+	switch {
+	case errors.Is(err, head.ErrUnknownRef):
+		if l.IsEmpty() {
+			return 0, err
+		}
+		return a.Append(0, l, t, v)
+	case err != nil:
+		if !a.db.backfillable(err) {
+			return 0, err
+		}
+		if err := a.db.checkRetention(t); err != nil {
+			return 0, err
+		}
+		if l.IsEmpty() {
+			l, _ = a.db.head.SeriesLabels(hr)
+		}
+		a.bf = append(a.bf, bfSample{l: l, t: t, v: v})
+		return ref, nil
+	}
+	if err := a.app.AppendRef(hr, t, v); err != nil {
+		return 0, err
+	}
+	return ref, nil
 }
 
 func (a *appender) SetOptions(o *storage.AppendOptions) {
