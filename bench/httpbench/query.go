@@ -68,11 +68,8 @@ type pattern struct {
 	hosts   int           // hosts selected (0: all)
 	span    time.Duration // 0: an instant query at the data's last timestamp
 	step    time.Duration // 0: the workload's interval
-	// offset moves every evaluation time off the scrape ticks, so that a
-	// bare selector's lookback finds the same sample in both engines.
-	offset bool
-	tsbs   bool // TSBS only (the CPU fields of the cpu measurement)
-	expr   func(p profile, hostMatcher string) string
+	tsbs    bool          // TSBS only (the CPU fields of the cpu measurement)
+	expr    func(p profile, hostMatcher string) string
 }
 
 func maxOf(names []string, window string) func(profile, string) string {
@@ -110,7 +107,7 @@ func patternsFor(p profile) []pattern {
 			expr: func(p profile, _ string) string {
 				return fmt.Sprintf(`avg(avg_over_time({__name__=~"%s"}[1h])) by (__name__, %s)`, nameRegexp(p.metrics), p.host)
 			}},
-		{name: "high-cpu-1", hosts: 1, span: 12 * time.Hour, offset: true, tsbs: true,
+		{name: "high-cpu-1", hosts: 1, span: 12 * time.Hour, tsbs: true,
 			comment: "every reading of 1 host where usage_user > 90, 12 h",
 			expr: func(p profile, hm string) string {
 				return fmt.Sprintf(`{__name__=~"%s",%s} and on (%s) (%s{%s} > 90)`, nameRegexp(p.metrics), hm, p.host, p.metric1, hm)
@@ -174,10 +171,6 @@ func (pt pattern) instance(r *rand.Rand, p profile, hosts []string, mint, maxt i
 	}
 	s -= mod(s, step)
 	q.start, q.end = s+step, s+span
-	if pt.offset {
-		q.start += step / 2
-		q.end -= step / 2
-	}
 	return q
 }
 

@@ -132,14 +132,10 @@ func TestPatternInstances(t *testing.T) {
 					continue
 				}
 				step := q.step.Milliseconds()
-				off := int64(0)
-				if pt.offset {
-					off = step / 2
-				}
-				if (q.start-off)%step != 0 || (q.end+off)%step != 0 || q.start < mint || q.end > maxt || q.end < q.start {
+				if q.start%step != 0 || q.end%step != 0 || q.start < mint || q.end > maxt || q.end < q.start {
 					t.Fatalf("%s: [%d, %d] step %v over data [%d, %d]", pt.name, q.start, q.end, q.step, mint, maxt)
 				}
-				if d := time.Duration(q.end-q.start+2*off) * time.Millisecond; d != pt.span-q.step {
+				if d := time.Duration(q.end-q.start) * time.Millisecond; d != pt.span-q.step {
 					t.Fatalf("%s: evaluates over %v, want %v", pt.name, d, pt.span-q.step)
 				}
 			}

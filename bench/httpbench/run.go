@@ -144,11 +144,23 @@ func loadavg() string {
 // newWorkload returns the dataset every load writes: tsbs hosts, or node
 // targets of 517 series.
 func newWorkload(kind string, sc Scale, seed int64) (workload.Workload, error) {
-	targets := sc.Hosts
+	return workload.New(kind, workloadSpec(kind, sc.Hosts, sc.Duration, seed))
+}
+
+// workloadSpec sizes a workload. TSBS rows are at exact 10 s ticks, as
+// TSBS generates them, so that a range query evaluated on the ticks finds
+// each row at its own tick in either engine (high-cpu-1's bare selector
+// at a 10 s step; VictoriaMetrics' default_rollup looks back one step,
+// Prometheus' lookback 5 minutes). Node targets keep their phase and
+// jitter.
+func workloadSpec(kind string, hosts int, d time.Duration, seed int64) workload.Spec {
+	spec := workload.Spec{Targets: hosts, Duration: d, Seed: seed}
 	if kind == "node" {
-		targets = max(8, sc.Hosts/50)
+		spec.Targets = max(8, hosts/50)
+	} else {
+		spec.Jitter = -1
 	}
-	return workload.New(kind, workload.Spec{Targets: targets, Duration: sc.Duration, Seed: seed})
+	return spec
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -717,11 +729,9 @@ func hostNames(w workload.Workload, p profile) []string {
 // line protocol and measures the time and the resident memory they take.
 func (r *runner) cardinality() error {
 	per := len(r.w.Series(0))
-	w, err := workload.New(r.cfg.Workload, workload.Spec{
-		Targets:  (r.sc.NewSeries + per - 1) / per,
-		Duration: r.w.Interval(),
-		Seed:     r.cfg.Seed + 1,
-	})
+	spec := workloadSpec(r.cfg.Workload, 1, r.w.Interval(), r.cfg.Seed+1)
+	spec.Targets = (r.sc.NewSeries + per - 1) / per
+	w, err := workload.New(r.cfg.Workload, spec)
 	if err != nil {
 		return err
 	}

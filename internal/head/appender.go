@@ -420,7 +420,7 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 			sc.idx = append(sc.idx, p.idx)
 		}
 		closeRow()
-	rows = h.reserveRows(rows, rej, spill)
+		rows = h.reserveRows(rows, rej, spill)
 		if len(rows) == 0 {
 			continue
 		}
