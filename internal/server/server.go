@@ -166,8 +166,11 @@ func (s *Server) build() error {
 	mux := http.NewServeMux()
 	writes := newWriteLimiter(s.opts.MaxInflightWrites)
 	mux.Handle("/api/v1/", s.m.instrument("api", limitBody(handler, s.opts.MaxBody)))
-	mux.Handle("/api/v1/write", s.m.instrument("remote_write", writes.wrap(limitBody(handler, s.opts.MaxBody))))
 	iopts := ingest.Options{MaxBodyBytes: s.opts.MaxBody, Logger: s.log.With("component", "ingest"), Metrics: s.m.ingestHook}
+	// Remote write 1.0 through Aerie's decoder, 2.0 through Prometheus'
+	// handler (in the API), which also refuses what the former cannot read.
+	rw := ingest.NewRemoteWriteHandler(countingAppendable{Appendable: s.db, m: s.m, protocol: "remote_write"}, iopts, handler)
+	mux.Handle("/api/v1/write", s.m.instrument("remote_write", writes.wrap(limitBody(rw, s.opts.MaxBody))))
 	influx := ingest.NewInfluxHandler(s.db, iopts)
 	mux.Handle("/write", s.m.instrument("influx_write", writes.wrap(influx)))
 	mux.Handle("/api/v2/write", s.m.instrument("influx_v2_write", writes.wrap(influx)))

@@ -1,0 +1,355 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"sync"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/storage"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// NewRemoteWriteHandler serves Prometheus remote write 1.0 (snappy
+// protobuf prometheus.WriteRequest) with the semantics of Prometheus'
+// own handler (storage/remote, v0.310), and hands every other request
+// (remote write 2.0, other encodings) to fallback, which should be that
+// handler.
+//
+// The difference is speed: the body is decoded in place, without a
+// prompb.WriteRequest, and a series whose labels (as written, in the
+// order written) were seen before is appended by the ref the storage
+// returned for it (refCache), with no label strings built, sorted or
+// looked up.
+//
+// As Prometheus: a series without __name__, with invalid or duplicate
+// label names is skipped (logged); the first sample the storage refuses
+// rolls the whole request back and answers 400 for out-of-order, out of
+// bounds, duplicate or too old samples, 500 otherwise; exemplars are
+// dropped (Aerie stores none); 204 otherwise. A request holding native
+// histograms is handed to fallback (which refuses them, as Aerie stores
+// float samples only), and so is a malformed message, refused by it in
+// its words.
+func NewRemoteWriteHandler(app storage.Appendable, opts Options, fallback http.Handler) http.Handler {
+	opts = opts.withDefaults()
+	return &rwHandler{app: app, opts: opts, fallback: fallback, cache: newRefCache(opts.SeriesCache)}
+}
+
+type rwHandler struct {
+	app      storage.Appendable
+	opts     Options
+	fallback http.Handler
+	cache    *refCache
+}
+
+// rwScratch is one request's memory, reused through rwPool.
+type rwScratch struct {
+	body   []byte // decompressed
+	key    []byte // the current series' label fields as written
+	sb     labels.ScratchBuilder
+	labels []rwLabel
+}
+
+type rwLabel struct{ name, value []byte }
+
+var rwPool = sync.Pool{New: func() any { return &rwScratch{sb: labels.NewScratchBuilder(16)} }}
+
+// errHistograms hands a request to the fallback handler.
+var errHistograms = errors.New("native histograms")
+
+func (h *rwHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !isRemoteWrite1(r.Header) {
+		h.fallback.ServeHTTP(w, r)
+		return
+	}
+	compressed, err := io.ReadAll(r.Body)
+	if err != nil {
+		status := http.StatusBadRequest
+		if isTooLarge(err) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, fmt.Sprintf("read remote write body: %v", err), status)
+		return
+	}
+	n, err := snappy.DecodedLen(compressed)
+	switch {
+	case err != nil:
+		http.Error(w, fmt.Sprintf("snappy: %v", err), http.StatusBadRequest)
+		return
+	case int64(n) > h.opts.MaxBodyBytes:
+		http.Error(w, fmt.Sprintf("remote write body decompresses to %d bytes, more than the limit of %d", n, h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		return
+	}
+	sc := rwPool.Get().(*rwScratch)
+	defer rwPool.Put(sc)
+	sc.body, err = snappy.Decode(sc.body[:cap(sc.body)], compressed)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("snappy: %v", err), http.StatusBadRequest)
+		return
+	}
+	status, err := h.write(r.Context(), sc)
+	var pe protoError
+	switch {
+	case errors.Is(err, errHistograms), errors.As(err, &pe):
+		// Prometheus' handler says what it refuses, in its words.
+		r.Body = io.NopCloser(bytes.NewReader(compressed))
+		h.fallback.ServeHTTP(w, r)
+	case err != nil:
+		http.Error(w, err.Error(), status)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+	if cap(sc.body) > 16<<20 {
+		sc.body = nil // do not pool one huge body
+	}
+}
+
+// isRemoteWrite1 tells whether the headers are those of a remote write
+// 1.0 request (Prometheus' default when a request says nothing).
+func isRemoteWrite1(hd http.Header) bool {
+	if enc := hd.Get("Content-Encoding"); enc != "" && enc != "snappy" {
+		return false
+	}
+	ct := hd.Get("Content-Type")
+	if ct == "" {
+		return true
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/x-protobuf" {
+		return false
+	}
+	p, ok := params["proto"]
+	return !ok || p == "prometheus.WriteRequest"
+}
+
+// write appends the request's samples and commits them; on error it
+// rolls back and returns the HTTP status.
+func (h *rwHandler) write(ctx context.Context, sc *rwScratch) (status int, err error) {
+	app := h.app.Appender(ctx)
+	maxTime := h.opts.Now().UnixMilli() + maxAheadMs
+	invalid := 0
+	err = forEachField(sc.body, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		switch num {
+		case 1:
+			if typ != protowire.BytesType {
+				return errWireType
+			}
+			return h.series(app, sc, v, maxTime, &invalid)
+		case 3: // metadata: not stored here, but must decode
+			var md prompb.MetricMetadata
+			if typ != protowire.BytesType || md.Unmarshal(v) != nil {
+				return errWireType
+			}
+		}
+		return nil // unknown fields are skipped
+	})
+	if err != nil {
+		_ = app.Rollback()
+		var pe protoError
+		switch {
+		case errors.As(err, &pe), errors.Is(err, errHistograms):
+			return 0, err
+		case errors.Is(err, storage.ErrOutOfOrderSample), errors.Is(err, storage.ErrOutOfBounds),
+			errors.Is(err, storage.ErrDuplicateSampleForTimestamp), errors.Is(err, storage.ErrTooOldSample):
+			return http.StatusBadRequest, err
+		}
+		return http.StatusInternalServerError, err
+	}
+	if invalid > 0 {
+		h.opts.Logger.Warn("remote write: series with invalid labels skipped", "series", invalid)
+	}
+	if err := app.Commit(); err != nil {
+		return http.StatusInternalServerError, err
+	}
+	return 0, nil
+}
+
+// maxAheadMs is how far ahead of the clock Prometheus' handler takes
+// samples.
+const maxAheadMs = 10 * 60 * 1000
+
+// series appends one TimeSeries message.
+func (h *rwHandler) series(app storage.Appender, sc *rwScratch, ts []byte, maxTime int64, invalid *int) error {
+	sc.key, sc.labels = sc.key[:0], sc.labels[:0]
+	err := forEachField(ts, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num >= 1 && num <= 4 && typ != protowire.BytesType {
+			return errWireType
+		}
+		switch num {
+		case 1:
+			sc.key = protowire.AppendBytes(sc.key, v)
+			var l rwLabel
+			if err := forEachField(v, func(num protowire.Number, typ protowire.Type, v []byte) error {
+				if (num == 1 || num == 2) && typ != protowire.BytesType {
+					return errWireType
+				}
+				switch num {
+				case 1:
+					l.name = v
+				case 2:
+					l.value = v
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			sc.labels = append(sc.labels, l)
+		case 3: // exemplars: dropped (Aerie stores none), but must decode
+			var e prompb.Exemplar
+			if e.Unmarshal(v) != nil {
+				return errWireType
+			}
+		case 4:
+			return errHistograms
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var (
+		rv    refVal
+		lset  labels.Labels
+		known bool
+		k     = h.cache.seriesKey(sc.key)
+	)
+	if rv = h.cache.get(k); rv.ref != 0 {
+		known = true
+	}
+	return forEachField(ts, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num != 2 || typ != protowire.BytesType {
+			return nil
+		}
+		t, val, err := decodeSample(v)
+		if err != nil {
+			return err
+		}
+		if !known && lset.IsEmpty() {
+			if lset = h.labelsOf(sc); lset.IsEmpty() {
+				*invalid++
+				return errSkipSeries
+			}
+		}
+		if t > maxTime {
+			return fmt.Errorf("%w: timestamp is too far in the future", storage.ErrOutOfBounds)
+		}
+		ref, err := app.Append(rv.ref, lset, t, val)
+		if err != nil {
+			return err
+		}
+		if !known && ref != 0 {
+			rv = refVal{ref: ref, lhash: lset.Hash()}
+			h.cache.put(k, rv)
+			known = true
+		}
+		return nil
+	})
+}
+
+// errSkipSeries ends a series' samples without failing the request.
+var errSkipSeries = errors.New("skip series")
+
+// labelsOf builds the current series' labels and checks them as
+// Prometheus' handler does; empty if they are invalid.
+func (h *rwHandler) labelsOf(sc *rwScratch) labels.Labels {
+	sc.sb.Reset()
+	for _, l := range sc.labels {
+		sc.sb.Add(string(l.name), string(l.value))
+	}
+	sc.sb.Sort()
+	ls := sc.sb.Labels()
+	if !ls.Has(labels.MetricName) || !ls.IsValid(model.UTF8Validation) {
+		return labels.EmptyLabels()
+	}
+	if _, dup := ls.HasDuplicateLabelNames(); dup {
+		return labels.EmptyLabels()
+	}
+	return ls
+}
+
+// decodeSample decodes a prometheus.Sample: value (1, double) and
+// timestamp (2, int64).
+func decodeSample(b []byte) (t int64, v float64, err error) {
+	err = forEachFieldRaw(b, func(num protowire.Number, typ protowire.Type, raw []byte, u uint64) error {
+		switch {
+		case num == 1 && typ == protowire.Fixed64Type:
+			v = math.Float64frombits(u)
+		case num == 2 && typ == protowire.VarintType:
+			t = int64(u)
+		case num == 1 || num == 2:
+			return errWireType
+		}
+		return nil
+	})
+	return t, v, err
+}
+
+// errWireType is a known field with the wrong wire type, or a metadata or
+// exemplar message that does not decode.
+var errWireType = protoError{errors.New("field with a wrong wire type")}
+
+// protoError is a malformed protobuf message: the request is handed to
+// Prometheus' handler, which refuses it in its words.
+type protoError struct{ err error }
+
+func (e protoError) Error() string { return "decode remote write request: " + e.err.Error() }
+func (e protoError) Unwrap() error { return e.err }
+
+// forEachField calls fn for every field of message b with its bytes (for
+// length-delimited fields; nil for others). fn's errSkipSeries stops the
+// iteration without error.
+func forEachField(b []byte, fn func(protowire.Number, protowire.Type, []byte) error) error {
+	return forEachFieldRaw(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		return fn(num, typ, v)
+	})
+}
+
+// forEachFieldRaw is forEachField that also passes the value of varint
+// and fixed fields.
+func forEachFieldRaw(b []byte, fn func(protowire.Number, protowire.Type, []byte, uint64) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protoError{protowire.ParseError(n)}
+		}
+		b = b[n:]
+		var (
+			v []byte
+			u uint64
+		)
+		switch typ {
+		case protowire.VarintType:
+			u, n = protowire.ConsumeVarint(b)
+		case protowire.Fixed64Type:
+			u, n = protowire.ConsumeFixed64(b)
+		case protowire.Fixed32Type:
+			var u32 uint32
+			u32, n = protowire.ConsumeFixed32(b)
+			u = uint64(u32)
+		case protowire.BytesType:
+			v, n = protowire.ConsumeBytes(b)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return protoError{protowire.ParseError(n)}
+		}
+		b = b[n:]
+		if err := fn(num, typ, v, u); err != nil {
+			if err == errSkipSeries {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
