@@ -51,6 +51,16 @@ func cmpPending(a, b pending) int {
 	return cmp.Compare(a.slot, b.slot)
 }
 
+// cmpPendingIdx is cmpPending, then append order: a total order, so an
+// unstable sort by it is the stable sort by cmpPending (the first of two
+// samples of a series at one time is kept).
+func cmpPendingIdx(a, b pending) int {
+	if c := cmpPending(a, b); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.idx, b.idx)
+}
+
 // Appender returns a new appender.
 func (h *Head) Appender() *Appender { return &Appender{h: h} }
 
@@ -67,6 +77,7 @@ func (a *Appender) AppendLabels(lset labels.Labels, t int64, v float64) (model.S
 		a.rej.add(idx, lset, t, err)
 		return 0, err
 	}
+	a.grow()
 	a.pend = append(a.pend, pending{s: s, t: t, v: v, idx: idx})
 	return s.ref, nil
 }
@@ -85,9 +96,19 @@ func (a *Appender) AppendRef(ref model.SeriesRef, t int64, v float64) error {
 	if s == nil {
 		return fmt.Errorf("%w: %d", ErrUnknownRef, ref)
 	}
+	a.grow()
 	a.pend = append(a.pend, pending{s: s, t: t, v: v, idx: a.n})
 	a.n++
 	return nil
+}
+
+// grow takes a pooled buffer for the first sample.
+func (a *Appender) grow() {
+	if a.pend == nil {
+		if p, ok := pendPool.Get().(*[]pending); ok {
+			a.pend = *p
+		}
+	}
 }
 
 // Check reports the error Commit would give the sample (t, v) of lset
@@ -184,8 +205,19 @@ func (l limits) check(t int64, v float64, last int64, lastV uint64) (dup bool, e
 	return false, ErrOutOfOrder
 }
 
+// pendPool keeps the pending buffers of appenders that committed or
+// rolled back, for the next appenders (an Appender that is used again
+// after its Commit or Rollback starts an empty buffer).
+var pendPool sync.Pool
+
 // Rollback drops the buffered samples.
 func (a *Appender) Rollback() error {
+	if cap(a.pend) >= 256 && cap(a.pend) <= 1<<20 {
+		clear(a.pend)
+		p := a.pend[:0]
+		pendPool.Put(&p)
+		a.pend = nil
+	}
 	a.pend = a.pend[:0]
 	a.n = 0
 	a.rej = AppendError{}
@@ -359,7 +391,7 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 		g, ps := sc.gs[gi], byGroup(gi)
 		assigned := h.assignSlots(g, ps, rej)
 		if !slices.IsSortedFunc(ps, cmpPending) { // importers send rows in order
-			slices.SortStableFunc(ps, cmpPending)
+			slices.SortFunc(ps, cmpPendingIdx)
 		}
 		lastT, lastV, seen := sc.bySlot(assigned)
 		var rows []row

@@ -1,15 +1,20 @@
 package ingest
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/prompb"
 )
 
 // BenchmarkInfluxIngest posts Telegraf-like bodies (cpu, mem and disk of
@@ -133,4 +138,73 @@ func tsbsBody(hosts, steps int, step0 int64) []byte {
 		}
 	}
 	return []byte(sb.String())
+}
+
+// BenchmarkRemoteWriteTSBS posts the samples of BenchmarkInfluxTSBS as
+// remote write 1.0 requests (one series per host and field, 10 samples
+// each) to the in-process handler, as BenchmarkInfluxTSBS does.
+//
+//	go test -run '^$' -bench BenchmarkRemoteWriteTSBS -benchtime 400x ./internal/ingest
+func BenchmarkRemoteWriteTSBS(b *testing.B) {
+	const hosts, steps = 50, 10
+	db := openDB(b, nil)
+	h := NewRemoteWriteHandler(db, Options{}, http.NotFoundHandler())
+	bodies := make([][]byte, b.N+1)
+	for i := range bodies {
+		bodies[i] = tsbsRemoteWrite(b, hosts, steps, int64(i)*steps)
+	}
+	post := func(body []byte) {
+		r := httptest.NewRequest(http.MethodPost, "/api/v1/write", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/x-protobuf")
+		r.Header.Set("Content-Encoding", "snappy")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != http.StatusNoContent {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body.String())
+		}
+	}
+	post(bodies[0]) // create the series
+	var next atomic.Int64
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu0 := cpuTime()
+	b.SetParallelism(2)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			post(bodies[next.Add(1)])
+		}
+	})
+	b.StopTimer()
+	cpu := cpuTime() - cpu0
+	runtime.ReadMemStats(&ms1)
+	samples := float64(b.N * hosts * steps * 10)
+	b.ReportMetric(float64(cpu.Nanoseconds())/samples, "cpu-ns/sample")
+	b.ReportMetric(samples/b.Elapsed().Seconds(), "samples/s")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/samples, "allocs/sample")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/samples, "B/sample")
+}
+
+// tsbsRemoteWrite is tsbsBody as a snappy remote write 1.0 request.
+func tsbsRemoteWrite(b *testing.B, hosts, steps int, step0 int64) []byte {
+	var req prompb.WriteRequest
+	for h := range hosts {
+		for f, name := range []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"} {
+			ts := prompb.TimeSeries{Labels: []prompb.Label{
+				{Name: "__name__", Value: "cpu_" + name}, {Name: "arch", Value: "x86"}, {Name: "datacenter", Value: fmt.Sprintf("eu-west-%db", h%3)},
+				{Name: "hostname", Value: fmt.Sprintf("host_%d", h)}, {Name: "os", Value: "Ubuntu16.10"}, {Name: "rack", Value: fmt.Sprint(h % 97)},
+				{Name: "region", Value: fmt.Sprintf("eu-west-%d", h%3)}, {Name: "service", Value: fmt.Sprint(h % 19)}, {Name: "service_environment", Value: "production"},
+				{Name: "service_version", Value: "1"}, {Name: "team", Value: "SF"},
+			}}
+			for s := range int64(steps) {
+				ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: (1_700_000_000 + (step0+s)*10) * 1000, Value: float64((int64(h)*7 + s*3 + int64(f)*11) % 100)})
+			}
+			req.Timeseries = append(req.Timeseries, ts)
+		}
+	}
+	pb, err := req.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return snappy.Encode(nil, pb)
 }
