@@ -551,7 +551,7 @@ func (h *Head) trackMisfits(g *group, rows []row) []*memSeries {
 		if len(r.series) == 1 {
 			s := r.series[0]
 			s.misfits++
-			if s.misfits == h.opts.MisfitLimit {
+			if int(s.misfits) == h.opts.MisfitLimit {
 				out = append(out, s)
 			}
 			continue
@@ -576,8 +576,7 @@ func (h *Head) moveSeries(ss []*memSeries) {
 		if s.cur == g {
 			continue
 		}
-		s.cur = g
-		s.locs = append(s.locs, g)
+		s.joinLocked(g)
 		s.misfits = 0
 	}
 }

@@ -254,7 +254,8 @@ func (h *Head) gcSeries(ss []*memSeries) {
 // hasData reports whether any head partition holds samples of s.
 func (h *Head) hasData(s *memSeries) bool {
 	h.regMu.RLock()
-	locs := append([]*group(nil), s.locs...)
+	var buf [2]*group
+	locs := s.groupsLocked(buf[:0])
 	h.regMu.RUnlock()
 	for _, g := range locs {
 		g.mu.RLock()

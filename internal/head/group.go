@@ -64,15 +64,17 @@ type gpart struct {
 type column struct {
 	firstTuple int // closed tuples before it have no values for this slot
 	base       float64
-	hasBase    bool
 	vals       chain   // per closed tuple since firstTuple: value tuple (a placeholder if empty)
 	pres       []uint8 // per closed tuple since firstTuple: presence bits
 
-	open     [MaxTupleSize]float64
-	openPres uint8
+	open [MaxTupleSize]float64
 
 	ooo []sample // out-of-order samples, sorted by t, unique t
 	n   int      // samples stored (in-order and out-of-order)
+
+	// Last, together: no padding after either (224 bytes, not 240).
+	openPres uint8
+	hasBase  bool
 }
 
 type sample struct {

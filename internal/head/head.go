@@ -92,13 +92,41 @@ type memSeries struct {
 	lset labels.Labels
 
 	lastT   atomic.Int64 // last in-order timestamp; written under the current group's appendMu
-	indexed atomic.Bool  // in Head.idx; see Head.idxMu
 	lastV   atomic.Uint64
-	misfits int // guarded by the current group's appendMu
+	indexed atomic.Bool // in Head.idx; see Head.idxMu
+	misfits int32       // guarded by the current group's appendMu
 
 	// guarded by Head.regMu
-	cur  *group
-	locs []*group // every group the series has slots in, in order of joining
+	cur *group
+	// moved lists every group the series has slots in, in order of
+	// joining, once it has moved out of its first; nil means cur only
+	// (most series never move: this saves a slice per series).
+	moved *[]*group
+	next  *memSeries // the next series of Head.byHash with the same hash
+}
+
+// groupsLocked appends the groups the series has slots in, in order of
+// joining, to buf. Called with Head.regMu held.
+func (s *memSeries) groupsLocked(buf []*group) []*group {
+	if s.moved == nil {
+		return append(buf, s.cur)
+	}
+	return append(buf, *s.moved...)
+}
+
+// joinLocked makes g the series' current group. Called with Head.regMu
+// held for writing.
+func (s *memSeries) joinLocked(g *group) {
+	if s.cur == g {
+		return
+	}
+	if s.moved == nil {
+		s.moved = &[]*group{s.cur}
+	}
+	s.cur = g
+	if !slices.Contains(*s.moved, g) {
+		*s.moved = append(*s.moved, g)
+	}
 }
 
 // Head is the in-memory store of the engine.
@@ -107,7 +135,7 @@ type Head struct {
 	wal  WAL
 
 	regMu  sync.RWMutex // guards following
-	byHash map[uint64][]*memSeries
+	byHash map[uint64]*memSeries // chained by memSeries.next
 	refs   []*memSeries // index = ref; refs[0] is nil
 	// refsView is refs as of its last change, for lock-free lookups by
 	// ref (seriesOf): refs only grows, and an element, once non-nil,
@@ -152,7 +180,7 @@ func New(opts Options, w WAL) (*Head, error) {
 		mem:        mem,
 		opts:       opts,
 		wal:        w,
-		byHash:     map[uint64][]*memSeries{},
+		byHash:     map[uint64]*memSeries{},
 		refs:       []*memSeries{nil},
 		groups:     []*group{nil},
 		groupByKey: map[string]*group{},
@@ -273,10 +301,10 @@ func (h *Head) getOrCreate(lset labels.Labels) (*memSeries, error) {
 	}
 	s = &memSeries{ref: model.SeriesRef(len(h.refs)), lset: lset.Copy(), cur: g}
 	s.lastT.Store(math.MinInt64)
-	s.locs = []*group{g}
 	h.refs = append(h.refs, s)
 	h.publishRefsLocked()
-	h.byHash[hash] = append(h.byHash[hash], s)
+	s.next = h.byHash[hash]
+	h.byHash[hash] = s
 	return s, nil
 }
 
@@ -308,7 +336,7 @@ func (h *Head) SeriesLabels(ref model.SeriesRef) (labels.Labels, bool) {
 }
 
 func (h *Head) findLocked(hash uint64, lset labels.Labels) *memSeries {
-	for _, s := range h.byHash[hash] {
+	for s := h.byHash[hash]; s != nil; s = s.next {
 		if labels.Equal(s.lset, lset) {
 			return s
 		}

@@ -207,11 +207,12 @@ func (h *Head) Select(mint, maxt int64, ms ...*labels.Matcher) ([]SeriesSnapshot
 	out := make([]SeriesSnapshot, 0, len(ids))
 	pmin, pmax := h.partitionOf(mint), h.partitionOf(maxt)
 	var stale []int64 // flushed partitions with a reclaimed column, per series
+	var locs []*group
 	for _, id := range ids {
 		ref := model.SeriesRef(id)
 		h.regMu.RLock()
 		s := h.refs[ref]
-		locs := append([]*group(nil), s.locs...)
+		locs = s.groupsLocked(locs[:0])
 		h.regMu.RUnlock()
 		ss := SeriesSnapshot{Ref: ref, Labels: s.lset}
 		stale = stale[:0]

@@ -37,21 +37,15 @@ func (h *Head) ReplaySeries(d wal.SeriesDef) error {
 	}
 	s := h.refs[d.Ref]
 	if s == nil {
-		s = &memSeries{ref: d.Ref, lset: d.Labels.Copy(), cur: g, locs: []*group{g}}
+		s = &memSeries{ref: d.Ref, lset: d.Labels.Copy(), cur: g}
 		s.lastT.Store(math.MinInt64)
 		h.refs[d.Ref] = s
 		h.publishRefsLocked()
 		hash := s.lset.Hash()
-		h.byHash[hash] = append(h.byHash[hash], s)
-	} else if s.cur != g {
-		s.cur = g
-		known := false
-		for _, l := range s.locs {
-			known = known || l == g
-		}
-		if !known {
-			s.locs = append(s.locs, g)
-		}
+		s.next = h.byHash[hash]
+		h.byHash[hash] = s
+	} else {
+		s.joinLocked(g)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
