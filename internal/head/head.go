@@ -134,9 +134,9 @@ type Head struct {
 	opts Options
 	wal  WAL
 
-	regMu  sync.RWMutex // guards following
+	regMu  sync.RWMutex          // guards following
 	byHash map[uint64]*memSeries // chained by memSeries.next
-	refs   []*memSeries // index = ref; refs[0] is nil
+	refs   []*memSeries          // index = ref; refs[0] is nil
 	// refsView is refs as of its last change, for lock-free lookups by
 	// ref (seriesOf): refs only grows, and an element, once non-nil,
 	// never changes, so a reader of an older view sees a prefix.
