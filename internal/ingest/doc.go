@@ -1,5 +1,7 @@
 // Package ingest holds Aerie's push-ingestion HTTP handlers: InfluxDB line
-// protocol (/write, /api/v2/write) and VictoriaMetrics' imports: Prometheus
+// protocol (/write, /api/v2/write), Prometheus remote write 1.0
+// (/api/v1/write, with Prometheus' handler for 2.0 and for what it does not
+// read itself) and VictoriaMetrics' imports: Prometheus
 // text / OpenMetrics (/api/v1/import/prometheus), JSON lines
 // (/api/v1/import) and CSV (/api/v1/import/csv). Each handler is a plain
 // http.Handler over a storage.Appendable: it parses the body with the
@@ -51,4 +53,18 @@
 //     (for Influx, truncated to the request's precision, as InfluxDB does).
 //  7. The error report and the body decoding (limits, gzip) have one
 //     implementation each, shared by both handlers.
+//  8. Known series are appended by ref (refcache.go): the Influx and remote
+//     write handlers remember, per series as written (an Influx line's
+//     measurement and tags with one field name; a remote write series'
+//     label fields), the ref the storage returned and the hash of its
+//     labels, keyed by a 128-bit digest. A line or series whose every
+//     field is known is appended without building, sorting or looking up
+//     labels; any other is parsed in full, as before, and fills the cache.
+//     The answer, the stored samples and the messages are the same either
+//     way (the fast path parses a line with a rejection again, in full, to
+//     say why).
+//  9. Remote write 1.0 answers exactly as Prometheus' handler (v0.310) does
+//     — same status, same stored samples — which a differential fuzz test
+//     checks; a request it cannot read as a well-formed WriteRequest of
+//     float samples goes to that handler.
 package ingest
