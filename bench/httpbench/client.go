@@ -135,8 +135,9 @@ func promTime(ms int64) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64)
 }
 
-// metricValue returns the value of an unlabelled series of a Prometheus
-// text exposition (a server's /metrics), or false if there is none.
+// metricValue returns the value of a series of a Prometheus text
+// exposition (a server's /metrics), named as exposed (with its labels in
+// their order), or false if there is none.
 func metricValue(exposition []byte, name string) (float64, bool) {
 	sc := bufio.NewScanner(bytes.NewReader(exposition))
 	sc.Buffer(nil, 1<<20)

@@ -31,7 +31,7 @@ type Config struct {
 // Scale sizes a run.
 type Scale struct {
 	Name     string
-	Hosts    int           // tsbs hosts (10 series each); node: max(8, Hosts/50) targets of 517 series
+	Hosts    int           // tsbs hosts (10 series each); node: about as many series in targets of 517 (at least 2)
 	Duration time.Duration // span of the dataset every load writes
 	// Instances of each query pattern; each is run once unrecorded (its
 	// answers are compared) and then Repeats times per peer.

@@ -141,8 +141,8 @@ func loadavg() string {
 	return strings.Join(f[:min(3, len(f))], " ")
 }
 
-// newWorkload returns the dataset every load writes: tsbs hosts, or node
-// targets of 517 series.
+// newWorkload returns the dataset every load writes: tsbs hosts of 10
+// series, or about as many series in node targets of 517.
 func newWorkload(kind string, sc Scale, seed int64) (workload.Workload, error) {
 	return workload.New(kind, workloadSpec(kind, sc.Hosts, sc.Duration, seed))
 }
@@ -156,7 +156,7 @@ func newWorkload(kind string, sc Scale, seed int64) (workload.Workload, error) {
 func workloadSpec(kind string, hosts int, d time.Duration, seed int64) workload.Spec {
 	spec := workload.Spec{Targets: hosts, Duration: d, Seed: seed}
 	if kind == "node" {
-		spec.Targets = max(8, hosts/50)
+		spec.Targets = max(2, (hosts*10+258)/517) // about as many series as tsbs
 	} else {
 		spec.Jitter = -1
 	}
@@ -419,10 +419,10 @@ func (r *runner) count(s *server, expr string, at int64) (int64, error) {
 }
 
 // disk measures the data directories of the kept servers once their
-// data are on disk: VictoriaMetrics after /internal/force_flush, Aerie
-// (which has no flush endpoint) after its background loop, which looks
-// for due partitions once a minute, has flushed them; for both once the
-// size has not changed for a second.
+// data are on disk: VictoriaMetrics after /internal/force_flush and its
+// in-memory parts' flush, Aerie (which has no flush endpoint) after its
+// background loop, which looks for due partitions once a minute, has
+// flushed them; for both once the size has not changed for a second.
 func (r *runner) disk(kept map[string]*server, samples int64) error {
 	for _, peer := range []string{vm, aerie} {
 		s := kept[peer]
@@ -432,7 +432,7 @@ func (r *runner) disk(kept map[string]*server, samples int64) error {
 		if peer == aerie {
 			d.Note, err = r.awaitAerieFlush(s)
 		} else {
-			_, err = get(r.ctx, s, "/internal/force_flush")
+			err = r.awaitVMFlush(s)
 		}
 		if err != nil {
 			return err
@@ -454,8 +454,11 @@ func (r *runner) disk(kept map[string]*server, samples int64) error {
 			}
 		}
 		r.rep.Disk = append(r.rep.Disk, d)
-		r.logf("%-6s disk: %.3f B/sample (%d bytes; WAL %d; blocks %d holding %d samples) after %.0f s", peer,
-			d.BytesPerSample, d.Bytes, d.WALBytes, d.BlockBytes, d.BlockSamples, d.Seconds)
+		detail := ""
+		if peer == aerie {
+			detail = fmt.Sprintf("; WAL %d bytes; blocks and tag dictionary %d bytes holding %d samples, %.3f B/sample", d.WALBytes, d.BlockBytes, d.BlockSamples, d.BlockBytesPerSample)
+		}
+		r.logf("%-6s disk: %.3f B/sample (%d bytes%s), %.0f s after the load", peer, d.BytesPerSample, d.Bytes, detail, d.Seconds)
 	}
 	return nil
 }
@@ -486,6 +489,37 @@ func (r *runner) awaitAerieFlush(s *server) (string, error) {
 		}
 		if err := r.sleep(250 * time.Millisecond); err != nil {
 			return "", err
+		}
+	}
+}
+
+// awaitVMFlush calls VictoriaMetrics' /internal/force_flush, which makes
+// buffered rows searchable in in-memory parts, and waits until those parts
+// are on disk (-inmemoryDataFlushInterval, 5 s by default): no rows left
+// in storage/inmemory or indexdb/inmemory.
+func (r *runner) awaitVMFlush(s *server) error {
+	if _, err := get(r.ctx, s, "/internal/force_flush"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m, err := get(r.ctx, s, "/metrics")
+		if err != nil {
+			return err
+		}
+		data, ok1 := metricValue(m, `vm_rows{type="storage/inmemory"}`)
+		index, ok2 := metricValue(m, `vm_rows{type="indexdb/inmemory"}`)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("%s /metrics has no vm_rows{type=\"storage/inmemory\"} or vm_rows{type=\"indexdb/inmemory\"}", s.spec.name)
+		}
+		if data == 0 && index == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: rows still in memory a minute after /internal/force_flush", s.spec.name)
+		}
+		if err := r.sleep(250 * time.Millisecond); err != nil {
+			return err
 		}
 	}
 }
@@ -619,6 +653,7 @@ func (r *runner) runPattern(pt pattern, peers []string, srv map[string]*server, 
 	rnd := rand.New(rand.NewPCG(uint64(r.cfg.Seed), h.Sum64()))
 	lat := map[string][]time.Duration{}
 	errs := map[string]string{}
+	empty := 0
 	var notes []string
 	note := func(s string) {
 		if !slices.Contains(notes, s) {
@@ -653,7 +688,7 @@ func (r *runner) runPattern(pt pattern, peers []string, srv map[string]*server, 
 		}
 		ref, ok := res[vmNoCache]
 		if ok && ref.points() == 0 {
-			note("empty answer")
+			empty++
 		}
 		for _, p := range []string{aerie, vm} {
 			got, ok2 := res[p]
@@ -693,6 +728,9 @@ func (r *runner) runPattern(pt pattern, peers []string, srv map[string]*server, 
 	}
 	for p, e := range errs {
 		note(fmt.Sprintf("%s error: %s", p, e))
+	}
+	if empty > 0 {
+		note(fmt.Sprintf("%d of %d instances answered nothing", empty, r.sc.Instances))
 	}
 	slices.Sort(notes)
 	if len(notes) > 0 {
