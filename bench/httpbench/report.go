@@ -135,12 +135,21 @@ func newReport(cfg Config, sc Scale, w workload.Workload) *Report {
 			"repeats":      fmt.Sprint(sc.Repeats),
 			"new_series":   fmt.Sprint(sc.NewSeries),
 			"seed":         fmt.Sprint(cfg.Seed),
+			"timestamps":   timestamps(cfg.Workload),
 			"aerie_fsync":  "wal.sync=batch (default): a write is acknowledged after its WAL record is fsync'd",
 			"vm_fsync":     "acknowledges before fsync (in-memory buffers, flushed about every second)",
 			"aerie_binary": cfg.Aerie,
 			"vm_binary":    cfg.VM,
 		},
 	}
+}
+
+// timestamps describes the rows' timestamps (workloadSpec).
+func timestamps(kind string) string {
+	if kind == "node" {
+		return "with a per-target phase and up to 100 ms of jitter"
+	}
+	return "at exact ticks, as TSBS generates them (VictoriaMetrics stores such timestamps in almost no space)"
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -346,7 +355,11 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	}
 	p("## vs VictoriaMetrics over HTTP (%s scale)\n\n", rep.Scale)
 	p("`aerie bench http --scale=%s` (bench/httpbench): `aerie serve` and VictoriaMetrics single-node (`%s`) as separate processes on loopback, on the same machine as the clients. ", rep.Scale, vmVersion)
-	p("Every load writes the same %s dataset: %s targets, %d series, %s at %s, %d samples. Ratios are Aerie ÷ VictoriaMetrics; lower is better except for samples/s. ", rep.Workload, c["targets"], rep.Series, c["span"], c["interval"], rep.Samples)
+	p("Every load writes the same %s dataset: %s targets, %d series, %s at %s, %d samples", rep.Workload, c["targets"], rep.Series, c["span"], c["interval"], rep.Samples)
+	if ts := c["timestamps"]; ts != "" {
+		p(", timestamps %s", ts)
+	}
+	p(". Ratios are Aerie ÷ VictoriaMetrics; lower is better except for samples/s. ")
 	p("Commit `%s`, %s; the run took %.0f s; load averages (1, 5, 15 min) %s at the start, %s at the end.\n\n", rep.Commit, rep.Date, rep.Seconds, c["loadavg_start"], c["loadavg_end"])
 	p("**Durability differs:** Aerie runs with its defaults, so a write is acknowledged only after its WAL record is fsync'd (`wal.sync=batch`); VictoriaMetrics acknowledges before anything is fsync'd (it buffers rows in memory for up to a few seconds).\n\n")
 

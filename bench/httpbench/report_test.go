@@ -26,7 +26,7 @@ func sampleReport() *Report {
 		Series:   500,
 		Samples:  2_160_000,
 		Config: map[string]string{"targets": "50", "interval": "10s", "span": "12h0m0s", "clients": "2,8",
-			"lp_batch": "10000", "rw_batch": "2000", "instances": "1", "repeats": "3", "loadavg_start": "1.00 0.50 0.25", "loadavg_end": "2.00 1.00 0.50"},
+			"lp_batch": "10000", "timestamps": timestamps("tsbs"), "rw_batch": "2000", "instances": "1", "repeats": "3", "loadavg_start": "1.00 0.50 0.25", "loadavg_end": "2.00 1.00 0.50"},
 		Peers: []Peer{{Name: aerie, Version: "0123456789ab"}, {Name: vm, Version: "victoria-metrics-test"}, {Name: vmNoCache, Version: "victoria-metrics-test"}},
 		Ingest: []IngestResult{
 			{Peer: aerie, Protocol: lineProtocol, Clients: 2, SamplesPerSecond: 500_000, CPUSecondsPerMillion: 2, PeakRSSBytes: 64 << 20},
