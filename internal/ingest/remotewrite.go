@@ -53,6 +53,7 @@ type rwHandler struct {
 
 // rwScratch is one request's memory, reused through rwPool.
 type rwScratch struct {
+	comp   []byte // the body as received
 	body   []byte // decompressed
 	key    []byte // the current series' label fields as written
 	sb     labels.ScratchBuilder
@@ -71,7 +72,15 @@ func (h *rwHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fallback.ServeHTTP(w, r)
 		return
 	}
-	compressed, err := io.ReadAll(r.Body)
+	sc := rwPool.Get().(*rwScratch)
+	defer rwPool.Put(sc)
+	buf := bytes.NewBuffer(sc.comp[:0])
+	if r.ContentLength > 0 && r.ContentLength <= h.opts.MaxBodyBytes {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(r.Body)
+	compressed := buf.Bytes()
+	sc.comp = compressed
 	if err != nil {
 		status := http.StatusBadRequest
 		if isTooLarge(err) {
@@ -89,8 +98,6 @@ func (h *rwHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("remote write body decompresses to %d bytes, more than the limit of %d", n, h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 		return
 	}
-	sc := rwPool.Get().(*rwScratch)
-	defer rwPool.Put(sc)
 	sc.body, err = snappy.Decode(sc.body[:cap(sc.body)], compressed)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("snappy: %v", err), http.StatusBadRequest)
@@ -108,8 +115,8 @@ func (h *rwHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
-	if cap(sc.body) > 16<<20 {
-		sc.body = nil // do not pool one huge body
+	if cap(sc.body) > 16<<20 || cap(sc.comp) > 16<<20 {
+		sc.body, sc.comp = nil, nil // do not pool one huge body
 	}
 }
 
@@ -179,31 +186,40 @@ const maxAheadMs = 10 * 60 * 1000
 
 // series appends one TimeSeries message.
 func (h *rwHandler) series(app storage.Appender, sc *rwScratch, ts []byte, maxTime int64, invalid *int) error {
-	sc.key, sc.labels = sc.key[:0], sc.labels[:0]
-	err := forEachField(ts, func(num protowire.Number, typ protowire.Type, v []byte) error {
+	// 1. The series' label fields as written, the key of the cache: a
+	// slice of ts when they are contiguous (as every client writes them),
+	// else copied end to end. The labels themselves are decoded only for
+	// a series the cache does not know.
+	lstart, lend, split := -1, -1, false
+	for off := 0; off < len(ts); {
+		num, typ, n := protowire.ConsumeTag(ts[off:])
+		if n < 0 {
+			return protoError{protowire.ParseError(n)}
+		}
+		m := protowire.ConsumeFieldValue(num, typ, ts[off+n:])
+		if m < 0 {
+			return protoError{protowire.ParseError(m)}
+		}
+		end := off + n + m
 		if num >= 1 && num <= 4 && typ != protowire.BytesType {
 			return errWireType
 		}
 		switch num {
 		case 1:
-			sc.key = protowire.AppendBytes(sc.key, v)
-			var l rwLabel
-			if err := forEachField(v, func(num protowire.Number, typ protowire.Type, v []byte) error {
-				if (num == 1 || num == 2) && typ != protowire.BytesType {
-					return errWireType
+			switch {
+			case lstart < 0:
+				lstart, lend = off, end
+			case !split && lend == off:
+				lend = end
+			default:
+				if !split {
+					sc.key = append(sc.key[:0], ts[lstart:lend]...)
+					split = true
 				}
-				switch num {
-				case 1:
-					l.name = v
-				case 2:
-					l.value = v
-				}
-				return nil
-			}); err != nil {
-				return err
+				sc.key = append(sc.key, ts[off:end]...)
 			}
-			sc.labels = append(sc.labels, l)
 		case 3: // exemplars: dropped (Aerie stores none), but must decode
+			v, _ := protowire.ConsumeBytes(ts[off+n:])
 			var e prompb.Exemplar
 			if e.Unmarshal(v) != nil {
 				return errWireType
@@ -211,33 +227,41 @@ func (h *rwHandler) series(app storage.Appender, sc *rwScratch, ts []byte, maxTi
 		case 4:
 			return errHistograms
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+		off = end
+	}
+	key := sc.key
+	switch {
+	case lstart < 0:
+		key = nil
+	case !split:
+		key = ts[lstart:lend]
 	}
 	var (
 		rv    refVal
 		lset  labels.Labels
 		known bool
-		k     = h.cache.seriesKey(sc.key)
+		k     = h.cache.seriesKey(key)
 	)
 	if rv = h.cache.get(k); rv.ref != 0 {
 		known = true
+	} else {
+		// Decoded now, samples or not: a label that does not decode fails
+		// the request, as in Prometheus.
+		var err error
+		if lset, err = h.labelsOf(sc, ts); err != nil {
+			return err
+		}
+		if lset.IsEmpty() {
+			*invalid++ // its samples are skipped, but must decode
+		}
 	}
 	return forEachField(ts, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		if num != 2 || typ != protowire.BytesType {
 			return nil
 		}
 		t, val, err := decodeSample(v)
-		if err != nil {
+		if err != nil || (!known && lset.IsEmpty()) {
 			return err
-		}
-		if !known && lset.IsEmpty() {
-			if lset = h.labelsOf(sc); lset.IsEmpty() {
-				*invalid++
-				return errSkipSeries
-			}
 		}
 		if t > maxTime {
 			return fmt.Errorf("%w: timestamp is too far in the future", storage.ErrOutOfBounds)
@@ -255,12 +279,34 @@ func (h *rwHandler) series(app storage.Appender, sc *rwScratch, ts []byte, maxTi
 	})
 }
 
-// errSkipSeries ends a series' samples without failing the request.
-var errSkipSeries = errors.New("skip series")
-
-// labelsOf builds the current series' labels and checks them as
-// Prometheus' handler does; empty if they are invalid.
-func (h *rwHandler) labelsOf(sc *rwScratch) labels.Labels {
+// labelsOf decodes the labels of the series ts and checks them as
+// Prometheus' handler does; empty if they are invalid, an error if a
+// label does not decode.
+func (h *rwHandler) labelsOf(sc *rwScratch, ts []byte) (labels.Labels, error) {
+	sc.labels = sc.labels[:0]
+	err := forEachField(ts, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num != 1 {
+			return nil
+		}
+		var l rwLabel
+		err := forEachField(v, func(num protowire.Number, typ protowire.Type, v []byte) error {
+			if (num == 1 || num == 2) && typ != protowire.BytesType {
+				return errWireType
+			}
+			switch num {
+			case 1:
+				l.name = v
+			case 2:
+				l.value = v
+			}
+			return nil
+		})
+		sc.labels = append(sc.labels, l)
+		return err
+	})
+	if err != nil {
+		return labels.EmptyLabels(), err
+	}
 	sc.sb.Reset()
 	for _, l := range sc.labels {
 		sc.sb.Add(string(l.name), string(l.value))
@@ -268,12 +314,12 @@ func (h *rwHandler) labelsOf(sc *rwScratch) labels.Labels {
 	sc.sb.Sort()
 	ls := sc.sb.Labels()
 	if !ls.Has(labels.MetricName) || !ls.IsValid(model.UTF8Validation) {
-		return labels.EmptyLabels()
+		return labels.EmptyLabels(), nil
 	}
 	if _, dup := ls.HasDuplicateLabelNames(); dup {
-		return labels.EmptyLabels()
+		return labels.EmptyLabels(), nil
 	}
-	return ls
+	return ls, nil
 }
 
 // decodeSample decodes a prometheus.Sample: value (1, double) and
@@ -305,8 +351,7 @@ func (e protoError) Error() string { return "decode remote write request: " + e.
 func (e protoError) Unwrap() error { return e.err }
 
 // forEachField calls fn for every field of message b with its bytes (for
-// length-delimited fields; nil for others). fn's errSkipSeries stops the
-// iteration without error.
+// length-delimited fields; nil for others).
 func forEachField(b []byte, fn func(protowire.Number, protowire.Type, []byte) error) error {
 	return forEachFieldRaw(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		return fn(num, typ, v)
@@ -345,9 +390,6 @@ func forEachFieldRaw(b []byte, fn func(protowire.Number, protowire.Type, []byte,
 		}
 		b = b[n:]
 		if err := fn(num, typ, v, u); err != nil {
-			if err == errSkipSeries {
-				return nil
-			}
 			return err
 		}
 	}
