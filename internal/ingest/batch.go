@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
@@ -32,7 +33,24 @@ type sampleKey struct {
 }
 
 func newBatch(ctx context.Context, app storage.Appendable, limit int, rep *report) *batch {
-	return &batch{app: app, ctx: ctx, limit: limit, rep: rep, seen: map[sampleKey]uint64{}}
+	seen, _ := seenPool.Get().(map[sampleKey]uint64)
+	if seen == nil {
+		seen = map[sampleKey]uint64{}
+	}
+	return &batch{app: app, ctx: ctx, limit: limit, rep: rep, seen: seen}
+}
+
+// seenPool keeps batches' maps, which grow to a batch's samples: a map
+// grown once is reused by the next request instead of growing again.
+var seenPool sync.Pool
+
+// release gives the batch's memory back; the batch is not used after.
+func (b *batch) release() {
+	if len(b.seen) <= 1<<20 {
+		clear(b.seen)
+		seenPool.Put(b.seen)
+	}
+	b.seen = nil
 }
 
 func (b *batch) appender() storage.Appender {

@@ -134,6 +134,7 @@ func (h *influxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	rep := newReport(h.opts.MaxReported)
 	b := newBatch(r.Context(), h.app, h.opts.BatchSamples, rep)
+	defer b.release()
 	p := &influxParser{prec: prec, now: prec.truncate(h.opts.Now().UnixMilli()), b: b, rep: rep, intern: newInterner(), cache: h.cache}
 	readErr, commitErr := p.run(body)
 	if readErr == nil && commitErr == nil {

@@ -66,6 +66,7 @@ func (h *promImportHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rep:   rep,
 		meta:  map[string]metadata.Metadata{},
 	}
+	defer pi.b.release()
 	pi.setBody(body)
 	commitErr := pi.run()
 	if commitErr == nil {

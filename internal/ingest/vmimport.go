@@ -89,6 +89,7 @@ func (h *vmImportHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	rep := newReport(h.opts.MaxReported)
 	b := newBatch(r.Context(), h.app, h.opts.BatchSamples, rep)
+	defer b.release()
 	var dec vmDecoder
 	var add func(line int64)
 	lb := labels.NewBuilder(labels.EmptyLabels())
