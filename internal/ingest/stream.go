@@ -259,6 +259,7 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 	var first, firstOff int64 // line and offset of chunk[0]
 	eof := false              // an OpenMetrics "# EOF" line was read
 	afterEOF := false         // and something after it
+	sentEOF := false          // a "# EOF" line went to the parser
 	for {
 		line, tooLong, ok := src.read()
 		if !ok {
@@ -291,8 +292,10 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 		}
 		chunk = append(chunk, line...)
 		if x.ct == ctOpenMetrics && string(bytes.TrimRight(line, "\r\n")) == "# EOF" {
-			x.parse(chunk, first, firstOff, true)
-			chunk, eof = chunk[:0], true
+			// The end, unless the parser took the line for the rest of a
+			// bad one: then, as the handler, read on.
+			eof = x.parse(chunk, first, firstOff, true)
+			chunk, sentEOF = chunk[:0], true
 			continue
 		}
 		if len(chunk) >= chunkBytes {
@@ -300,7 +303,7 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 			chunk = chunk[:0]
 		}
 	}
-	if !eof && (len(chunk) > 0 || x.ct == ctOpenMetrics) {
+	if !eof && (len(chunk) > 0 || (x.ct == ctOpenMetrics && !sentEOF)) {
 		if len(chunk) == 0 {
 			first, firstOff = src.line, src.next
 		}
@@ -319,11 +322,13 @@ type expoReader struct {
 	bad    map[int64]bool // lines reported already (NUL bytes)
 }
 
-// parse reads one chunk whose first line is line first, at byte firstOff.
+// parse reads one chunk whose first line is line first, at byte firstOff,
+// and reports whether the parser reached an OpenMetrics "# EOF" as such
+// (not as the rest of a bad line, which it skips).
 // OpenMetrics needs "# EOF" at the end of its input: a chunk other than
 // the last gets one; the last has the file's own, or is refused as the
 // handler refuses a body without it.
-func (x *expoReader) parse(body []byte, first, firstOff int64, last bool) {
+func (x *expoReader) parse(body []byte, first, firstOff int64, last bool) (sawEOF bool) {
 	clear(x.bad)
 	// The text lexer takes a NUL byte for the end of input: blank such
 	// lines and report them, as the handler does.
@@ -371,7 +376,7 @@ chunk:
 		p, err := textparse.New(buf, x.ct, st, textparse.ParserOptions{})
 		if p == nil {
 			x.reject(Rejection{Reason: ReasonParse, N: 1, Line: lineNo, Msg: err.Error()}) // cannot happen: ct is known
-			return
+			return false
 		}
 		cur, line := off, lineNo
 		for {
@@ -382,12 +387,12 @@ chunk:
 			}
 			e, err := p.Next()
 			if err == io.EOF {
-				return
+				return true
 			}
 			if err != nil {
 				x.parseError(body, cur, line, err)
 				if cur >= len(body) || err.Error() == "unexpected data after # EOF" {
-					return
+					return err.Error() == "unexpected data after # EOF"
 				}
 				off, lineNo = pi.lineEnd(body, cur), line+1
 				continue chunk
@@ -420,6 +425,7 @@ chunk:
 			cur, line = next, nextLine
 		}
 	}
+	return false
 }
 
 func (x *expoReader) parseError(body []byte, off int, line int64, err error) {
