@@ -85,6 +85,19 @@ func BenchmarkInfluxTSBS(b *testing.B) {
 		bodies[i] = tsbsBody(hosts, steps, int64(i)*steps)
 	}
 	serve(b, h, request{url: "/write?precision=s", body: bodies[0]}) // create the series
+	runPosts(b, hosts*steps*10, func(i int64) {
+		rec := serve(b, h, request{url: "/write?precision=s", body: bodies[i]})
+		if rec.Code != http.StatusNoContent {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body.String())
+		}
+	})
+}
+
+// runPosts runs post(1), post(2), … b.N times from 2×GOMAXPROCS
+// goroutines, timed, and reports samples/s and, per sample, the process'
+// CPU time (the handler, the WAL, the GC: steadier than samples/s on a
+// shared machine), allocations and allocated bytes.
+func runPosts(b *testing.B, samplesPerPost int, post func(i int64)) {
 	var next atomic.Int64
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -93,18 +106,13 @@ func BenchmarkInfluxTSBS(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			rec := serve(b, h, request{url: "/write?precision=s", body: bodies[next.Add(1)]})
-			if rec.Code != http.StatusNoContent {
-				b.Fatalf("status %d: %s", rec.Code, rec.Body.String())
-			}
+			post(next.Add(1))
 		}
 	})
 	b.StopTimer()
 	cpu := cpuTime() - cpu0
 	runtime.ReadMemStats(&ms1)
-	samples := float64(b.N * hosts * steps * 10)
-	// CPU time of the process (the handler, the WAL, the GC) per sample:
-	// steadier than samples/s on a shared machine.
+	samples := float64(b.N * samplesPerPost)
 	b.ReportMetric(float64(cpu.Nanoseconds())/samples, "cpu-ns/sample")
 	b.ReportMetric(samples/b.Elapsed().Seconds(), "samples/s")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/samples, "allocs/sample")
@@ -164,25 +172,7 @@ func BenchmarkRemoteWriteTSBS(b *testing.B) {
 		}
 	}
 	post(bodies[0]) // create the series
-	var next atomic.Int64
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	cpu0 := cpuTime()
-	b.SetParallelism(2)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			post(bodies[next.Add(1)])
-		}
-	})
-	b.StopTimer()
-	cpu := cpuTime() - cpu0
-	runtime.ReadMemStats(&ms1)
-	samples := float64(b.N * hosts * steps * 10)
-	b.ReportMetric(float64(cpu.Nanoseconds())/samples, "cpu-ns/sample")
-	b.ReportMetric(samples/b.Elapsed().Seconds(), "samples/s")
-	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/samples, "allocs/sample")
-	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/samples, "B/sample")
+	runPosts(b, hosts*steps*10, func(i int64) { post(bodies[i]) })
 }
 
 // tsbsRemoteWrite is tsbsBody as a snappy remote write 1.0 request.
