@@ -251,7 +251,7 @@ func QueryEngine(ng *promql.Engine, opts Options) promql.QueryEngine {
 	if opts.NoDelayedNameRemoval {
 		return ng
 	}
-	return NameCompatEngine(ng)
+	return NameCompatEngine(ng, opts.LookbackDelta)
 }
 
 // newHandler wires Prometheus' API over the given storage exactly as

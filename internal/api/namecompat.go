@@ -29,10 +29,20 @@ import (
 // 3 with delayed name removal does, and only a query that fails with that
 // collision is evaluated once more, with the name kept through the
 // functions of keepNameFuncs; if that answers, its answer is returned,
-// otherwise the original error. So no query that works in Prometheus
-// changes its answer, and the queries above answer as in VictoriaMetrics.
-// Functions VictoriaMetrics drops names for as Prometheus does (rate,
-// sum_over_time, abs, …) still collide in both.
+// otherwise the original error. So the queries above answer as in
+// VictoriaMetrics. Functions VictoriaMetrics drops names for as Prometheus
+// does (rate, sum_over_time, abs, …) still collide in both.
+//
+// Evaluating a query twice doubles its cost, and the collision is found
+// only once the whole call is evaluated. So before evaluating, the
+// selectors read by calls of keepNameFuncs whose metric name is not a
+// single equality are looked up (labels only, over the range the call
+// reads): when two of one selector's series differ only in __name__, the
+// query is evaluated with the names kept first, and as written only if
+// that fails. The one answer this changes from Prometheus' is that of
+// series differing only in __name__ that never hold samples at the same
+// step (a renamed metric): Prometheus answers them as one nameless series,
+// Aerie as VictoriaMetrics does, one series per name.
 
 // keepNameFuncs are the PromQL functions whose result keeps __name__ in
 // VictoriaMetrics and loses it in Prometheus.
@@ -57,17 +67,26 @@ const errCollision = "vector cannot contain metrics with the same labelset"
 
 // NameCompatEngine wraps ng (which must have delayed name removal on) so
 // that a query failing with the name collision is retried with the names
-// kept as VictoriaMetrics keeps them (see above).
-func NameCompatEngine(ng promql.QueryEngine) promql.QueryEngine { return nameCompat{ng} }
+// kept as VictoriaMetrics keeps them (see above). lookback is ng's lookback
+// delta (≤ 0: Prometheus' 5 minutes).
+func NameCompatEngine(ng promql.QueryEngine, lookback time.Duration) promql.QueryEngine {
+	if lookback <= 0 {
+		lookback = 5 * time.Minute
+	}
+	return nameCompat{ng: ng, lookback: lookback}
+}
 
-type nameCompat struct{ ng promql.QueryEngine }
+type nameCompat struct {
+	ng       promql.QueryEngine
+	lookback time.Duration
+}
 
 func (e nameCompat) NewInstantQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, ts time.Time) (promql.Query, error) {
 	qry, err := e.ng.NewInstantQuery(ctx, q, opts, qs, ts)
 	if err != nil {
 		return nil, err
 	}
-	return &compatQuery{Query: qry, qs: qs, mk: func(alt string) (promql.Query, error) {
+	return &compatQuery{Query: qry, qs: qs, q: q, start: ts, end: ts, lookback: e.lookbackOf(opts), mk: func(alt string) (promql.Query, error) {
 		return e.ng.NewInstantQuery(ctx, q, opts, alt, ts)
 	}}, nil
 }
@@ -77,7 +96,7 @@ func (e nameCompat) NewRangeQuery(ctx context.Context, q storage.Queryable, opts
 	if err != nil {
 		return nil, err
 	}
-	return &compatQuery{Query: qry, qs: qs, mk: func(alt string) (promql.Query, error) {
+	return &compatQuery{Query: qry, qs: qs, q: q, start: start, end: end, lookback: e.lookbackOf(opts), mk: func(alt string) (promql.Query, error) {
 		return e.ng.NewRangeQuery(ctx, q, opts, alt, start, end, interval)
 	}}, nil
 }
@@ -87,12 +106,23 @@ func (e nameCompat) NewRangeQuery(ctx context.Context, q storage.Queryable, opts
 // Exec only through the queries' own Cancel.
 type compatQuery struct {
 	promql.Query
-	qs  string
-	mk  func(string) (promql.Query, error)
-	alt promql.Query // the retry, once Exec made one
+	qs         string
+	q          storage.Queryable
+	start, end time.Time
+	lookback   time.Duration
+	mk         func(string) (promql.Query, error)
+	alt        promql.Query // the retry, once Exec made one
 }
 
 func (c *compatQuery) Exec(ctx context.Context) *promql.Result {
+	if alt, ok := keepNames(c.qs); ok && c.collides(ctx) {
+		if aq, err := c.mk(alt); err == nil {
+			c.alt = aq
+			if ares := aq.Exec(ctx); ares.Err == nil {
+				return ares
+			}
+		}
+	}
 	res := c.Query.Exec(ctx)
 	if res.Err == nil || !strings.Contains(res.Err.Error(), errCollision) {
 		return res
@@ -105,11 +135,106 @@ func (c *compatQuery) Exec(ctx context.Context) *promql.Result {
 	if err != nil {
 		return res
 	}
+	if c.alt != nil {
+		c.alt.Close()
+	}
 	c.alt = aq
 	if ares := aq.Exec(ctx); ares.Err == nil {
 		return ares
 	}
 	return res
+}
+
+// lookbackOf is the lookback a query with opts evaluates with.
+func (e nameCompat) lookbackOf(opts promql.QueryOpts) time.Duration {
+	if opts != nil && opts.LookbackDelta() > 0 {
+		return opts.LookbackDelta()
+	}
+	return e.lookback
+}
+
+// collides reports whether a call of keepNameFuncs reads, through a
+// selector whose metric name is not a single equality, two series that
+// differ only in __name__ in the range the selector reads. It looks up
+// labels only; any error or a subquery inside such a call answers false
+// (the query then takes the retry path).
+func (c *compatQuery) collides(ctx context.Context) bool {
+	expr, err := parser.ParseExpr(c.qs)
+	if err != nil {
+		return false
+	}
+	found := false
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		call, ok := n.(*parser.Call)
+		if found || !ok || !keepNameFuncs[call.Func.Name] {
+			return nil
+		}
+		for _, a := range call.Args {
+			if c.argCollides(ctx, a) {
+				found = true
+				return nil
+			}
+		}
+		return nil
+	})
+	return found
+}
+
+func (c *compatQuery) argCollides(ctx context.Context, a parser.Expr) bool {
+	for {
+		p, ok := a.(*parser.ParenExpr)
+		if !ok {
+			break
+		}
+		a = p.Expr
+	}
+	rng := c.lookback
+	if m, ok := a.(*parser.MatrixSelector); ok {
+		rng, a = m.Range, m.VectorSelector
+	}
+	vs, ok := a.(*parser.VectorSelector)
+	if !ok || singleName(vs.LabelMatchers) {
+		return false
+	}
+	start, end := c.start, c.end
+	if vs.Timestamp != nil {
+		start = time.UnixMilli(*vs.Timestamp)
+		end = start
+	}
+	mint := start.Add(-vs.OriginalOffset - rng).UnixMilli()
+	maxt := end.Add(-vs.OriginalOffset).UnixMilli()
+	qr, err := c.q.Querier(mint, maxt)
+	if err != nil {
+		return false
+	}
+	defer qr.Close()
+	ss := qr.Select(ctx, false, &storage.SelectHints{Start: mint, End: maxt, Func: "series"}, vs.LabelMatchers...)
+	seen := map[uint64][]labels.Labels{}
+	for ss.Next() {
+		l := ss.At().Labels()
+		if l.Get(labels.MetricName) == "" {
+			continue
+		}
+		rest := labels.NewBuilder(l).Del(labels.MetricName).Labels()
+		h := rest.Hash()
+		for _, o := range seen[h] {
+			if labels.Equal(o, rest) {
+				return true
+			}
+		}
+		seen[h] = append(seen[h], rest)
+	}
+	return false
+}
+
+// singleName reports whether ms select one metric name by equality.
+func singleName(ms []*labels.Matcher) bool {
+	for _, m := range ms {
+		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *compatQuery) Close() {

@@ -351,7 +351,7 @@ func TestNameRemovalChanges(t *testing.T) {
 	w.Write(t, e)
 	ng := NewPromQLEngine()
 	defer ng.Close()
-	got := NameRemovalChanges(w, e.(*PromEngine).DB, api.NameCompatEngine(ng))
+	got := NameRemovalChanges(w, e.(*PromEngine).DB, api.NameCompatEngine(ng, 0))
 	want := map[string]string{
 		// Prometheus fails (the three names collide once max_over_time
 		// drops them); Aerie keeps the names through max_over_time as
