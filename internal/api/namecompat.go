@@ -115,7 +115,8 @@ type compatQuery struct {
 }
 
 func (c *compatQuery) Exec(ctx context.Context) *promql.Result {
-	if alt, ok := keepNames(c.qs); ok && c.collides(ctx) {
+	if expr, err := parser.ParseExpr(c.qs); err == nil && c.collides(ctx, expr) {
+		alt, _ := keepNamesExpr(expr) // collides found a call to rewrite
 		if aq, err := c.mk(alt); err == nil {
 			c.alt = aq
 			if ares := aq.Exec(ctx); ares.Err == nil {
@@ -158,11 +159,7 @@ func (e nameCompat) lookbackOf(opts promql.QueryOpts) time.Duration {
 // differ only in __name__ in the range the selector reads. It looks up
 // labels only; any error or a subquery inside such a call answers false
 // (the query then takes the retry path).
-func (c *compatQuery) collides(ctx context.Context) bool {
-	expr, err := parser.ParseExpr(c.qs)
-	if err != nil {
-		return false
-	}
+func (c *compatQuery) collides(ctx context.Context, expr parser.Expr) bool {
 	found := false
 	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
 		call, ok := n.(*parser.Call)
@@ -267,6 +264,11 @@ func keepNames(qs string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
+	return keepNamesExpr(expr)
+}
+
+// keepNamesExpr is keepNames on a parsed expression, which it rewrites.
+func keepNamesExpr(expr parser.Expr) (string, bool) {
 	n := 0
 	expr = rewriteKeepNames(expr, &n)
 	if n == 0 {

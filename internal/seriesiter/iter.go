@@ -195,6 +195,56 @@ func (it *Iterator) Seek(t int64) chunkenc.ValueType {
 	return it.pick(tt, tv, tok)
 }
 
+// AppendSamples appends the iterator's next samples to ts and vs until
+// len(ts) reaches max, and reports whether samples may remain. It is Next
+// and At in a loop, without a call per sample: afterwards the iterator
+// stands on the last sample appended, and Next goes on from there.
+func (it *Iterator) AppendSamples(ts []int64, vs []float64, max int) ([]int64, []float64, bool) {
+	if len(it.extra) > 0 || it.end || it.err != nil {
+		for len(ts) < max {
+			if it.Next() == chunkenc.ValNone {
+				return ts, vs, false
+			}
+			ts = append(ts, it.t)
+			vs = append(vs, it.v)
+		}
+		return ts, vs, true
+	}
+	if it.t == math.MinInt64 && len(ts) < max {
+		if it.Seek(it.mint) == chunkenc.ValNone {
+			return ts, vs, false
+		}
+		ts = append(ts, it.t)
+		vs = append(vs, it.v)
+	}
+	for len(ts) < max {
+		// The loaded tuple's rows after the current sample (pick leaves
+		// it.i past it), then the next tuples.
+		for ; it.i < it.n && len(ts) < max; it.i++ {
+			if it.present&(1<<it.i) == 0 {
+				continue
+			}
+			t := it.ts[it.i]
+			if t > it.maxt {
+				it.end = true
+				return ts, vs, false
+			}
+			it.t, it.v = t, it.vs[it.i]
+			ts = append(ts, t)
+			vs = append(vs, it.v)
+		}
+		if len(ts) >= max {
+			break
+		}
+		next := it.k + 1
+		if next >= it.src.NumTuples() || !it.load(next) {
+			it.end = true
+			return ts, vs, false
+		}
+	}
+	return ts, vs, true
+}
+
 // At returns the current sample.
 func (it *Iterator) At() (int64, float64) { return it.t, it.v }
 

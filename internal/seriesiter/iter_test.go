@@ -84,6 +84,36 @@ func TestIteratorAgainstModel(t *testing.T) {
 				t.Fatalf("case %d: at %d got %v want %v", iter, i, got[i], want[i])
 			}
 		}
+		// AppendSamples in batches of random size, interleaved with Next.
+		it = NewIterator(it, src, extra, mint, maxt)
+		got = got[:0]
+		for more := true; more; {
+			if rng.Intn(3) == 0 {
+				if it.Next() != chunkenc.ValFloat {
+					break
+				}
+				a, b := it.At()
+				got = append(got, Sample{a, b})
+				continue
+			}
+			var ts []int64
+			var vs []float64
+			ts, vs, more = it.AppendSamples(ts, vs, 1+rng.Intn(12))
+			for i := range ts {
+				got = append(got, Sample{ts[i], vs[i]})
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("case %d: AppendSamples got %v want %v", iter, got, want)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("case %d: AppendSamples at %d got %v want %v", iter, i, got[i], want[i])
+			}
+		}
+		if it.Next() != chunkenc.ValNone {
+			t.Fatalf("case %d: Next after the last AppendSamples", iter)
+		}
 		// Random seeks interleaved with Next.
 		it = NewIterator(it, src, extra, mint, maxt)
 		cur := int64(-1 << 62)

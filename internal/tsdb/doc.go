@@ -13,6 +13,17 @@
 //     Every other sample inside the retention (and not beyond max_future)
 //     goes to a backfill generation (backfill.go), so blocks may overlap in
 //     time; compaction folds them (compaction.go).
+//  3. A WAL segment is deleted only after every row in it is in a durable
+//     block; the live group and series definitions are first written to a
+//     checkpoint.
+//  4. A block that fails verification at open is moved to quarantine/,
+//     logged and counted; the other blocks keep serving.
+//  5. Lock order: DB.flushMu, then backfill.mu, then DB.mu; DB.compactMu
+//     is held with DB.mu only (never with flushMu); none is held while
+//     taking head group locks for appends. A
+//     generation's commitMu is taken shared under backfill.mu only while
+//     the generation is active (its flush takes it exclusively only once
+//     it is frozen), so that never waits.
 //  6. First write wins. Sources of a series are merged in seq order, the
 //     lowest first, and a sample at a timestamp already taken by an
 //     earlier source is dropped: the head and its blocks are seq 0 (a
@@ -31,14 +42,8 @@
 //  8. Compaction deletes its inputs only after the output is durable and
 //     open; at open, blocks an existing output names as parents are
 //     deleted before anything reads them (compact.Obsolete).
-//  3. A WAL segment is deleted only after every row in it is in a durable
-//     block; the live group and series definitions are first written to a
-//     checkpoint.
-//  4. A block that fails verification at open is moved to quarantine/,
-//     logged and counted; the other blocks keep serving.
-//  5. Lock order: DB.flushMu, then backfill.mu, then DB.mu; DB.compactMu
-//     is held with DB.mu only (never with flushMu); none is held while taking head group locks for appends. A
-//     generation's commitMu is taken shared under backfill.mu only while
-//     the generation is active (its flush takes it exclusively only once
-//     it is frozen), so that never waits.
+//  9. A Select's samples may be decoded ahead of the engine on another
+//     goroutine (prefetch.go), giving exactly what the series' own
+//     iterators give whatever order the series are read in; every such
+//     goroutine has stopped before Close releases what it reads.
 package tsdb

@@ -61,7 +61,10 @@ type querier struct {
 	added  uint64 // db.added when blocks was last brought up to date
 	snaps  [][]head.SeriesSnapshot
 	gens   []genSnap // backfill generations read, released at Close
-	closed bool
+	// prefetch are the Selects' read-ahead, stopped at Close before
+	// the snapshots they read are released.
+	prefetch []*prefetcher
+	closed   bool
 }
 
 // genSnap is what a Select took of a backfill generation's head.
@@ -78,6 +81,10 @@ func (q *querier) Close() error {
 		return nil
 	}
 	q.closed = true
+	for _, pf := range q.prefetch {
+		pf.stop()
+	}
+	q.prefetch = nil
 	for _, b := range q.blocks {
 		b.Release()
 	}
@@ -240,7 +247,7 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 		if err := ctx.Err(); err != nil {
 			return storage.ErrSeriesSet(err)
 		}
-		it = s.Iterator(it)
+		it = s.rawIterator(it)
 		if it.Next() == chunkenc.ValNone {
 			if err := it.Err(); err != nil {
 				return storage.ErrSeriesSet(err)
@@ -254,6 +261,19 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	}
 	if hints != nil && hints.Limit > 0 && len(out) > hints.Limit {
 		out = out[:hints.Limit]
+	}
+	if usePrefetch(len(out), mint, maxt) && (hints == nil || hints.Func != "series") {
+		ss := make([]*series, len(out))
+		for i, s := range out {
+			ss[i] = s.(*series)
+		}
+		pf := newPrefetcher(ss)
+		for i, s := range ss {
+			s.pf, s.idx = pf, i
+		}
+		q.mu.Lock()
+		q.prefetch = append(q.prefetch, pf)
+		q.mu.Unlock()
 	}
 	return &seriesSet{series: out, i: -1}
 }
@@ -274,12 +294,31 @@ func releaseIterator(it chunkenc.Iterator) chunkenc.Iterator {
 type series struct {
 	lset    labels.Labels
 	sources []source
-	deleted []Interval // tombstones
+	deleted []Interval  // tombstones
+	pf      *prefetcher // reads the series ahead, if not nil
+	idx     int         // the series' index in pf
 }
 
 func (s *series) Labels() labels.Labels { return s.lset }
 
+// Iterator returns an iterator over the series' samples: the prefetched
+// batches, or else its sources merged.
 func (s *series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
+	if s.pf != nil {
+		if b := s.pf.take(s.idx); b != nil {
+			bi, ok := it.(*batchIterator)
+			if !ok {
+				bi = &batchIterator{}
+			}
+			bi.reset(s.pf, s, s.idx, b)
+			return bi
+		}
+	}
+	return s.rawIterator(it)
+}
+
+// rawIterator merges the series' sources, without tombstoned samples.
+func (s *series) rawIterator(it chunkenc.Iterator) chunkenc.Iterator {
 	var out chunkenc.Iterator
 	if len(s.sources) == 1 {
 		if d, ok := it.(*deletedIterator); ok {
