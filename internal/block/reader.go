@@ -602,3 +602,31 @@ type errIterator struct {
 func (e *errIterator) Next() chunkenc.ValueType      { return chunkenc.ValNone }
 func (e *errIterator) Seek(int64) chunkenc.ValueType { return chunkenc.ValNone }
 func (e *errIterator) Err() error                    { return e.err }
+
+// Extent is one group's contiguous range of the data file (invariant 2).
+type Extent struct {
+	Off, Len   int64
+	CRC        uint32   // CRC32C of the extent's bytes, from the index
+	MinT, MaxT int64    // the group's first and last timestamps
+	Series     []uint32 // local ids of the series of its columns
+}
+
+// Extents returns the block's group extents in data-file order.
+func (r *Reader) Extents() []Extent {
+	out := make([]Extent, len(r.groups))
+	for i, g := range r.groups {
+		e := Extent{Off: g.off, Len: g.tsLen, CRC: g.crc, MinT: g.minT, MaxT: g.maxT}
+		for _, c := range g.cols {
+			e.Len += c.meta.DataLen()
+			e.Series = append(e.Series, c.series)
+		}
+		out[i] = e
+	}
+	return out
+}
+
+// SeriesLabels returns the labels of the series with local id id.
+func (r *Reader) SeriesLabels(id uint32) labels.Labels {
+	var sb labels.ScratchBuilder
+	return r.bi.Labels(id, &sb)
+}

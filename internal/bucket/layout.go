@@ -1,0 +1,315 @@
+package bucket
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aerie-db/aerie/internal/checksum"
+)
+
+// The bucket layout (docs/format/bucket.md), CloudTS' separation of
+// metadata from data:
+//
+//	tagdict/<from>-<to>        TagDict segments, append-only, codes [from, to)
+//	blocks/<ULID>/data-<n>     data objects: group extents packed together
+//	blocks/<ULID>/meta         the block's metadata object, written last
+//
+// A block is visible once its metadata object exists; its data objects
+// and the TagDict segments it needs are written and read back first.
+
+// Format constants of the bucket objects (docs/format/bucket.md).
+const (
+	// MetaObjectMagic opens a block's metadata object.
+	MetaObjectMagic uint32 = 0xAEB0BE7A
+	// MetaObjectVersion is the only metadata object version this code
+	// writes and reads.
+	MetaObjectVersion uint8 = 1
+	// DataObjectMagic opens a data object.
+	DataObjectMagic uint32 = 0xAEB0DA7A
+	// DataObjectVersion is the only data object version this code writes
+	// and reads.
+	DataObjectVersion uint8 = 1
+	// ObjectHeaderLen is the length of both objects' headers: magic,
+	// version and three zero bytes.
+	ObjectHeaderLen = 8
+	// DefaultObjectSize bounds a data object unless one extent is larger.
+	DefaultObjectSize = 64 << 20
+)
+
+const (
+	tagDictPrefix = "tagdict/"
+	blocksPrefix  = "blocks/"
+	metaName      = "meta"
+)
+
+// TagDictSegmentName names the segment holding codes [from, to).
+func TagDictSegmentName(from, to int) string {
+	return fmt.Sprintf("%s%010d-%010d", tagDictPrefix, from, to)
+}
+
+// parseTagDictSegmentName is the inverse of TagDictSegmentName.
+func parseTagDictSegmentName(name string) (from, to int, ok bool) {
+	rest, ok := strings.CutPrefix(name, tagDictPrefix)
+	if !ok {
+		return 0, 0, false
+	}
+	a, b, ok := strings.Cut(rest, "-")
+	if !ok || len(a) != 10 || len(b) != 10 {
+		return 0, 0, false
+	}
+	f, err1 := strconv.Atoi(a)
+	t, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || f < 0 || t <= f {
+		return 0, 0, false
+	}
+	return f, t, true
+}
+
+// MetaObjectName names block ulid's metadata object.
+func MetaObjectName(ulid string) string { return blocksPrefix + ulid + "/" + metaName }
+
+// DataObjectName names block ulid's n-th data object.
+func DataObjectName(ulid string, n int) string {
+	return fmt.Sprintf("%s%s/data-%06d", blocksPrefix, ulid, n)
+}
+
+// BlockMeta is a block's metadata object: everything a query needs before
+// it reads data (CloudTS: metadata apart from data).
+type BlockMeta struct {
+	Meta  []byte // the block's meta.json
+	Index []byte // the block's index file: tag array, TTMapping, series, groups, metrics
+	// TagDictLen is the number of TagDict codes the segments must cover
+	// before the index can be read.
+	TagDictLen int
+	Objects    []ObjectInfo // the data objects, by number
+	Groups     []Placement  // where each group extent is, in index order
+}
+
+// ObjectInfo describes one data object.
+type ObjectInfo struct {
+	Size int64
+	CRC  uint32 // CRC32C of the whole object
+}
+
+// Placement locates one group extent in a data object.
+type Placement struct {
+	Object   int
+	Off, Len int64
+	CRC      uint32 // CRC32C of the extent (the block index's)
+}
+
+// CorruptionError reports a damaged bucket object.
+type CorruptionError struct {
+	Object string
+	Offset int64
+	Err    error
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("bucket object %s: corrupt at byte %d: %v", e.Object, e.Offset, e.Err)
+}
+
+func (e *CorruptionError) Unwrap() error { return e.Err }
+
+func appendObjectHeader(dst []byte, magic uint32, version uint8) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, magic)
+	return append(dst, version, 0, 0, 0)
+}
+
+// AppendBlockMeta appends m's encoding to dst.
+func AppendBlockMeta(dst []byte, m *BlockMeta) []byte {
+	start := len(dst)
+	dst = appendObjectHeader(dst, MetaObjectMagic, MetaObjectVersion)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(m.Meta)))
+	dst = append(dst, m.Meta...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(m.Index)))
+	dst = append(dst, m.Index...)
+	dst = binary.AppendUvarint(dst, uint64(m.TagDictLen))
+	dst = binary.AppendUvarint(dst, uint64(len(m.Objects)))
+	for _, o := range m.Objects {
+		dst = binary.AppendUvarint(dst, uint64(o.Size))
+		dst = binary.BigEndian.AppendUint32(dst, o.CRC)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(m.Groups)))
+	for _, g := range m.Groups {
+		dst = binary.AppendUvarint(dst, uint64(g.Object))
+		dst = binary.AppendUvarint(dst, uint64(g.Off))
+		dst = binary.AppendUvarint(dst, uint64(g.Len))
+		dst = binary.BigEndian.AppendUint32(dst, g.CRC)
+	}
+	return binary.BigEndian.AppendUint32(dst, checksum.CRC32C(dst[start:]))
+}
+
+// metaDec decodes a metadata object, keeping the first error.
+type metaDec struct {
+	name string
+	b    []byte
+	pos  int
+	err  error
+}
+
+func (d *metaDec) fail(at int, format string, args ...any) {
+	if d.err == nil {
+		d.err = &CorruptionError{Object: d.name, Offset: int64(at), Err: fmt.Errorf(format, args...)}
+	}
+}
+
+func (d *metaDec) uvarint(what string, max uint64) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.pos:])
+	if n <= 0 {
+		d.fail(d.pos, "%s: bad uvarint", what)
+		return 0
+	}
+	if v > max {
+		d.fail(d.pos, "%s %d exceeds %d", what, v, max)
+		return 0
+	}
+	d.pos += n
+	return v
+}
+
+func (d *metaDec) u32(what string) uint32 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b)-d.pos < 4 {
+		d.fail(d.pos, "%s: truncated", what)
+		return 0
+	}
+	v := binary.BigEndian.Uint32(d.b[d.pos:])
+	d.pos += 4
+	return v
+}
+
+func (d *metaDec) bytes(what string) []byte {
+	n := d.u32(what + " length")
+	if d.err != nil {
+		return nil
+	}
+	if uint64(n) > uint64(len(d.b)-d.pos) {
+		d.fail(d.pos-4, "%s of %d bytes runs past the end", what, n)
+		return nil
+	}
+	out := d.b[d.pos : d.pos+int(n)]
+	d.pos += int(n)
+	return out
+}
+
+// ParseBlockMeta decodes the metadata object name. The slices of the
+// result alias b. Damage is a *CorruptionError naming the byte offset.
+func ParseBlockMeta(name string, b []byte) (*BlockMeta, error) {
+	d := &metaDec{name: name, b: b}
+	if len(b) < ObjectHeaderLen+4 {
+		d.fail(0, "object is %d bytes, shorter than header and checksum", len(b))
+		return nil, d.err
+	}
+	if m := binary.BigEndian.Uint32(b); m != MetaObjectMagic {
+		d.fail(0, "bad magic %#08x, want %#08x", m, MetaObjectMagic)
+		return nil, d.err
+	}
+	if b[4] != MetaObjectVersion {
+		d.fail(4, "unsupported version %d", b[4])
+		return nil, d.err
+	}
+	if b[5]|b[6]|b[7] != 0 {
+		d.fail(5, "reserved header bytes not zero")
+		return nil, d.err
+	}
+	body := len(b) - 4
+	if got, want := checksum.CRC32C(b[:body]), binary.BigEndian.Uint32(b[body:]); got != want {
+		d.fail(body, "checksum mismatch")
+		return nil, d.err
+	}
+	d.b = b[:body]
+	d.pos = ObjectHeaderLen
+	m := &BlockMeta{}
+	m.Meta = d.bytes("meta.json")
+	m.Index = d.bytes("index")
+	m.TagDictLen = int(d.uvarint("tagdict length", math.MaxUint32))
+	nobj := d.uvarint("object count", uint64(len(d.b)))
+	for i := uint64(0); i < nobj && d.err == nil; i++ {
+		o := ObjectInfo{Size: int64(d.uvarint("object size", math.MaxInt64))}
+		o.CRC = d.u32("object checksum")
+		if d.err == nil && o.Size < ObjectHeaderLen {
+			d.fail(d.pos, "object %d: size %d shorter than its header", i, o.Size)
+		}
+		m.Objects = append(m.Objects, o)
+	}
+	ngroups := d.uvarint("group count", uint64(len(d.b)))
+	for i := uint64(0); i < ngroups && d.err == nil; i++ {
+		at := d.pos
+		g := Placement{Object: int(d.uvarint("group object", uint64(len(m.Objects))))}
+		g.Off = int64(d.uvarint("group offset", math.MaxInt64))
+		g.Len = int64(d.uvarint("group length", math.MaxInt64))
+		g.CRC = d.u32("group checksum")
+		if d.err != nil {
+			break
+		}
+		if g.Object >= len(m.Objects) {
+			d.fail(at, "group %d: object %d of %d", i, g.Object, len(m.Objects))
+			break
+		}
+		if size := m.Objects[g.Object].Size; g.Off < ObjectHeaderLen || g.Len > size-g.Off {
+			d.fail(at, "group %d: [%d, +%d) outside object %d of %d bytes", i, g.Off, g.Len, g.Object, size)
+			break
+		}
+		m.Groups = append(m.Groups, g)
+	}
+	if d.err == nil && d.pos != len(d.b) {
+		d.fail(d.pos, "%d unused bytes", len(d.b)-d.pos)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return m, nil
+}
+
+// CheckDataObject verifies a data object's header and its size and
+// checksum against info.
+func CheckDataObject(name string, b []byte, info ObjectInfo) error {
+	switch {
+	case int64(len(b)) != info.Size:
+		return &CorruptionError{Object: name, Offset: int64(len(b)), Err: fmt.Errorf("%d bytes, metadata says %d", len(b), info.Size)}
+	case len(b) < ObjectHeaderLen || binary.BigEndian.Uint32(b) != DataObjectMagic:
+		return &CorruptionError{Object: name, Err: fmt.Errorf("bad magic")}
+	case b[4] != DataObjectVersion:
+		return &CorruptionError{Object: name, Offset: 4, Err: fmt.Errorf("unsupported version %d", b[4])}
+	case checksum.CRC32C(b) != info.CRC:
+		return &CorruptionError{Object: name, Err: fmt.Errorf("checksum mismatch")}
+	}
+	return nil
+}
+
+// packObjects assigns extents (by index) to data objects: in the order of
+// keys (related groups next to each other, CloudTS' grouping), each
+// object filled up to maxSize bytes unless one extent alone is larger.
+// It returns the extents of each object in order.
+func packObjects(lens []int64, keys []string, maxSize int64) [][]int {
+	order := make([]int, len(lens))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+	var out [][]int
+	var cur []int
+	size := int64(ObjectHeaderLen)
+	for _, i := range order {
+		if len(cur) > 0 && size+lens[i] > maxSize {
+			out = append(out, cur)
+			cur, size = nil, ObjectHeaderLen
+		}
+		cur = append(cur, i)
+		size += lens[i]
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+package bucket
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/checksum"
+	"github.com/aerie-db/aerie/internal/index"
+)
+
+// Store is what the uploader needs of a bucket (Bucket has it, with
+// retries).
+type Store interface {
+	Upload(ctx context.Context, name string, data []byte) error
+	Get(ctx context.Context, name string) ([]byte, error)
+	Exists(ctx context.Context, name string) (bool, error)
+	Iter(ctx context.Context, dir string, f func(string) error, recursive bool) error
+}
+
+// Uploader copies local blocks into a bucket in the layout of layout.go.
+// It is safe for concurrent use; uploads of TagDict segments are
+// serialized (mu), so segments stay contiguous.
+type Uploader struct {
+	st      Store
+	dict    *index.TagDict
+	maxSize int64
+
+	mu     sync.Mutex // guards tagEnd and serializes segment uploads
+	tagEnd int        // codes the bucket's segments cover; -1 until listed
+}
+
+// NewUploader returns an uploader of blocks whose labels are coded in
+// dict, packing data objects up to maxSize bytes (≤ 0: DefaultObjectSize).
+func NewUploader(st Store, dict *index.TagDict, maxSize int64) *Uploader {
+	if maxSize <= 0 {
+		maxSize = DefaultObjectSize
+	}
+	return &Uploader{st: st, dict: dict, maxSize: maxSize, tagEnd: -1}
+}
+
+// Uploaded reports one block's upload.
+type Uploaded struct {
+	ULID    string
+	Objects int   // data objects
+	Bytes   int64 // data and metadata bytes written
+	Already bool  // its metadata object existed: nothing was written
+}
+
+// UploadBlock copies the block in dir to the bucket and reads every
+// object back. It writes the data objects, then the TagDict segments the
+// block needs, then its metadata object: a block is visible in the bucket
+// only complete, and an upload cut short (a crash) is redone from the
+// start by the next call, the objects overwritten.
+func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error) {
+	r, err := block.Open(dir, u.dict, block.ReaderOptions{})
+	if err != nil {
+		return Uploaded{}, err
+	}
+	defer r.Close()
+	bm := r.Meta()
+	res := Uploaded{ULID: bm.ULID}
+	metaObj := MetaObjectName(bm.ULID)
+	if ok, err := u.st.Exists(ctx, metaObj); err != nil {
+		return res, err
+	} else if ok {
+		b, err := u.st.Get(ctx, metaObj)
+		if err != nil {
+			return res, err
+		}
+		if _, err := ParseBlockMeta(metaObj, b); err == nil {
+			res.Already = true
+			return res, nil
+		}
+		// A damaged metadata object is rewritten below.
+	}
+	meta, err := os.ReadFile(filepath.Join(dir, block.MetaFilename))
+	if err != nil {
+		return res, err
+	}
+	idx, err := os.ReadFile(filepath.Join(dir, block.IndexFilename))
+	if err != nil {
+		return res, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, block.DataFilename))
+	if err != nil {
+		return res, err
+	}
+	exts := r.Extents()
+	lens := make([]int64, len(exts))
+	keys := make([]string, len(exts))
+	for i, e := range exts {
+		lens[i] = e.Len
+		if len(e.Series) > 0 {
+			keys[i] = packKey(r.SeriesLabels(e.Series[0]))
+		}
+	}
+	m := &BlockMeta{Meta: meta, Index: idx, TagDictLen: u.dict.Synced(), Groups: make([]Placement, len(exts))}
+	var obj []byte
+	for n, members := range packObjects(lens, keys, u.maxSize) {
+		obj = appendObjectHeader(obj[:0], DataObjectMagic, DataObjectVersion)
+		for _, i := range members {
+			e := exts[i]
+			if e.Off < 0 || e.Off+e.Len > int64(len(data)) {
+				return res, fmt.Errorf("block %s: group %d extent [%d, +%d) outside the data file of %d bytes", dir, i, e.Off, e.Len, len(data))
+			}
+			ext := data[e.Off : e.Off+e.Len]
+			if checksum.CRC32C(ext) != e.CRC {
+				return res, &block.CorruptionError{File: filepath.Join(dir, block.DataFilename), Offset: e.Off, Err: fmt.Errorf("group %d extent: checksum mismatch", i)}
+			}
+			m.Groups[i] = Placement{Object: n, Off: int64(len(obj)), Len: e.Len, CRC: e.CRC}
+			obj = append(obj, ext...)
+		}
+		name := DataObjectName(bm.ULID, n)
+		if err := u.put(ctx, name, obj); err != nil {
+			return res, err
+		}
+		m.Objects = append(m.Objects, ObjectInfo{Size: int64(len(obj)), CRC: checksum.CRC32C(obj)})
+		res.Objects++
+		res.Bytes += int64(len(obj))
+	}
+	if err := u.ensureTagDict(ctx, m.TagDictLen); err != nil {
+		return res, err
+	}
+	mb := AppendBlockMeta(nil, m)
+	if err := u.put(ctx, metaObj, mb); err != nil {
+		return res, err
+	}
+	res.Bytes += int64(len(mb))
+	return res, nil
+}
+
+// put uploads data as name and reads it back.
+func (u *Uploader) put(ctx context.Context, name string, data []byte) error {
+	if err := u.st.Upload(ctx, name, data); err != nil {
+		return fmt.Errorf("upload %s: %w", name, err)
+	}
+	got, err := u.st.Get(ctx, name)
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", name, err)
+	}
+	if !bytes.Equal(got, data) {
+		return &CorruptionError{Object: name, Offset: int64(firstDiff(got, data)), Err: errors.New("read back differs from what was uploaded")}
+	}
+	return nil
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// ensureTagDict uploads the segment of the codes from what the bucket's
+// segments cover up to need (at least), read back like every object.
+func (u *Uploader) ensureTagDict(ctx context.Context, need int) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.tagEnd < 0 {
+		end, err := TagDictCoverage(ctx, u.st)
+		if err != nil {
+			return err
+		}
+		u.tagEnd = end
+	}
+	if need <= u.tagEnd {
+		return nil
+	}
+	to := u.dict.Synced()
+	seg, err := u.dict.AppendSegment(nil, u.tagEnd, to)
+	if err != nil {
+		return err
+	}
+	if err := u.put(ctx, TagDictSegmentName(u.tagEnd, to), seg); err != nil {
+		return err
+	}
+	u.tagEnd = to
+	return nil
+}
+
+// TagDictCoverage lists the bucket's TagDict segments and returns the
+// end of the codes they cover contiguously from 0. Segments past a gap
+// (left by an upload cut short) are ignored; the next upload fills the
+// gap with a segment of its own.
+func TagDictCoverage(ctx context.Context, st Store) (int, error) {
+	segs, err := listSegments(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	end := 0
+	for _, s := range segs {
+		if s[0] == end {
+			end = s[1]
+		}
+	}
+	return end, nil
+}
+
+// listSegments returns the [from, to) of every segment, sorted.
+func listSegments(ctx context.Context, st Store) ([][2]int, error) {
+	var segs [][2]int
+	err := st.Iter(ctx, tagDictPrefix, func(name string) error {
+		if f, t, ok := parseTagDictSegmentName(name); ok {
+			segs = append(segs, [2]int{f, t})
+		}
+		return nil
+	}, false)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", tagDictPrefix, err)
+	}
+	slices.SortFunc(segs, func(a, b [2]int) int {
+		if a[0] != b[0] {
+			return a[0] - b[0]
+		}
+		return b[1] - a[1]
+	})
+	return segs, nil
+}
+
+// LoadTagDict rebuilds the dictionary from the bucket's segments, for a
+// node that reads the bucket without the local file.
+func LoadTagDict(ctx context.Context, st Store) (*index.TagDict, error) {
+	segs, err := listSegments(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	d := index.NewMemTagDict()
+	for _, s := range segs {
+		if s[0] != d.Len() {
+			continue // a segment past a gap, or one already covered
+		}
+		name := TagDictSegmentName(s[0], s[1])
+		b, err := st.Get(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		if err := d.ApplySegment(name, b); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// packKey orders group extents in data objects so that related groups
+// sit together (CloudTS groups series by tag similarity): by job, then by
+// the rest of the first series' labels without its metric name, so one
+// job's targets, and one target's groups, are neighbours.
+func packKey(l labels.Labels) string {
+	var b strings.Builder
+	b.WriteString(l.Get("job"))
+	b.WriteByte(0xff)
+	l.Range(func(lb labels.Label) {
+		if lb.Name == labels.MetricName || lb.Name == "job" {
+			return
+		}
+		b.WriteString(lb.Name)
+		b.WriteByte(0xfe)
+		b.WriteString(lb.Value)
+		b.WriteByte(0xfd)
+	})
+	return b.String()
+}

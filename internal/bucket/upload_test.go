@@ -1,0 +1,285 @@
+package bucket
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/stretchr/testify/require"
+	"github.com/thanos-io/objstore"
+
+	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/index"
+	"github.com/aerie-db/aerie/internal/tsdb"
+)
+
+// memStore is a Store over objstore's in-memory bucket. failAfter, if
+// positive, fails every upload after that many (a crash mid-upload);
+// corrupt, if set, flips a byte of the objects it names as they are read.
+type memStore struct {
+	b         *objstore.InMemBucket
+	uploads   int
+	failAfter int
+	corrupt   func(name string) bool
+}
+
+func newMemStore() *memStore { return &memStore{b: objstore.NewInMemBucket()} }
+
+var errCrash = errors.New("crashed")
+
+func (m *memStore) Upload(ctx context.Context, name string, data []byte) error {
+	if m.failAfter > 0 && m.uploads >= m.failAfter {
+		return errCrash
+	}
+	m.uploads++
+	return m.b.Upload(ctx, name, bytes.NewReader(data))
+}
+
+func (m *memStore) Get(ctx context.Context, name string) ([]byte, error) {
+	rc, err := m.b.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err == nil && m.corrupt != nil && m.corrupt(name) && len(b) > 10 {
+		b = bytes.Clone(b)
+		b[len(b)/2] ^= 0x40
+	}
+	return b, err
+}
+
+func (m *memStore) Exists(ctx context.Context, name string) (bool, error) {
+	return m.b.Exists(ctx, name)
+}
+
+func (m *memStore) Iter(ctx context.Context, dir string, f func(string) error, recursive bool) error {
+	var opts []objstore.IterOption
+	if recursive {
+		opts = append(opts, objstore.WithRecursiveIter())
+	}
+	return m.b.Iter(ctx, dir, f, opts...)
+}
+
+func (m *memStore) names() []string {
+	var out []string
+	for name := range m.b.Objects() {
+		out = append(out, name)
+	}
+	return out
+}
+
+// localBlocks writes two jobs' targets over 3 h into a DB with 1 h
+// partitions, flushes it, and returns its block directories and its
+// TagDict.
+func localBlocks(t *testing.T) ([]string, *index.TagDict) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := tsdb.Open(dir, &tsdb.Options{FlushCheckInterval: -1, PartitionRange: 3600_000})
+	require.NoError(t, err)
+	for i := int64(0); i < 3*360; i++ {
+		app := db.RowAppender()
+		for _, job := range []string{"node", "app"} {
+			for host := range 4 {
+				for m := range 5 {
+					l := labels.FromStrings("__name__", fmt.Sprintf("metric_%d", m), "job", job, "instance", fmt.Sprintf("host-%d", host))
+					require.NoError(t, app.Append(l, i*10_000, float64(i*int64(m+host))))
+				}
+			}
+		}
+		require.NoError(t, app.Commit())
+	}
+	require.NoError(t, db.FlushHead())
+	require.NoError(t, db.Close())
+	entries, err := os.ReadDir(filepath.Join(dir, "blocks"))
+	require.NoError(t, err)
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
+			dirs = append(dirs, filepath.Join(dir, "blocks", e.Name()))
+		}
+	}
+	require.NotEmpty(t, dirs)
+	dict, err := index.OpenTagDict(filepath.Join(dir, "tagdict"))
+	require.NoError(t, err)
+	t.Cleanup(func() { dict.Close() })
+	return dirs, dict
+}
+
+// TestUploadBlock: every block uploads as data objects, TagDict segments
+// and a metadata object that describe it exactly: each group extent is
+// found, byte for byte, where the metadata says; a second upload writes
+// nothing; the TagDict rebuilt from the bucket names every label.
+func TestUploadBlock(t *testing.T) {
+	dirs, dict := localBlocks(t)
+	ctx := context.Background()
+	st := newMemStore()
+	u := NewUploader(st, dict, 4096) // small objects: several per block
+	for _, dir := range dirs {
+		res, err := u.UploadBlock(ctx, dir)
+		require.NoError(t, err)
+		require.False(t, res.Already)
+		require.Greater(t, res.Objects, 1)
+
+		r, err := block.Open(dir, dict, block.ReaderOptions{})
+		require.NoError(t, err)
+		mb, err := st.Get(ctx, MetaObjectName(res.ULID))
+		require.NoError(t, err)
+		m, err := ParseBlockMeta(MetaObjectName(res.ULID), mb)
+		require.NoError(t, err)
+		local, err := os.ReadFile(filepath.Join(dir, block.IndexFilename))
+		require.NoError(t, err)
+		require.Equal(t, local, m.Index)
+		data, err := os.ReadFile(filepath.Join(dir, block.DataFilename))
+		require.NoError(t, err)
+		objs := map[int][]byte{}
+		for n, info := range m.Objects {
+			b, err := st.Get(ctx, DataObjectName(res.ULID, n))
+			require.NoError(t, err)
+			require.NoError(t, CheckDataObject(DataObjectName(res.ULID, n), b, info))
+			objs[n] = b
+		}
+		exts := r.Extents()
+		require.Len(t, m.Groups, len(exts))
+		for i, e := range exts {
+			g := m.Groups[i]
+			require.Equal(t, data[e.Off:e.Off+e.Len], objs[g.Object][g.Off:g.Off+g.Len], "group %d", i)
+			require.Equal(t, e.CRC, g.CRC)
+		}
+		// Related groups share objects: one job's extents are contiguous
+		// in object order.
+		jobOf := func(i int) string { return r.SeriesLabels(exts[i].Series[0]).Get("job") }
+		var order []string
+		for n := range m.Objects {
+			for i, g := range m.Groups {
+				if g.Object == n && (len(order) == 0 || order[len(order)-1] != jobOf(i)) {
+					order = append(order, jobOf(i))
+				}
+			}
+		}
+		require.LessOrEqual(t, len(order), 2+len(m.Objects), "jobs interleaved across objects: %v", order)
+		require.NoError(t, r.Close())
+
+		again, err := u.UploadBlock(ctx, dir)
+		require.NoError(t, err)
+		require.True(t, again.Already)
+	}
+	rebuilt, err := LoadTagDict(ctx, st)
+	require.NoError(t, err)
+	require.Equal(t, dict.Synced(), rebuilt.Len())
+	for code := range dict.Synced() {
+		n1, v1, _ := dict.Pair(uint32(code))
+		n2, v2, _ := rebuilt.Pair(uint32(code))
+		require.Equal(t, [2]string{n1, v1}, [2]string{n2, v2})
+	}
+}
+
+// TestUploadCutShort: an upload that stops after any number of objects
+// leaves no metadata object (the block is not visible), and the next
+// upload completes it; a read-back that differs fails the upload naming
+// the object.
+func TestUploadCutShort(t *testing.T) {
+	dirs, dict := localBlocks(t)
+	ctx := context.Background()
+	for cut := 1; cut < 12; cut++ {
+		st := newMemStore()
+		st.failAfter = cut
+		u := NewUploader(st, dict, 4096)
+		res, err := u.UploadBlock(ctx, dirs[0])
+		if err == nil {
+			require.LessOrEqual(t, st.uploads, cut, "cut %d", cut)
+			continue
+		}
+		require.ErrorIs(t, err, errCrash)
+		for _, name := range st.names() {
+			require.False(t, strings.HasSuffix(name, "/"+metaName), "cut %d: %s visible", cut, name)
+		}
+		st.failAfter = 0
+		res, err = NewUploader(st, dict, 4096).UploadBlock(ctx, dirs[0])
+		require.NoError(t, err, "cut %d", cut)
+		require.False(t, res.Already)
+		ok, err := st.Exists(ctx, MetaObjectName(res.ULID))
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+
+	st := newMemStore()
+	st.corrupt = func(name string) bool { return strings.Contains(name, "data-000001") }
+	_, err := NewUploader(st, dict, 4096).UploadBlock(ctx, dirs[0])
+	var ce *CorruptionError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	require.Contains(t, ce.Object, "data-000001")
+	for _, name := range st.names() {
+		require.False(t, strings.HasSuffix(name, "/"+metaName), "%s visible after a bad read-back", name)
+	}
+}
+
+// TestBlockMetaFormat: the metadata object round-trips, and any damage is
+// a CorruptionError naming the object.
+func TestBlockMetaFormat(t *testing.T) {
+	m := &BlockMeta{
+		Meta: []byte(`{"ulid":"x"}`), Index: []byte("index bytes"), TagDictLen: 42,
+		Objects: []ObjectInfo{{Size: 100, CRC: 7}, {Size: 50, CRC: 9}},
+		Groups:  []Placement{{Object: 0, Off: 8, Len: 92, CRC: 1}, {Object: 1, Off: 8, Len: 42, CRC: 2}},
+	}
+	b := AppendBlockMeta(nil, m)
+	got, err := ParseBlockMeta("meta", b)
+	require.NoError(t, err)
+	require.Equal(t, m, got)
+	for i := range b {
+		bad := bytes.Clone(b)
+		bad[i] ^= 0x10
+		_, err := ParseBlockMeta("meta", bad)
+		var ce *CorruptionError
+		require.True(t, errors.As(err, &ce), "byte %d: %v", i, err)
+		require.Equal(t, "meta", ce.Object)
+	}
+	for n := range len(b) {
+		_, err := ParseBlockMeta("meta", b[:n])
+		require.Error(t, err, "cut at %d", n)
+	}
+	// A placement outside its object is refused even with a good checksum.
+	m.Groups[1].Len = 43
+	_, err = ParseBlockMeta("meta", AppendBlockMeta(nil, m))
+	require.ErrorContains(t, err, "outside object 1")
+}
+
+// FuzzParseBlockMeta: no input panics, and what parses re-encodes to the
+// same bytes.
+func FuzzParseBlockMeta(f *testing.F) {
+	f.Add(AppendBlockMeta(nil, &BlockMeta{Meta: []byte("{}"), Index: []byte("i"), TagDictLen: 3,
+		Objects: []ObjectInfo{{Size: 20, CRC: 1}}, Groups: []Placement{{Object: 0, Off: 8, Len: 12, CRC: 5}}}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseBlockMeta("fuzz", b)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(AppendBlockMeta(nil, m), b) {
+			t.Fatalf("re-encoding differs")
+		}
+	})
+}
+
+func TestPackObjects(t *testing.T) {
+	for _, tc := range []struct {
+		lens []int64
+		keys []string
+		max  int64
+		want [][]int
+	}{
+		{[]int64{10, 10, 10}, []string{"b", "a", "b"}, 30, [][]int{{1, 0}, {2}}},
+		{[]int64{100, 5}, []string{"a", "b"}, 50, [][]int{{0}, {1}}},
+		{[]int64{5, 5, 5, 5}, []string{"x", "x", "x", "x"}, 1 << 20, [][]int{{0, 1, 2, 3}}},
+		{nil, nil, 10, nil},
+	} {
+		require.Equal(t, tc.want, packObjects(tc.lens, tc.keys, tc.max), "%v", tc)
+	}
+}
