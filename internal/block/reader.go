@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -396,7 +397,7 @@ func (r *Reader) Release() {
 	if n < 0 {
 		panic("block: negative reference count")
 	}
-	if n == 0 {
+	if n == 0 && r.f != nil {
 		r.f.Close()
 	}
 }
@@ -602,6 +603,52 @@ type errIterator struct {
 func (e *errIterator) Next() chunkenc.ValueType      { return chunkenc.ValNone }
 func (e *errIterator) Seek(int64) chunkenc.ValueType { return chunkenc.ValNone }
 func (e *errIterator) Err() error                    { return e.err }
+
+// OpenRemote opens a block whose files are elsewhere (a bucket): meta and
+// index are the bytes of its meta.json and index files, both checked here
+// as Open checks them, and data reads byte ranges of its data file. name
+// stands for the block's directory in errors. Nothing of the data is
+// read at open: data must check what it returns (the bucket's reader
+// checks each group extent against its CRC).
+func OpenRemote(name string, meta, idx []byte, dict *index.TagDict, data io.ReaderAt) (*Reader, error) {
+	r := &Reader{dir: name, data: data}
+	if err := decodeMeta(meta, &r.meta); err != nil {
+		return nil, &CorruptionError{File: filepath.Join(name, MetaFilename), Offset: 0, Err: err}
+	}
+	if err := r.decodeIndex(idx, dict); err != nil {
+		ipath := filepath.Join(name, IndexFilename)
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			ce.File = ipath
+			return nil, ce
+		}
+		var ic *index.CorruptionError
+		if errors.As(err, &ic) {
+			return nil, &CorruptionError{File: ipath, Offset: ic.Offset, Err: err}
+		}
+		return nil, &CorruptionError{File: ipath, Err: err}
+	}
+	r.refs.Store(1)
+	return r, nil
+}
+
+// GroupOf returns the index of the group whose extent holds data-file
+// offset off, or -1.
+func (r *Reader) GroupOf(off int64) int {
+	i := sort.Search(len(r.groups), func(i int) bool { return r.groups[i].off > off }) - 1
+	if i < 0 {
+		return -1
+	}
+	g := &r.groups[i]
+	end := g.off + g.tsLen
+	for _, c := range g.cols {
+		end += c.meta.DataLen()
+	}
+	if off >= end {
+		return -1
+	}
+	return i
+}
 
 // Extent is one group's contiguous range of the data file (invariant 2).
 type Extent struct {
