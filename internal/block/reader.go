@@ -632,6 +632,9 @@ func OpenRemote(name string, meta, idx []byte, dict *index.TagDict, data io.Read
 	return r, nil
 }
 
+// Remote reports whether the block was opened with OpenRemote.
+func (r *Reader) Remote() bool { return r.f == nil }
+
 // GroupOf returns the index of the group whose extent holds data-file
 // offset off, or -1.
 func (r *Reader) GroupOf(off int64) int {

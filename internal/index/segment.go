@@ -43,7 +43,7 @@ func NewMemTagDict() *TagDict {
 
 // ApplySegment adds the pairs of segment b, named name in errors, to d.
 // Its first code must be d.Len(): segments are applied in code order,
-// each once. Any damage is a *CorruptionError naming the byte offset; d
+// each once. A dictionary with a file writes them at its next Sync. Any damage is a *CorruptionError naming the byte offset; d
 // then holds the pairs of the records before it.
 func (d *TagDict) ApplySegment(name string, b []byte) error {
 	d.mu.Lock()
@@ -90,6 +90,8 @@ func (d *TagDict) ApplySegment(name string, b []byte) error {
 		}
 		off += int(end)
 	}
-	d.synced = len(d.pairs)
+	if d.f == nil {
+		d.synced = len(d.pairs) // nothing to write
+	}
 	return nil
 }

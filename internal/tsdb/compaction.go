@@ -1,6 +1,7 @@
 package tsdb
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -123,7 +124,7 @@ func (db *DB) compactBlocks(quiet time.Duration) error {
 
 // planCompactions plans over the open blocks (see compactBlocks).
 func (db *DB) planCompactions(quiet time.Duration) []compact.Job {
-	metas := db.Blocks()
+	metas := db.localBlocks()
 	if len(metas) < 2 {
 		return nil
 	}
@@ -279,6 +280,12 @@ func (db *DB) compactLoop(every time.Duration) {
 	defer db.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // ends with the loop: both wait for db.stop
+		<-db.stop
+		cancel()
+	}()
 	for {
 		select {
 		case <-db.stop:
@@ -288,6 +295,12 @@ func (db *DB) compactLoop(every time.Duration) {
 		}
 		if err := db.compactBlocks(compactQuiet); err != nil {
 			db.log.Error("compaction", "err", err)
+		}
+		// Uploads run here, off the flush path: a slow bucket delays
+		// compaction, never a flush.
+		if err := db.shipBlocks(ctx); err != nil {
+			// The blocks stay local and are tried again next time.
+			db.log.Warn("remote tier: upload failed", "err", err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package tsdb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,7 +79,12 @@ type Options struct {
 	// took no write for that long [10s].
 	BackfillPartitions int
 	BackfillBytes      int64
-	BackfillIdle       time.Duration
+	// Remote is a second tier of blocks (remote.go) [none].
+	Remote Remote
+	// LocalRetention is how long, from the newest data, blocks stay only
+	// local: older ones are uploaded to Remote [24h].
+	LocalRetention int64
+	BackfillIdle   time.Duration
 	// MaxBlockRange bounds compacted blocks, ms [31 days, or 10 % of
 	// Retention if that is smaller].
 	MaxBlockRange int64
@@ -120,10 +126,14 @@ type DB struct {
 
 	flushMu sync.Mutex // serializes flushes, retention and WAL truncation
 
-	mu         sync.RWMutex // guards blocks and headBlocks
-	blocks     []*block.Reader
-	headBlocks map[int64]string // head partition → ULID of the block it was flushed into
-	added      atomic.Uint64    // blocks ever added by flushes; written under mu
+	mu     sync.RWMutex // guards blocks, headBlocks, remote and shipped
+	blocks []*block.Reader
+	// remote holds the ULIDs of blocks read from the remote tier, shipped
+	// those of local blocks uploaded to it since open (remote.go).
+	remote, shipped             map[string]bool
+	shippedBlocks, shipFailures atomic.Int64
+	headBlocks                  map[int64]string // head partition → ULID of the block it was flushed into
+	added                       atomic.Uint64    // blocks ever added by flushes; written under mu
 
 	newestBlockSample atomic.Int64 // greatest sample time in a block; written under mu
 
@@ -166,6 +176,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.MetricInterval <= 0 {
 		o.MetricInterval = block.DefaultMetricInterval
 	}
+	if o.LocalRetention <= 0 {
+		o.LocalRetention = 24 * 3600_000
+	}
 	if o.FlushCPUBudget <= 0 || o.FlushCPUBudget > 1 {
 		o.FlushCPUBudget = 1
 	}
@@ -181,7 +194,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	db := &DB{dir: dir, opts: o, log: o.Logger, segMaxT: map[int]int64{}, headBlocks: map[int64]string{}, stop: make(chan struct{}), compactKick: make(chan struct{}, 1)}
+	db := &DB{dir: dir, opts: o, log: o.Logger, segMaxT: map[int]int64{}, headBlocks: map[int64]string{}, remote: map[string]bool{}, shipped: map[string]bool{}, stop: make(chan struct{}), compactKick: make(chan struct{}, 1)}
 	db.newestBlockSample.Store(math.MinInt64)
 	var err error
 	if db.dict, err = index.OpenTagDict(filepath.Join(dir, tagDictFilename)); err != nil {
@@ -203,6 +216,13 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	if err := db.openBackfill(); err != nil {
+		db.closeBackfill()
+		db.closeBlocks()
+		db.tomb.close()
+		db.dict.Close()
+		return nil, err
+	}
+	if err := db.openRemote(context.Background()); err != nil {
 		db.closeBackfill()
 		db.closeBlocks()
 		db.tomb.close()

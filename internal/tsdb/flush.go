@@ -220,6 +220,9 @@ func (db *DB) applyRetention() (int64, error) {
 		// Queriers hold their own references; the file closes with the
 		// last one, and an unlinked file stays readable until then.
 		d.Close()
+		if d.Remote() {
+			continue // left in the tier (not done yet)
+		}
 		if err := removeDir(d.Dir()); err != nil {
 			return cutoff, fmt.Errorf("retention: delete block %s: %w", d.Dir(), err)
 		}

@@ -1,0 +1,83 @@
+package bucket
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/index"
+)
+
+// Tier is the bucket as the engine's remote tier (tsdb.Remote): it
+// uploads blocks, lists and opens them. It is safe for concurrent use.
+type Tier struct {
+	st      RangeStore
+	maxSize int64
+	cache   *ExtentCache
+	Stats   ReadStats
+
+	mu sync.Mutex // guards up
+	up *Uploader
+}
+
+// NewTier returns the tier over st, packing data objects up to maxSize
+// bytes (≤ 0: DefaultObjectSize) and caching up to cacheBytes of fetched
+// group extents.
+func NewTier(st RangeStore, maxSize, cacheBytes int64) *Tier {
+	return &Tier{st: st, maxSize: maxSize, cache: NewExtentCache(cacheBytes)}
+}
+
+// SyncTagDict applies the bucket's TagDict segments that dict lacks and
+// syncs it. dict must be a prefix of the bucket's dictionary (the same
+// node's, or empty): anything else is an error, since codes would clash.
+func (t *Tier) SyncTagDict(ctx context.Context, dict *index.TagDict) error {
+	segs, err := listSegments(ctx, t.st)
+	if err != nil {
+		return err
+	}
+	for _, s := range segs {
+		n := dict.Len()
+		switch {
+		case s[1] <= n:
+			continue
+		case s[0] != n:
+			if s[0] > n {
+				return nil // past a gap: the bucket covers no more
+			}
+			return fmt.Errorf("the local dictionary has %d codes, which splits bucket segment [%d, %d): the data directory is not this bucket's", n, s[0], s[1])
+		}
+		name := TagDictSegmentName(s[0], s[1])
+		b, err := t.st.Get(ctx, name)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", name, err)
+		}
+		if err := dict.ApplySegment(name, b); err != nil {
+			return err
+		}
+		if err := dict.Sync(); err != nil && err != index.ErrClosed {
+			return err
+		}
+	}
+	return nil
+}
+
+// List returns the ULIDs of the bucket's complete blocks.
+func (t *Tier) List(ctx context.Context) ([]string, error) { return ListBlocks(ctx, t.st) }
+
+// Open opens block ulid for reading.
+func (t *Tier) Open(ctx context.Context, ulid string, dict *index.TagDict) (*block.Reader, error) {
+	return OpenBlock(ctx, t.st, ulid, dict, t.cache, &t.Stats)
+}
+
+// Upload copies the block in dir to the bucket (see Uploader.UploadBlock).
+func (t *Tier) Upload(ctx context.Context, dir string, dict *index.TagDict) error {
+	t.mu.Lock()
+	if t.up == nil || t.up.dict != dict {
+		t.up = NewUploader(t.st, dict, t.maxSize)
+	}
+	up := t.up
+	t.mu.Unlock()
+	_, err := up.UploadBlock(ctx, dir)
+	return err
+}

@@ -1,0 +1,145 @@
+package tsdb
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/compact"
+	"github.com/aerie-db/aerie/internal/index"
+)
+
+// Remote is a second tier holding blocks: package bucket's object
+// storage, wired in by the server.
+//
+// Blocks whose data are all older than Options.LocalRetention (counted
+// from the newest data) are uploaded by the background loop, verified by
+// the tier. At open, the tier's blocks that are not in the data directory
+// are opened from the tier and serve queries like local ones (a node
+// with an empty data directory serves the tier's history). Remote blocks
+// are never compacted. Not done yet: local copies of uploaded blocks are
+// kept (the tier is a verified copy), and retention does not delete from
+// the tier.
+type Remote interface {
+	// SyncTagDict brings dict up to the tier's dictionary before any of
+	// its blocks is opened, so that codes agree.
+	SyncTagDict(ctx context.Context, dict *index.TagDict) error
+	// List returns the ULIDs of the tier's complete blocks.
+	List(ctx context.Context) ([]string, error)
+	// Open opens one of them for reading.
+	Open(ctx context.Context, ulid string, dict *index.TagDict) (*block.Reader, error)
+	// Upload copies the local block in dir into the tier and checks
+	// every object it wrote; a block already there is left as is.
+	Upload(ctx context.Context, dir string, dict *index.TagDict) error
+}
+
+// openRemote opens the tier's blocks missing locally (and not replaced by
+// a compaction, local or remote). Called at open, before blocks serve
+// queries.
+func (db *DB) openRemote(ctx context.Context) error {
+	r := db.opts.Remote
+	if r == nil {
+		return nil
+	}
+	if err := r.SyncTagDict(ctx, db.dict); err != nil {
+		return fmt.Errorf("remote tier: tag dictionary: %w", err)
+	}
+	ids, err := r.List(ctx)
+	if err != nil {
+		return fmt.Errorf("remote tier: %w", err)
+	}
+	local := map[string]bool{}
+	var metas []block.Meta
+	for _, b := range db.blocks {
+		local[b.Meta().ULID] = true
+		metas = append(metas, b.Meta())
+	}
+	var opened []*block.Reader
+	for _, id := range ids {
+		if local[id] {
+			continue
+		}
+		b, err := r.Open(ctx, id, db.dict)
+		if err != nil {
+			for _, o := range opened {
+				o.Close()
+			}
+			return fmt.Errorf("remote tier: open block %s: %w", id, err)
+		}
+		opened = append(opened, b)
+		metas = append(metas, b.Meta())
+	}
+	obsolete := compact.Obsolete(metas)
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, b := range opened {
+		if slices.Contains(obsolete, b.Meta().ULID) {
+			b.Close()
+			continue
+		}
+		db.remote[b.Meta().ULID] = true
+		db.blocks = append(db.blocks, b)
+		db.noteBlockLocked(b.Meta())
+	}
+	sortBlocks(db.blocks)
+	return nil
+}
+
+// shipBlocks uploads the local blocks whose data are all older than the
+// local retention, counted back from the newest data.
+func (db *DB) shipBlocks(ctx context.Context) error {
+	r := db.opts.Remote
+	if r == nil {
+		return nil
+	}
+	newest := db.newestT()
+	if newest == math.MinInt64 {
+		return nil
+	}
+	cutoff := newest - db.opts.LocalRetention
+	db.mu.RLock()
+	var due []*block.Reader
+	for _, b := range db.blocks {
+		m := b.Meta()
+		if m.MaxTime <= cutoff && !db.remote[m.ULID] && !db.shipped[m.ULID] && b.Acquire() {
+			due = append(due, b)
+		}
+	}
+	db.mu.RUnlock()
+	defer func() {
+		for _, b := range due {
+			b.Release()
+		}
+	}()
+	for _, b := range due {
+		if err := r.Upload(ctx, b.Dir(), db.dict); err != nil {
+			db.shipFailures.Add(1)
+			return fmt.Errorf("upload block %s: %w", b.Meta().ULID, err)
+		}
+		db.mu.Lock()
+		db.shipped[b.Meta().ULID] = true
+		db.mu.Unlock()
+		db.shippedBlocks.Add(1)
+		db.log.Info("block uploaded", "block", b.Meta().ULID, "mint", b.Meta().MinTime, "maxt", b.Meta().MaxTime)
+	}
+	return nil
+}
+
+// localBlocks returns the metas of the open local blocks, oldest first.
+func (db *DB) localBlocks() []block.Meta {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	var out []block.Meta
+	for _, b := range db.blocks {
+		if !b.Remote() {
+			out = append(out, b.Meta())
+		}
+	}
+	return out
+}
+
+// ShipBlocks uploads the blocks due for the remote tier now (the
+// background loop does it after each compaction round).
+func (db *DB) ShipBlocks(ctx context.Context) error { return db.shipBlocks(ctx) }
