@@ -236,6 +236,12 @@ func LoadTagDict(ctx context.Context, st Store) (*index.TagDict, error) {
 	if err != nil {
 		return nil, err
 	}
+	return loadSegments(ctx, st, segs, nil)
+}
+
+// loadSegments applies the contiguous segments of segs to a new
+// dictionary, calling read with each one's size.
+func loadSegments(ctx context.Context, st Store, segs [][2]int, read func(int)) (*index.TagDict, error) {
 	d := index.NewMemTagDict()
 	for _, s := range segs {
 		if s[0] != d.Len() {
@@ -245,6 +251,9 @@ func LoadTagDict(ctx context.Context, st Store) (*index.TagDict, error) {
 		b, err := st.Get(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		if read != nil {
+			read(len(b))
 		}
 		if err := d.ApplySegment(name, b); err != nil {
 			return nil, err

@@ -1,0 +1,139 @@
+package bucket
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/checksum"
+)
+
+// BlockReport describes one block of the bucket (aerie inspect bucket).
+type BlockReport struct {
+	ULID             string
+	MinTime, MaxTime int64
+	Level            int
+	Series, Samples  int64
+	Groups           int
+	Objects          []ObjectReport
+	MetaBytes        int64
+}
+
+// ObjectReport describes one data object of a block.
+type ObjectReport struct {
+	Name   string
+	Bytes  int64
+	Groups int
+}
+
+// Inspect reads every block's metadata object and describes the block,
+// its objects and how many group extents each holds.
+func Inspect(ctx context.Context, st RangeStore) ([]BlockReport, error) {
+	ids, err := ListBlocks(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	var out []BlockReport
+	for _, id := range ids {
+		name := MetaObjectName(id)
+		b, err := st.Get(ctx, name)
+		if err != nil {
+			return out, fmt.Errorf("read %s: %w", name, err)
+		}
+		m, err := ParseBlockMeta(name, b)
+		if err != nil {
+			return out, err
+		}
+		var bm block.Meta
+		if err := json.Unmarshal(m.Meta, &bm); err != nil {
+			return out, &CorruptionError{Object: name, Err: fmt.Errorf("meta.json: %w", err)}
+		}
+		r := BlockReport{ULID: id, MinTime: bm.MinTime, MaxTime: bm.MaxTime, Level: bm.Compaction.Level,
+			Series: int64(bm.Stats.Series), Samples: int64(bm.Stats.Samples), Groups: len(m.Groups), MetaBytes: int64(len(b))}
+		for n, o := range m.Objects {
+			r.Objects = append(r.Objects, ObjectReport{Name: DataObjectName(id, n), Bytes: o.Size})
+		}
+		for _, g := range m.Groups {
+			r.Objects[g.Object].Groups++
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// VerifyReport is what Verify read and what it found wrong.
+type VerifyReport struct {
+	Segments, Blocks, Objects, Extents int
+	Bytes                              int64
+	Problems                           []error
+}
+
+// Verify reads every object of the bucket and checks every CRC: the
+// TagDict segments (applied in order), each metadata object, each data
+// object whole and each group extent in it. A damaged object is a
+// problem of the report; the error is for a bucket that cannot be read.
+func Verify(ctx context.Context, st RangeStore) (VerifyReport, error) {
+	var rep VerifyReport
+	if _, err := LoadTagDictCounting(ctx, st, &rep); err != nil {
+		rep.Problems = append(rep.Problems, err)
+	}
+	ids, err := ListBlocks(ctx, st)
+	if err != nil {
+		return rep, err
+	}
+	for _, id := range ids {
+		rep.Blocks++
+		name := MetaObjectName(id)
+		b, err := st.Get(ctx, name)
+		if err != nil {
+			return rep, fmt.Errorf("read %s: %w", name, err)
+		}
+		rep.Bytes += int64(len(b))
+		m, err := ParseBlockMeta(name, b)
+		if err != nil {
+			rep.Problems = append(rep.Problems, err)
+			continue
+		}
+		objs := make([][]byte, len(m.Objects))
+		for n, info := range m.Objects {
+			rep.Objects++
+			oname := DataObjectName(id, n)
+			ob, err := st.Get(ctx, oname)
+			if err != nil {
+				rep.Problems = append(rep.Problems, fmt.Errorf("read %s: %w", oname, err))
+				continue
+			}
+			rep.Bytes += int64(len(ob))
+			if err := CheckDataObject(oname, ob, info); err != nil {
+				rep.Problems = append(rep.Problems, err)
+			}
+			objs[n] = ob
+		}
+		for i, g := range m.Groups {
+			ob := objs[g.Object]
+			if ob == nil || g.Off+g.Len > int64(len(ob)) {
+				continue // reported with its object
+			}
+			rep.Extents++
+			if checksum.CRC32C(ob[g.Off:g.Off+g.Len]) != g.CRC {
+				rep.Problems = append(rep.Problems, &CorruptionError{Object: DataObjectName(id, g.Object), Offset: g.Off, Err: fmt.Errorf("group %d extent: checksum mismatch", i)})
+			}
+		}
+	}
+	return rep, nil
+}
+
+// LoadTagDictCounting is LoadTagDict, counting the segments and bytes it
+// reads into rep.
+func LoadTagDictCounting(ctx context.Context, st Store, rep *VerifyReport) (int, error) {
+	segs, err := listSegments(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	d, err := loadSegments(ctx, st, segs, func(n int) { rep.Segments++; rep.Bytes += int64(n) })
+	if err != nil {
+		return 0, err
+	}
+	return d.Len(), nil
+}
