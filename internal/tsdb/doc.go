@@ -46,7 +46,7 @@
 //     goroutine (prefetch.go), giving exactly what the series' own
 //     iterators give whatever order the series are read in; every such
 //     goroutine has stopped before Close releases what it reads.
-// 10. With a remote tier (remote.go), a block is read from the tier only
+//  10. With a remote tier (remote.go), a block is read from the tier only
 //     if it is not in the data directory, and only after the tier's
 //     TagDict segments are applied to the local dictionary, so codes
 //     agree; remote blocks are never compacted, and a local block is
