@@ -1,0 +1,60 @@
+// Package bucket is Aerie's object-storage tier: blocks uploaded to a
+// bucket in CloudTS' layout, metadata apart from data, read back with range
+// GETs.
+//
+// Design. The providers are github.com/thanos-io/objstore's (filesystem,
+// S3, GCS, Azure, Swift), each opened from its own YAML, as in objstore's
+// client config: a Config names the provider (type) and carries its config
+// through untouched, plus Aerie's own request options. A zero Config is the
+// embedded default: the filesystem provider under <data dir>/bucket.
+//
+// Bucket wraps the provider's objstore.Bucket. Every call is a sequence of
+// attempts; each attempt runs under its own per-request timeout and, if it
+// fails with a transient error, is followed by another after an
+// exponential backoff with full jitter (a uniform wait in [0, min(max
+// backoff, min backoff·2^attempt)]). Transient errors are HTTP 5xx (but
+// 501 and 505) and 429, the provider's own retryable errors, the
+// per-request timeout, connections reset or closed, and bodies cut short.
+// GETs read the whole body into memory, so a short body is seen, and
+// retried, before the bytes reach the caller. The object-layout code
+// (layout*.go) builds on Bucket and never calls a provider directly.
+//
+// Invariants:
+//  1. A Bucket method returns bytes only when it read exactly the bytes
+//     asked for: GetRange exactly length bytes, Get exactly the size that
+//     Attributes reported. A body of any other length is an error naming
+//     the object, and for GetRange the offset and length.
+//  2. Not-found is never retried. Errors of a missing object satisfy
+//     errors.Is(err, ErrNotFound) and Bucket.IsObjNotFoundErr.
+//  3. The caller's context is never outlived: once it is done, no attempt
+//     starts and no backoff continues; only the per-request timeout that
+//     Bucket adds itself counts as a transient timeout.
+//  4. An operation makes at most 1+MaxRetries attempts and each backoff is
+//     at most RetryMaxBackoff, so an operation ends within
+//     (1+MaxRetries)·Timeout + MaxRetries·RetryMaxBackoff.
+//  5. At most MaxParallelGets attempts of Get and GetRange are in flight
+//     per Bucket; a slot is held during an attempt, not during its backoff.
+//  6. Bucket is the only retry layer: Open sets the S3, GCS and Azure
+//     providers' own max_retries to 1 (a single try) unless the provider
+//     config sets it, so retries are counted, bounded and jittered in one
+//     place.
+//  7. Iter lists a directory completely before it calls f, so a retried
+//     listing never calls f twice for one name, and f's error is returned
+//     as is, never retried.
+//  8. Object names are relative, clean, slash-separated paths without ".."
+//     elements; others are rejected before any request, so no name leaves
+//     the filesystem provider's directory.
+//  9. Every attempt is counted in aerie_bucket_requests_total by operation
+//     and result, and every retry in aerie_bucket_retries_total by
+//     operation and reason.
+//
+// Locking: Bucket has no mutex. Its fields are set by Open and Wrap and
+// never change; the GET semaphore is a buffered channel and the metrics are
+// Prometheus collectors, both goroutine-safe. The providers are
+// goroutine-safe (objstore's contract). So every Bucket method may be
+// called from any number of goroutines.
+//
+// Test helpers: package s3test starts a versitygw S3 server for tests;
+// package faultproxy puts latency, 503s, cut-short bodies and connection
+// resets between a client and a server.
+package bucket
