@@ -7,6 +7,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 go mod download
 
+# versitygw, the S3 server that internal/bucket/s3test starts for the bucket
+# tests (they skip without it, or fail under CI or AERIE_REQUIRE_S3). A
+# go-installed versitygw reports "Version: git", so the version is read from
+# the module path that `go version -m` records in the binary.
+versitygw_version=v1.8.0
+versitygw="$(go env GOPATH | cut -d: -f1)/bin/versitygw"
+if ! [ -x "$versitygw" ] ||
+   ! go version -m "$versitygw" 2>/dev/null | grep -Eq "^[[:space:]]+mod[[:space:]]+github.com/versity/versitygw[[:space:]]+${versitygw_version}([[:space:]]|\$)"; then
+  echo "installing versitygw ${versitygw_version} (for the bucket tests; ~4 min to build)"
+  GOBIN="$(dirname "$versitygw")" go install "github.com/versity/versitygw/cmd/versitygw@${versitygw_version}"
+fi
+
 # Debian 12 ships prometheus 2.42 and prometheus-node-exporter 1.5. apt does
 # not start their services here (no systemd); the tests start their own.
 need=()
