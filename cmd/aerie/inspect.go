@@ -27,6 +27,7 @@ into it, by the last 8 characters of their ULIDs.`,
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data.dir", "./data", "data directory")
+	cmd.AddCommand(newInspectBucketCmd())
 	return cmd
 }
 

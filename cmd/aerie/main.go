@@ -21,6 +21,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newDemoCmd(), newInspectCmd(), newBenchCmd(), newImportCmd())
+	root.AddCommand(newServeCmd(), newDemoCmd(), newInspectCmd(), newBenchCmd(), newImportCmd(), newBucketCmd())
 	return root
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"github.com/aerie-db/aerie/internal/bucket"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -58,6 +59,20 @@ type AerieConfig struct {
 		ReclaimSplit     []float64        `yaml:"reclaim_split,omitempty"`     // default [0.45, 0.35, 0.20]
 		ReclaimInterval  model.Duration   `yaml:"reclaim_interval,omitempty"`  // default 1s
 	} `yaml:"memory,omitempty"`
+	Storage struct {
+		// Bucket turns the object-storage tier on (internal/bucket):
+		// `bucket: {}` is the filesystem bucket at <data.dir>/bucket,
+		// `bucket: {type: S3, config: {...}}` an S3 one (objstore's own
+		// configuration). Off by default: local copies of uploaded blocks
+		// are still kept, so a default bucket would only double the disk.
+		Bucket *bucket.Config `yaml:"bucket,omitempty"`
+		// LocalRetention: blocks whose data are all older than this, from
+		// the newest data, are uploaded [24h].
+		LocalRetention model.Duration `yaml:"local_retention,omitempty"`
+		// CacheSize bounds the group extents fetched from the bucket kept
+		// in memory [256MiB].
+		CacheSize units.Base2Bytes `yaml:"cache_size,omitempty"`
+	} `yaml:"storage,omitempty"`
 }
 
 // Config is the whole configuration file.
@@ -207,6 +222,7 @@ func (a *AerieConfig) EngineOptions() tsdb.Options {
 		o.MaxFuture = time.Duration(*a.MaxFuture).Milliseconds()
 	}
 	o.MaxBlockRange = time.Duration(a.MaxBlockRange).Milliseconds()
+	o.LocalRetention = time.Duration(a.Storage.LocalRetention).Milliseconds()
 	if a.OOOWindow != nil {
 		if *a.OOOWindow == 0 {
 			o.NoOOO = true

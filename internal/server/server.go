@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/aerie-db/aerie/internal/bucket"
 	"log/slog"
 	"net"
 	"net/http"
@@ -59,6 +60,7 @@ type Server struct {
 	log     *slog.Logger
 	cfg     *Config
 	db      *tsdb.DB
+	bkt     *bucket.Bucket // the object-storage tier, if configured
 	m       *metrics
 	engine  *promql.Engine
 	scrape  *scrape.Manager
@@ -98,15 +100,32 @@ func New(opts Options) (*Server, error) {
 	eo.OnWALFsync = func(d time.Duration) { s.m.walFsync.Observe(d.Seconds()) }
 	eo.OnFlush = func(d time.Duration) { s.m.flushes.Observe(d.Seconds()) }
 	eo.OnCompaction = func(d time.Duration) { s.m.compactions.Observe(d.Seconds()) }
+	if bc := cfg.Aerie.Storage.Bucket; bc != nil {
+		s.bkt, err = bucket.Open(*bc, opts.DataDir, s.log, s.m.reg)
+		if err != nil {
+			return nil, fmt.Errorf("aerie section: storage.bucket: %w", err)
+		}
+		cache := int64(cfg.Aerie.Storage.CacheSize)
+		if cache <= 0 {
+			cache = 256 << 20
+		}
+		eo.Remote = bucket.NewTier(s.bkt, 0, cache)
+	}
 	start := time.Now()
 	s.db, err = tsdb.Open(opts.DataDir, &eo)
 	if err != nil {
+		if s.bkt != nil {
+			s.bkt.Close()
+		}
 		return nil, fmt.Errorf("open data directory %s: %w", opts.DataDir, err)
 	}
 	s.log.Info("data directory open", "dir", opts.DataDir, "took", time.Since(start), "head_series", s.db.Head().NumSeries(), "blocks", len(s.db.Blocks()))
 	s.m.registerEngine(s.db)
 	if err := s.build(); err != nil {
 		s.db.Close()
+		if s.bkt != nil {
+			s.bkt.Close()
+		}
 		return nil, err
 	}
 	return s, nil
@@ -308,6 +327,11 @@ func (s *Server) shutdown() {
 	}
 	if err := s.db.Close(); err != nil {
 		s.log.Error("close data directory", "err", err)
+	}
+	if s.bkt != nil {
+		if err := s.bkt.Close(); err != nil {
+			s.log.Warn("close bucket", "err", err)
+		}
 	}
 	s.log.Info("Aerie stopped")
 }

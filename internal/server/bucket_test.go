@@ -1,0 +1,40 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBucketConfig: `aerie: storage: bucket: {}` opens the filesystem
+// bucket at <data.dir>/bucket as the engine's remote tier, its metrics
+// are served, and a bad bucket configuration stops the server with an
+// error naming the section.
+func TestBucketConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "aerie.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte("aerie:\n  storage:\n    bucket: {}\n    local_retention: 2h\n    cache_size: 16MiB\n"), 0o644))
+	addr := freeAddr(t)
+	s, err := New(Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.NoError(t, s.Listen())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	require.Eventually(t, func() bool { c, _ := get(t, "http://"+addr+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+	st, err := os.Stat(filepath.Join(dir, "data", "bucket"))
+	require.NoError(t, err)
+	require.True(t, st.IsDir())
+	require.Equal(t, int64(2*3600_000), s.cfg.Aerie.EngineOptions().LocalRetention)
+	cancel()
+	require.NoError(t, <-done)
+
+	require.NoError(t, os.WriteFile(cfg, []byte("aerie:\n  storage:\n    bucket: {type: NOPE}\n"), 0o644))
+	_, err = New(Options{DataDir: filepath.Join(dir, "data2"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
+	require.ErrorContains(t, err, "NOPE")
+}
