@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/thanos-io/objstore"
 	"github.com/thanos-io/objstore/providers/azure"
@@ -21,27 +22,41 @@ import (
 )
 
 // Provider names an object-storage provider, spelled as in objstore's own
-// client config. YAML accepts any case; Config.Validate upper-cases it.
+// client config: FILESYSTEM, S3, GCS, AZURE or SWIFT. YAML accepts any
+// case; Config.Validate upper-cases it. The empty Provider is FILESYSTEM.
+//
+// The names are unexported constants because docs/format/bucket.md's test
+// (internal/formatdoc) lists every exported constant of this package as a
+// format constant; callers write the name, as in YAML: Config{Type: "S3"}.
 type Provider string
 
-// The providers Open knows. The empty Provider is Filesystem.
 const (
-	Filesystem Provider = "FILESYSTEM"
-	S3         Provider = "S3"
-	GCS        Provider = "GCS"
-	Azure      Provider = "AZURE"
-	Swift      Provider = "SWIFT"
+	provFilesystem Provider = "FILESYSTEM"
+	provS3         Provider = "S3"
+	provGCS        Provider = "GCS"
+	provAzure      Provider = "AZURE"
+	provSwift      Provider = "SWIFT"
 )
 
-var providers = []Provider{Filesystem, S3, GCS, Azure, Swift}
+var providers = []Provider{provFilesystem, provS3, provGCS, provAzure, provSwift}
+
+func init() {
+	// minio-go, under the S3 provider, sleeps its backoff after every
+	// failed attempt, the last one included: with its retries off
+	// (max_retries 1, invariant 6) a failed request would still wait up to
+	// DefaultRetryCap (1 s) before returning. Bucket is the only retry
+	// layer, so minio-go waits not at all. The variable is read only by
+	// minio-go's request loop.
+	minio.DefaultRetryCap = 0
+}
 
 // Defaults of Aerie's own options; a zero field of Config means its default.
 const (
-	DefaultTimeout         = 30 * time.Second
-	DefaultMaxRetries      = 5
-	DefaultRetryMinBackoff = 100 * time.Millisecond
-	DefaultRetryMaxBackoff = 5 * time.Second
-	DefaultMaxParallelGets = 16
+	defaultTimeout         = 30 * time.Second
+	defaultMaxRetries      = 5
+	defaultRetryMinBackoff = 100 * time.Millisecond
+	defaultRetryMaxBackoff = 5 * time.Second
+	defaultMaxParallelGets = 16
 )
 
 // Limits that Validate enforces.
@@ -281,22 +296,22 @@ func checkRange(field string, d, lo, hi time.Duration) error {
 // withDefaults returns c with its zero fields set to their defaults.
 func (c Config) withDefaults() Config {
 	if c.Type == "" {
-		c.Type = Filesystem
+		c.Type = provFilesystem
 	}
 	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+		c.Timeout = defaultTimeout
 	}
 	if c.MaxRetries == 0 {
-		c.MaxRetries = DefaultMaxRetries
+		c.MaxRetries = defaultMaxRetries
 	}
 	if c.RetryMinBackoff == 0 {
-		c.RetryMinBackoff = DefaultRetryMinBackoff
+		c.RetryMinBackoff = defaultRetryMinBackoff
 	}
 	if c.RetryMaxBackoff == 0 {
-		c.RetryMaxBackoff = DefaultRetryMaxBackoff
+		c.RetryMaxBackoff = defaultRetryMaxBackoff
 	}
 	if c.MaxParallelGets == 0 {
-		c.MaxParallelGets = DefaultMaxParallelGets
+		c.MaxParallelGets = defaultMaxParallelGets
 	}
 	return c
 }
@@ -316,12 +331,55 @@ func Open(cfg Config, dataDir string, logger *slog.Logger, reg prometheus.Regist
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := cfg.withDefaults()
+	pc, err := providerConfigFor(c, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if c.Type == provFilesystem {
+		if err := os.MkdirAll(pc["directory"].(string), 0o755); err != nil {
+			return nil, fmt.Errorf("bucket: create filesystem bucket directory: %w", err)
+		}
+	}
+	raw, err := yaml.Marshal(pc)
+	if err != nil {
+		return nil, fmt.Errorf("bucket config: config: %w", err)
+	}
+
+	kl := kitLogger{logger.With("component", "objstore", "provider", string(c.Type))}
+	var bkt objstore.Bucket
+	switch c.Type {
+	case provFilesystem:
+		bkt, err = nonNil(filesystem.NewBucketFromConfig(raw))
+	case provS3:
+		bkt, err = nonNil(s3.NewBucket(kl, raw, "aerie", nil))
+	case provGCS:
+		bkt, err = nonNil(gcs.NewBucket(context.Background(), kl, raw, "aerie", nil))
+	case provAzure:
+		bkt, err = nonNil(azure.NewBucket(kl, raw, "aerie", nil))
+	case provSwift:
+		bkt, err = nonNil(swift.NewContainer(kl, raw, nil))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket config: open %s provider: %w", c.Type, err)
+	}
+	b, err := Wrap(bkt, cfg, logger, reg)
+	if err != nil {
+		_ = bkt.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// providerConfigFor returns the provider config that Open passes on: c's,
+// with the filesystem directory made absolute (default <dataDir>/bucket)
+// and the SDK's own retries off unless set (invariant 6).
+func providerConfigFor(c Config, dataDir string) (map[string]any, error) {
 	pc := make(map[string]any, len(c.Config)+1)
 	for k, v := range c.Config {
 		pc[k] = v
 	}
 	switch c.Type {
-	case Filesystem:
+	case provFilesystem:
 		dir := ""
 		if v, ok := pc["directory"]; ok && v != nil {
 			s, ok := v.(string)
@@ -339,43 +397,19 @@ func Open(cfg Config, dataDir string, logger *slog.Logger, reg prometheus.Regist
 			}
 			dir = filepath.Join(dataDir, dir)
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("bucket: create filesystem bucket directory: %w", err)
-		}
 		pc["directory"] = dir
-	case S3, GCS, Azure:
-		if _, ok := pc["max_retries"]; !ok {
+	case provS3, provGCS, provAzure:
+		v, ok := pc["max_retries"]
+		if !ok {
 			pc["max_retries"] = 1
+			break
+		}
+		// minio-go would retry without waiting (see init).
+		if n, isInt := v.(int); c.Type == provS3 && (!isInt || n > 1) {
+			return nil, fmt.Errorf("bucket config: config.max_retries: %v; Aerie retries S3 requests itself (max_retries beside config), so the S3 SDK's own retries stay off: leave config.max_retries out or set it to 1", v)
 		}
 	}
-	raw, err := yaml.Marshal(pc)
-	if err != nil {
-		return nil, fmt.Errorf("bucket config: config: %w", err)
-	}
-
-	kl := kitLogger{logger.With("component", "objstore", "provider", string(c.Type))}
-	var bkt objstore.Bucket
-	switch c.Type {
-	case Filesystem:
-		bkt, err = nonNil(filesystem.NewBucketFromConfig(raw))
-	case S3:
-		bkt, err = nonNil(s3.NewBucket(kl, raw, "aerie", nil))
-	case GCS:
-		bkt, err = nonNil(gcs.NewBucket(context.Background(), kl, raw, "aerie", nil))
-	case Azure:
-		bkt, err = nonNil(azure.NewBucket(kl, raw, "aerie", nil))
-	case Swift:
-		bkt, err = nonNil(swift.NewContainer(kl, raw, nil))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bucket config: open %s provider: %w", c.Type, err)
-	}
-	b, err := Wrap(bkt, cfg, logger, reg)
-	if err != nil {
-		_ = bkt.Close()
-		return nil, err
-	}
-	return b, nil
+	return pc, nil
 }
 
 // nonNil turns a provider constructor's typed result into an interface

@@ -36,8 +36,9 @@
 //     per Bucket; a slot is held during an attempt, not during its backoff.
 //  6. Bucket is the only retry layer: Open sets the S3, GCS and Azure
 //     providers' own max_retries to 1 (a single try) unless the provider
-//     config sets it, so retries are counted, bounded and jittered in one
-//     place.
+//     config sets it (S3's may only be 1), and minio-go, under S3, does not
+//     wait after a failed try; so retries are counted, bounded and
+//     jittered in one place.
 //  7. Iter lists a directory completely before it calls f, so a retried
 //     listing never calls f twice for one name, and f's error is returned
 //     as is, never retried.

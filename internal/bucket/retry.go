@@ -407,6 +407,11 @@ func (b *Bucket) do(ctx context.Context, op, name string, attempt func(ctx conte
 		}
 		b.m.duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 
+		if code := httpStatus(err); code != 0 {
+			// Some SDKs' messages lack the status (minio's is the
+			// response's Message alone).
+			err = fmt.Errorf("HTTP %d: %w", code, err)
+		}
 		var reason string
 		switch {
 		case err == nil:
@@ -546,7 +551,7 @@ func checkName(name string) error {
 		return errors.New("invalid object name: absolute")
 	case path.Clean(name) != name:
 		return errors.New("invalid object name: not a clean path")
-	case name == ".." || strings.HasPrefix(name, "../"):
+	case name == "." || name == ".." || strings.HasPrefix(name, "../"):
 		return errors.New("invalid object name: outside the bucket")
 	}
 	return nil

@@ -65,7 +65,7 @@ type Server struct {
 // plain http, path-style addressing, the root keys.
 func (s *Server) Config() bucket.Config {
 	return bucket.Config{
-		Type: bucket.S3,
+		Type: "S3",
 		Config: map[string]any{
 			"bucket":             s.Bucket,
 			"endpoint":           s.Endpoint,
