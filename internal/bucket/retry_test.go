@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"reflect"
@@ -754,6 +755,64 @@ func TestTransient(t *testing.T) {
 	for _, tc := range tests {
 		if got := transient(tc.err); got != tc.want {
 			t.Errorf("transient(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkGetRange measures what Bucket adds to a range read (a length-
+// checked whole-body read, the GET semaphore, the per-request context and
+// the metrics) over an in-memory provider, against the provider read into
+// a buffer of the same size.
+//
+//	go test -run '^$' -bench BenchmarkGetRange -count 10 ./internal/bucket/ > new.txt
+//	benchstat old.txt new.txt
+func BenchmarkGetRange(b *testing.B) {
+	ctx := context.Background()
+	data := make([]byte, 4<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	mem := objstore.NewInMemBucket()
+	if err := mem.Upload(ctx, "obj", bytes.NewReader(data)); err != nil {
+		b.Fatal(err)
+	}
+	for _, size := range []int{4 << 10, 64 << 10, 1 << 20} {
+		for _, path := range []string{"provider", "bucket"} {
+			b.Run(fmt.Sprintf("size=%d/path=%s", size, path), func(b *testing.B) {
+				bkt, err := Wrap(mem, Config{}, nil, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rng := rand.New(rand.NewPCG(3, 4))
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					off := rng.Int64N(int64(len(data) - size))
+					var got []byte
+					if path == "provider" {
+						rc, err := mem.GetRange(ctx, "obj", off, int64(size))
+						if err != nil {
+							b.Fatal(err)
+						}
+						got = make([]byte, size)
+						_, err = io.ReadFull(rc, got)
+						rc.Close()
+						if err != nil {
+							b.Fatal(err)
+						}
+					} else if got, err = bkt.GetRange(ctx, "obj", off, int64(size)); err != nil {
+						b.Fatal(err)
+					}
+					if got[0] != data[off] {
+						b.Fatal("wrong bytes")
+					}
+				}
+				if path == "bucket" {
+					attempts := testutil.ToFloat64(bkt.m.requests.WithLabelValues(opGetRange, "success"))
+					b.ReportMetric(attempts/float64(b.N), "attempts/op")
+				}
+			})
 		}
 	}
 }
