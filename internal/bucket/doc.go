@@ -13,11 +13,12 @@
 // fails with a transient error, is followed by another after an
 // exponential backoff with full jitter (a uniform wait in [0, min(max
 // backoff, min backoff·2^attempt)]). Transient errors are HTTP 5xx (but
-// 501 and 505) and 429, the provider's own retryable errors, the
-// per-request timeout, connections reset or closed, and bodies cut short.
+// 501 and 505), 429 and 408 as each provider's SDK reports them, gRPC
+// Unavailable, Internal and ResourceExhausted, the per-request timeout,
+// network errors, connections reset or closed, and bodies cut short.
 // GETs read the whole body into memory, so a short body is seen, and
-// retried, before the bytes reach the caller. The object-layout code
-// (layout*.go) builds on Bucket and never calls a provider directly.
+// retried, before the bytes reach the caller. Wrap puts the same layer
+// over any objstore.Bucket (the tests wrap objstore's in-memory bucket).
 //
 // Invariants:
 //  1. A Bucket method returns bytes only when it read exactly the bytes
