@@ -18,6 +18,7 @@ import (
 type RangeStore interface {
 	Store
 	GetRange(ctx context.Context, name string, off, length int64) ([]byte, error)
+	Delete(ctx context.Context, name string) error
 }
 
 // ReadStats count what remote blocks fetched against what their readers

@@ -70,6 +70,27 @@ func (t *Tier) Open(ctx context.Context, ulid string, dict *index.TagDict) (*blo
 	return OpenBlock(ctx, t.st, ulid, dict, t.cache, &t.Stats)
 }
 
+// Delete removes block ulid from the bucket: its metadata object first,
+// so the block is invisible before any of its data objects goes.
+func (t *Tier) Delete(ctx context.Context, ulid string) error {
+	if err := t.st.Delete(ctx, MetaObjectName(ulid)); err != nil {
+		return fmt.Errorf("delete %s: %w", MetaObjectName(ulid), err)
+	}
+	var names []string
+	if err := t.st.Iter(ctx, blocksPrefix+ulid+"/", func(name string) error {
+		names = append(names, name)
+		return nil
+	}, true); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := t.st.Delete(ctx, name); err != nil {
+			return fmt.Errorf("delete %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // Upload copies the block in dir to the bucket (see Uploader.UploadBlock).
 func (t *Tier) Upload(ctx context.Context, dir string, dict *index.TagDict) error {
 	t.mu.Lock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -58,7 +60,18 @@ func TestTierDisasterRecovery(t *testing.T) {
 		require.NoError(t, app.Commit())
 	}
 	require.NoError(t, db.FlushHead())
+	before := dbSamples(t, db, math.MinInt64, math.MaxInt64)
 	require.NoError(t, db.ShipBlocks(context.Background()))
+	// The uploaded blocks' local copies are gone, and the node answers as
+	// before, from the bucket.
+	require.Equal(t, before, dbSamples(t, db, math.MinInt64, math.MaxInt64))
+	entries, err := os.ReadDir(filepath.Join(db.Dir(), "blocks"))
+	require.NoError(t, err)
+	for _, e := range entries {
+		ok, err := st.Exists(context.Background(), MetaObjectName(e.Name()))
+		require.NoError(t, err)
+		require.False(t, ok, "block %s is both local and uploaded", e.Name())
+	}
 	ulids, err := ListBlocks(context.Background(), st)
 	require.NoError(t, err)
 	require.NotEmpty(t, ulids)
@@ -87,4 +100,38 @@ func TestTierDisasterRecovery(t *testing.T) {
 	require.NoError(t, app.Append(labels.FromStrings("__name__", "m0", "job", "node", "instance", "h9"), 5*3600_000, 1))
 	require.NoError(t, app.Commit())
 	require.Equal(t, want, dbSamples(t, fresh, 0, shippedMax))
+}
+
+// TestTierRetention: retention drops remote blocks and deletes them from
+// the bucket, metadata object first, leaving no object of theirs.
+func TestTierRetention(t *testing.T) {
+	st := newMemStore()
+	tier := NewTier(st, 4096, 1<<20)
+	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{FlushCheckInterval: -1, PartitionRange: 3600_000, Remote: tier, LocalRetention: 3600_000, Retention: 3 * 3600_000})
+	require.NoError(t, err)
+	defer db.Close()
+	write := func(from, to int64) {
+		for i := from; i < to; i++ {
+			app := db.RowAppender()
+			require.NoError(t, app.Append(labels.FromStrings("__name__", "m", "job", "j"), i*10_000, float64(i)))
+			require.NoError(t, app.Commit())
+		}
+	}
+	write(0, 3*360)
+	require.NoError(t, db.FlushHead())
+	require.NoError(t, db.ShipBlocks(context.Background()))
+	ulids, err := ListBlocks(context.Background(), st)
+	require.NoError(t, err)
+	require.NotEmpty(t, ulids)
+	oldest := ulids[0]
+	write(3*360, 6*360) // the newest data move past the retention of the first hours
+	require.NoError(t, db.FlushHead())
+	require.NoError(t, db.ShipBlocks(context.Background()))
+	for _, name := range st.names() {
+		require.NotContains(t, name, oldest, "object of a block past retention")
+	}
+	got := dbSamples(t, db, math.MinInt64, math.MaxInt64)
+	for _, s := range got {
+		require.GreaterOrEqual(t, s[0][0], float64(3*3600_000-3600_000), "samples past retention still answered")
+	}
 }

@@ -70,19 +70,6 @@ func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error
 	bm := r.Meta()
 	res := Uploaded{ULID: bm.ULID}
 	metaObj := MetaObjectName(bm.ULID)
-	if ok, err := u.st.Exists(ctx, metaObj); err != nil {
-		return res, err
-	} else if ok {
-		b, err := u.st.Get(ctx, metaObj)
-		if err != nil {
-			return res, err
-		}
-		if _, err := ParseBlockMeta(metaObj, b); err == nil {
-			res.Already = true
-			return res, nil
-		}
-		// A damaged metadata object is rewritten below.
-	}
 	meta, err := os.ReadFile(filepath.Join(dir, block.MetaFilename))
 	if err != nil {
 		return res, err
@@ -90,6 +77,17 @@ func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error
 	idx, err := os.ReadFile(filepath.Join(dir, block.IndexFilename))
 	if err != nil {
 		return res, err
+	}
+	if ok, err := u.st.Exists(ctx, metaObj); err != nil {
+		return res, err
+	} else if ok {
+		// Uploaded before (the process stopped before it could delete the
+		// local copy): checked again in full, since the local copy may go.
+		if err := u.check(ctx, bm.ULID, idx); err == nil {
+			res.Already = true
+			return res, nil
+		}
+		// Anything wrong: the block is uploaded again below.
 	}
 	data, err := os.ReadFile(filepath.Join(dir, block.DataFilename))
 	if err != nil {
@@ -137,6 +135,34 @@ func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error
 	}
 	res.Bytes += int64(len(mb))
 	return res, nil
+}
+
+// check reads block ulid's metadata object and data objects back and
+// checks them: the index must be idx, every object its size and CRC.
+func (u *Uploader) check(ctx context.Context, ulid string, idx []byte) error {
+	name := MetaObjectName(ulid)
+	b, err := u.st.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	m, err := ParseBlockMeta(name, b)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(m.Index, idx) {
+		return &CorruptionError{Object: name, Err: errors.New("index differs from the local block's")}
+	}
+	for n, info := range m.Objects {
+		oname := DataObjectName(ulid, n)
+		ob, err := u.st.Get(ctx, oname)
+		if err != nil {
+			return err
+		}
+		if err := CheckDataObject(oname, ob, info); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // put uploads data as name and reads it back.

@@ -58,6 +58,10 @@ func (m *memStore) Get(ctx context.Context, name string) ([]byte, error) {
 	return b, err
 }
 
+func (m *memStore) Delete(ctx context.Context, name string) error {
+	return m.b.Delete(ctx, name)
+}
+
 func (m *memStore) Exists(ctx context.Context, name string) (bool, error) {
 	return m.b.Exists(ctx, name)
 }

@@ -126,12 +126,13 @@ type DB struct {
 
 	flushMu sync.Mutex // serializes flushes, retention and WAL truncation
 
-	mu     sync.RWMutex // guards blocks, headBlocks, remote and shipped
+	mu     sync.RWMutex // guards blocks and headBlocks
 	blocks []*block.Reader
-	// remote holds the ULIDs of blocks read from the remote tier, shipped
-	// those of local blocks uploaded to it since open (remote.go).
-	remote, shipped             map[string]bool
+	// shippedBlocks and shipFailures count blocks moved to the remote
+	// tier and failed uploads (remote.go).
 	shippedBlocks, shipFailures atomic.Int64
+	tierMu                      sync.Mutex       // guards tierDrop
+	tierDrop                    []string         // remote blocks retention dropped, to delete from the tier
 	headBlocks                  map[int64]string // head partition → ULID of the block it was flushed into
 	added                       atomic.Uint64    // blocks ever added by flushes; written under mu
 
@@ -194,7 +195,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	db := &DB{dir: dir, opts: o, log: o.Logger, segMaxT: map[int]int64{}, headBlocks: map[int64]string{}, remote: map[string]bool{}, shipped: map[string]bool{}, stop: make(chan struct{}), compactKick: make(chan struct{}, 1)}
+	db := &DB{dir: dir, opts: o, log: o.Logger, segMaxT: map[int]int64{}, headBlocks: map[int64]string{}, stop: make(chan struct{}), compactKick: make(chan struct{}, 1)}
 	db.newestBlockSample.Store(math.MinInt64)
 	var err error
 	if db.dict, err = index.OpenTagDict(filepath.Join(dir, tagDictFilename)); err != nil {

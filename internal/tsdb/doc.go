@@ -49,6 +49,7 @@
 //  10. With a remote tier (remote.go), a block is read from the tier only
 //     if it is not in the data directory, and only after the tier's
 //     TagDict segments are applied to the local dictionary, so codes
-//     agree; remote blocks are never compacted, and a local block is
-//     never deleted for being uploaded (not done yet).
+//     agree. A local block is deleted for being uploaded only after the
+//     tier read every object of it back, and after its remote copy took
+//     its place; remote blocks are never compacted.
 package tsdb

@@ -221,7 +221,10 @@ func (db *DB) applyRetention() (int64, error) {
 		// last one, and an unlinked file stays readable until then.
 		d.Close()
 		if d.Remote() {
-			continue // left in the tier (not done yet)
+			// Deleted from the tier by the compaction loop, off the
+			// flush path (remote.go).
+			db.queueTierDelete(d.Meta().ULID)
+			continue
 		}
 		if err := removeDir(d.Dir()); err != nil {
 			return cutoff, fmt.Errorf("retention: delete block %s: %w", d.Dir(), err)

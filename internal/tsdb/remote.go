@@ -19,9 +19,8 @@ import (
 // the tier. At open, the tier's blocks that are not in the data directory
 // are opened from the tier and serve queries like local ones (a node
 // with an empty data directory serves the tier's history). Remote blocks
-// are never compacted. Not done yet: local copies of uploaded blocks are
-// kept (the tier is a verified copy), and retention does not delete from
-// the tier.
+// are never compacted. Once uploaded, a block's local copy is deleted and
+// queries read it from the tier. Retention deletes from the tier too.
 type Remote interface {
 	// SyncTagDict brings dict up to the tier's dictionary before any of
 	// its blocks is opened, so that codes agree.
@@ -31,8 +30,10 @@ type Remote interface {
 	// Open opens one of them for reading.
 	Open(ctx context.Context, ulid string, dict *index.TagDict) (*block.Reader, error)
 	// Upload copies the local block in dir into the tier and checks
-	// every object it wrote; a block already there is left as is.
+	// every object it wrote; a block already there is checked again.
 	Upload(ctx context.Context, dir string, dict *index.TagDict) error
+	// Delete removes a block from the tier (retention).
+	Delete(ctx context.Context, ulid string) error
 }
 
 // openRemote opens the tier's blocks missing locally (and not replaced by
@@ -79,7 +80,6 @@ func (db *DB) openRemote(ctx context.Context) error {
 			b.Close()
 			continue
 		}
-		db.remote[b.Meta().ULID] = true
 		db.blocks = append(db.blocks, b)
 		db.noteBlockLocked(b.Meta())
 	}
@@ -88,22 +88,33 @@ func (db *DB) openRemote(ctx context.Context) error {
 }
 
 // shipBlocks uploads the local blocks whose data are all older than the
-// local retention, counted back from the newest data.
+// local retention, counted back from the newest data, then swaps each for
+// its remote copy and deletes the local one. The tier reads every object
+// back before Upload returns, so the local copy goes only once the bucket
+// holds the block whole. A crash in between leaves both; the next round
+// finds the block uploaded (checked again in full) and goes on.
 func (db *DB) shipBlocks(ctx context.Context) error {
 	r := db.opts.Remote
 	if r == nil {
 		return nil
 	}
+	if err := db.tierDeletes(ctx); err != nil {
+		return err
+	}
 	newest := db.newestT()
 	if newest == math.MinInt64 {
 		return nil
 	}
+	// No compaction may delete a block while it is swapped (compaction.go
+	// takes the same lock for its whole round).
+	db.compactMu.Lock()
+	defer db.compactMu.Unlock()
 	cutoff := newest - db.opts.LocalRetention
 	db.mu.RLock()
 	var due []*block.Reader
 	for _, b := range db.blocks {
 		m := b.Meta()
-		if m.MaxTime <= cutoff && !db.remote[m.ULID] && !db.shipped[m.ULID] && b.Acquire() {
+		if m.MaxTime <= cutoff && !b.Remote() && b.Acquire() {
 			due = append(due, b)
 		}
 	}
@@ -114,15 +125,33 @@ func (db *DB) shipBlocks(ctx context.Context) error {
 		}
 	}()
 	for _, b := range due {
+		id := b.Meta().ULID
 		if err := r.Upload(ctx, b.Dir(), db.dict); err != nil {
 			db.shipFailures.Add(1)
-			return fmt.Errorf("upload block %s: %w", b.Meta().ULID, err)
+			return fmt.Errorf("upload block %s: %w", id, err)
+		}
+		rb, err := r.Open(ctx, id, db.dict)
+		if err != nil {
+			db.shipFailures.Add(1)
+			return fmt.Errorf("open uploaded block %s: %w", id, err)
 		}
 		db.mu.Lock()
-		db.shipped[b.Meta().ULID] = true
+		i := slices.Index(db.blocks, b)
+		if i < 0 { // deleted meanwhile (retention)
+			db.mu.Unlock()
+			rb.Close()
+			continue
+		}
+		db.blocks[i] = rb
 		db.mu.Unlock()
+		// Queriers hold their own references; the files close with the
+		// last one, and unlinked files stay readable until then.
+		b.Close()
+		if err := removeDir(b.Dir()); err != nil {
+			return fmt.Errorf("delete local copy of uploaded block %s: %w", id, err)
+		}
 		db.shippedBlocks.Add(1)
-		db.log.Info("block uploaded", "block", b.Meta().ULID, "mint", b.Meta().MinTime, "maxt", b.Meta().MaxTime)
+		db.log.Info("block moved to the remote tier", "block", id, "mint", b.Meta().MinTime, "maxt", b.Meta().MaxTime)
 	}
 	return nil
 }
@@ -143,3 +172,32 @@ func (db *DB) localBlocks() []block.Meta {
 // ShipBlocks uploads the blocks due for the remote tier now (the
 // background loop does it after each compaction round).
 func (db *DB) ShipBlocks(ctx context.Context) error { return db.shipBlocks(ctx) }
+
+// queueTierDelete records that retention dropped remote block id; the
+// compaction loop deletes it from the tier (tierDeletes). A block whose
+// delete never ran (a crash) is opened again at the next start and
+// dropped by retention again.
+func (db *DB) queueTierDelete(id string) {
+	db.tierMu.Lock()
+	db.tierDrop = append(db.tierDrop, id)
+	db.tierMu.Unlock()
+}
+
+// tierDeletes deletes the queued blocks from the tier; a failed one stays
+// queued.
+func (db *DB) tierDeletes(ctx context.Context) error {
+	db.tierMu.Lock()
+	ids := db.tierDrop
+	db.tierDrop = nil
+	db.tierMu.Unlock()
+	for i, id := range ids {
+		if err := db.opts.Remote.Delete(ctx, id); err != nil {
+			db.tierMu.Lock()
+			db.tierDrop = append(db.tierDrop, ids[i:]...)
+			db.tierMu.Unlock()
+			return fmt.Errorf("retention: delete block %s from the remote tier: %w", id, err)
+		}
+		db.log.Info("block deleted from the remote tier by retention", "block", id)
+	}
+	return nil
+}
