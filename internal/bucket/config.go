@@ -350,6 +350,9 @@ func Open(cfg Config, dataDir string, logger *slog.Logger, reg prometheus.Regist
 	switch c.Type {
 	case provFilesystem:
 		bkt, err = nonNil(filesystem.NewBucketFromConfig(raw))
+		if err == nil {
+			bkt = durableFS{Bucket: bkt, root: pc["directory"].(string)}
+		}
 	case provS3:
 		bkt, err = nonNil(s3.NewBucket(kl, raw, "aerie", nil))
 	case provGCS:

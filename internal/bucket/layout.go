@@ -115,6 +115,10 @@ func (e *CorruptionError) Error() string {
 
 func (e *CorruptionError) Unwrap() error { return e.Err }
 
+// Corrupted marks the error as damage (not a failure to reach the
+// bucket), for callers that cannot import this package (tsdb).
+func (e *CorruptionError) Corrupted() bool { return true }
+
 func appendObjectHeader(dst []byte, magic uint32, version uint8) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, magic)
 	return append(dst, version, 0, 0, 0)

@@ -100,6 +100,15 @@ func TestTierDisasterRecovery(t *testing.T) {
 	require.NoError(t, app.Append(labels.FromStrings("__name__", "m0", "job", "node", "instance", "h9"), 5*3600_000, 1))
 	require.NoError(t, app.Commit())
 	require.Equal(t, want, dbSamples(t, fresh, 0, shippedMax))
+
+	// A block whose metadata object is damaged is skipped and counted;
+	// the node starts and serves the others.
+	st.corrupt = func(name string) bool { return name == MetaObjectName(ulids[0]) }
+	other, err := tsdb.Open(t.TempDir(), opts())
+	require.NoError(t, err)
+	defer other.Close()
+	require.Equal(t, int64(1), other.Stats().Quarantined)
+	require.Len(t, other.Blocks(), len(ulids)-1)
 }
 
 // TestTierRetention: retention drops remote blocks and deletes them from

@@ -2,6 +2,7 @@ package tsdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -63,6 +64,14 @@ func (db *DB) openRemote(ctx context.Context) error {
 			continue
 		}
 		b, err := r.Open(ctx, id, db.dict)
+		var damaged interface{ Corrupted() bool }
+		if errors.As(err, &damaged) && damaged.Corrupted() {
+			// Like a corrupt local block (quarantined), it is skipped and
+			// counted; the rest serve.
+			db.quarantined.Add(1)
+			db.log.Warn("remote tier: block skipped, its metadata is damaged", "block", id, "err", err)
+			continue
+		}
 		if err != nil {
 			for _, o := range opened {
 				o.Close()
