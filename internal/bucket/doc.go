@@ -56,20 +56,20 @@
 // engine's remote tier (tsdb.Remote) over them.
 //
 //  10. A block is visible in the bucket only once its metadata object
-//      exists, and that object is written last: after every data object
-//      and the TagDict segment the block needs were written and read back
-//      byte for byte.
+//     exists, and that object is written last: after every data object
+//     and the TagDict segment the block needs were written and read back
+//     byte for byte.
 //  11. TagDict segments are append-only and contiguous in code order; a
-//      dictionary rebuilt from them gives every code the pair it had.
+//     dictionary rebuilt from them gives every code the pair it had.
 //  12. Every byte read from the bucket is checked before use: metadata
-//      objects against their trailing CRC32C, group extents against the
-//      block index's CRC32C, segments against their records' CRCs. Damage
-//      is a *CorruptionError naming the object and byte offset.
+//     objects against their trailing CRC32C, group extents against the
+//     block index's CRC32C, segments against their records' CRCs. Damage
+//     is a *CorruptionError naming the object and byte offset.
 //  13. The filesystem provider's uploads are atomic and durable (temporary
-//      name, fsync, rename, directory fsync): no object is ever torn under
-//      its own name.
+//     name, fsync, rename, directory fsync): no object is ever torn under
+//     its own name.
 //  14. Reading a group extent costs at most one GET; extents are kept in
-//      an LRU bounded in bytes (ExtentCache, goroutine-safe under its mu).
+//     an LRU bounded in bytes (ExtentCache, goroutine-safe under its mu).
 //
 // Locking: Uploader serializes segment uploads under its mu; Tier guards
 // its uploader under its mu. Bucket has no mutex. Its fields are set by Open and Wrap and
