@@ -75,6 +75,10 @@ func TestTierDisasterRecovery(t *testing.T) {
 	ulids, err := ListBlocks(context.Background(), st)
 	require.NoError(t, err)
 	require.NotEmpty(t, ulids)
+	rs := db.RemoteStats()
+	require.Equal(t, int64(len(ulids)), rs.ShippedBlocks)
+	require.Equal(t, len(ulids), rs.Blocks)
+	require.Zero(t, rs.UploadLag)
 	var shippedMax int64 = math.MinInt64
 	for _, m := range db.Blocks() {
 		for _, id := range ulids {

@@ -31,6 +31,10 @@ func TestBucketConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, st.IsDir())
 	require.Equal(t, int64(2*3600_000), s.cfg.Aerie.EngineOptions().LocalRetention)
+	_, body := get(t, "http://"+addr+"/metrics")
+	for _, m := range []string{"aerie_bucket_extent_gets_total", "aerie_bucket_query_needed_bytes_total", "aerie_bucket_blocks", "aerie_bucket_upload_lag_seconds", "aerie_bucket_requests_total"} {
+		require.Contains(t, body, m)
+	}
 	cancel()
 	require.NoError(t, <-done)
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/aerie-db/aerie/internal/bucket"
 	"net/http"
 	"strconv"
 	"time"
@@ -65,6 +66,30 @@ func newMetrics() *metrics {
 }
 
 // registerEngine exports the engine's gauges.
+// registerTier registers the remote tier's metrics: what queries read
+// from the bucket against what they needed (read amplification), and the
+// engine's moves to it.
+func (m *metrics) registerTier(db *tsdb.DB, t *bucket.Tier) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_bucket_extent_gets_total", Help: "Group extents fetched from the bucket by queries (one GET each)."},
+			func() float64 { return float64(t.Stats.Gets.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_bucket_query_fetched_bytes_total", Help: "Bytes of group extents fetched from the bucket by queries."},
+			func() float64 { return float64(t.Stats.BytesFetched.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_bucket_query_needed_bytes_total", Help: "Bytes of timestamp and value columns queries read from bucket blocks; fetched ÷ needed is the read amplification."},
+			func() float64 { return float64(t.Stats.BytesNeeded.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_bucket_extent_cache_hits_total", Help: "Group extent reads answered from the extent cache."},
+			func() float64 { return float64(t.Stats.CacheHits.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_bucket_blocks", Help: "Open blocks read from the bucket."},
+			func() float64 { return float64(db.RemoteStats().Blocks) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_bucket_moved_blocks_total", Help: "Local blocks moved to the bucket since start."},
+			func() float64 { return float64(db.RemoteStats().ShippedBlocks) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_bucket_upload_failures_total", Help: "Block uploads that failed (retried at the next round)."},
+			func() float64 { return float64(db.RemoteStats().ShipFailures) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_bucket_upload_lag_seconds", Help: "How long the oldest local block due for the bucket has been due, in data time (0: none)."},
+			func() float64 { return float64(db.RemoteStats().UploadLag) / 1000 }),
+	)
+}
+
 func (m *metrics) registerEngine(db *tsdb.DB) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_head_series", Help: "Series in the head's registry."},

@@ -121,6 +121,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.log.Info("data directory open", "dir", opts.DataDir, "took", time.Since(start), "head_series", s.db.Head().NumSeries(), "blocks", len(s.db.Blocks()))
 	s.m.registerEngine(s.db)
+	if t, ok := eo.Remote.(*bucket.Tier); ok {
+		s.m.registerTier(s.db, t)
+	}
 	if err := s.build(); err != nil {
 		s.db.Close()
 		if s.bkt != nil {

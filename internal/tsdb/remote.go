@@ -210,3 +210,35 @@ func (db *DB) tierDeletes(ctx context.Context) error {
 	}
 	return nil
 }
+
+// RemoteStats are the remote tier's counters.
+type RemoteStats struct {
+	Blocks        int   // open blocks read from the tier
+	ShippedBlocks int64 // local blocks moved to the tier since open
+	ShipFailures  int64 // failed uploads (retried next round)
+	// UploadLag is how long, in data time (ms), the oldest local block
+	// due for the tier has been due (0: none).
+	UploadLag      int64
+	PendingDeletes int // remote blocks retention dropped, not yet deleted from the tier
+}
+
+// RemoteStats returns the remote tier's counters.
+func (db *DB) RemoteStats() RemoteStats {
+	st := RemoteStats{ShippedBlocks: db.shippedBlocks.Load(), ShipFailures: db.shipFailures.Load()}
+	newest := db.newestT()
+	cutoff := newest - db.opts.LocalRetention
+	db.mu.RLock()
+	for _, b := range db.blocks {
+		switch m := b.Meta(); {
+		case b.Remote():
+			st.Blocks++
+		case db.opts.Remote != nil && newest != math.MinInt64 && m.MaxTime <= cutoff:
+			st.UploadLag = max(st.UploadLag, cutoff-m.MaxTime)
+		}
+	}
+	db.mu.RUnlock()
+	db.tierMu.Lock()
+	st.PendingDeletes = len(db.tierDrop)
+	db.tierMu.Unlock()
+	return st
+}
