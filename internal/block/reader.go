@@ -659,16 +659,20 @@ type Extent struct {
 	CRC        uint32   // CRC32C of the extent's bytes, from the index
 	MinT, MaxT int64    // the group's first and last timestamps
 	Series     []uint32 // local ids of the series of its columns
+	// Parts are the lengths of the extent's parts, in order: its
+	// timestamp column, then each value column.
+	Parts []int64
 }
 
 // Extents returns the block's group extents in data-file order.
 func (r *Reader) Extents() []Extent {
 	out := make([]Extent, len(r.groups))
 	for i, g := range r.groups {
-		e := Extent{Off: g.off, Len: g.tsLen, CRC: g.crc, MinT: g.minT, MaxT: g.maxT}
+		e := Extent{Off: g.off, Len: g.tsLen, CRC: g.crc, MinT: g.minT, MaxT: g.maxT, Parts: []int64{g.tsLen}}
 		for _, c := range g.cols {
 			e.Len += c.meta.DataLen()
 			e.Series = append(e.Series, c.series)
+			e.Parts = append(e.Parts, c.meta.DataLen())
 		}
 		out[i] = e
 	}

@@ -26,14 +26,10 @@ var _ difftest.Appender = (*head.Appender)(nil)
 // a share of them (503s, cut bodies, resets); then, with their local
 // copies deleted, every Select and PromQL answer, its data fetched
 // through the faulty proxy, must equal prometheus/tsdb's bit for bit.
-// Short mode uses the small workload (one hour in 30-minute partitions).
+// It uses the small workload (one hour in 30-minute partitions).
 func TestDifferentialBucket(t *testing.T) {
-	cfg := difftest.Small()
+	cfg := difftest.Small() // the full workload takes minutes through versitygw
 	selects := 100
-	if !testing.Short() {
-		cfg = difftest.Full()
-		selects = 200
-	}
 	w := difftest.Generate(cfg)
 	prom, err := difftest.OpenProm(t.TempDir(), cfg.OOOWindow)
 	require.NoError(t, err)

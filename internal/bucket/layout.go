@@ -100,6 +100,10 @@ type Placement struct {
 	Object   int
 	Off, Len int64
 	CRC      uint32 // CRC32C of the extent (the block index's)
+	// Parts are the CRC32C of each part of the extent: its timestamp
+	// column, then each value column (their lengths are the index's), so
+	// a reader can fetch and check one column alone.
+	Parts []uint32
 }
 
 // CorruptionError reports a damaged bucket object.
@@ -144,6 +148,10 @@ func AppendBlockMeta(dst []byte, m *BlockMeta) []byte {
 		dst = binary.AppendUvarint(dst, uint64(g.Off))
 		dst = binary.AppendUvarint(dst, uint64(g.Len))
 		dst = binary.BigEndian.AppendUint32(dst, g.CRC)
+		dst = binary.AppendUvarint(dst, uint64(len(g.Parts)))
+		for _, c := range g.Parts {
+			dst = binary.BigEndian.AppendUint32(dst, c)
+		}
 	}
 	return binary.BigEndian.AppendUint32(dst, checksum.CRC32C(dst[start:]))
 }
@@ -253,6 +261,10 @@ func ParseBlockMeta(name string, b []byte) (*BlockMeta, error) {
 		g.Off = int64(d.uvarint("group offset", math.MaxInt64))
 		g.Len = int64(d.uvarint("group length", math.MaxInt64))
 		g.CRC = d.u32("group checksum")
+		nparts := d.uvarint("part count", uint64(len(d.b)-d.pos)/4)
+		for j := uint64(0); j < nparts && d.err == nil; j++ {
+			g.Parts = append(g.Parts, d.u32("part checksum"))
+		}
 		if d.err != nil {
 			break
 		}

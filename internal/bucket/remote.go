@@ -75,9 +75,14 @@ func OpenBlock(ctx context.Context, st RangeStore, ulid string, dict *index.TagD
 		return nil, &CorruptionError{Object: name, Err: fmt.Errorf("%d group placements for %d groups", len(m.Groups), len(d.exts))}
 	}
 	for i, e := range d.exts {
-		if g := m.Groups[i]; g.Len != e.Len || g.CRC != e.CRC {
+		g := m.Groups[i]
+		if g.Len != e.Len || g.CRC != e.CRC {
 			r.Close()
 			return nil, &CorruptionError{Object: name, Err: fmt.Errorf("group %d: placement of %d bytes (CRC %#x), index says %d (%#x)", i, g.Len, g.CRC, e.Len, e.CRC)}
+		}
+		if len(g.Parts) != len(e.Parts) {
+			r.Close()
+			return nil, &CorruptionError{Object: name, Err: fmt.Errorf("group %d: %d part checksums for %d parts", i, len(g.Parts), len(e.Parts))}
 		}
 	}
 	return r, nil
@@ -105,12 +110,17 @@ func (d *remoteData) ReadAt(p []byte, off int64) (int, error) {
 	if off+int64(len(p)) > e.Off+e.Len {
 		return 0, fmt.Errorf("bucket block %s: read [%d, +%d) spans past group %d's extent", d.ulid, off, len(p), gi)
 	}
+	if d.stats != nil {
+		d.stats.BytesNeeded.Add(int64(len(p)))
+	}
+	// The whole extent is fetched (one GET per group touched), not the
+	// part holding the read: the reader does not know yet which other
+	// columns of the group the query will read, and a GET per part would
+	// multiply the requests of queries that read many. Placement.Parts
+	// lets a later reader fetch and check parts alone.
 	b, err := d.extent(gi)
 	if err != nil {
 		return 0, err
-	}
-	if d.stats != nil {
-		d.stats.BytesNeeded.Add(int64(len(p)))
 	}
 	return copy(p, b[off-e.Off:]), nil
 }

@@ -115,7 +115,7 @@ func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error
 			if checksum.CRC32C(ext) != e.CRC {
 				return res, &block.CorruptionError{File: filepath.Join(dir, block.DataFilename), Offset: e.Off, Err: fmt.Errorf("group %d extent: checksum mismatch", i)}
 			}
-			m.Groups[i] = Placement{Object: n, Off: int64(len(obj)), Len: e.Len, CRC: e.CRC}
+			m.Groups[i] = Placement{Object: n, Off: int64(len(obj)), Len: e.Len, CRC: e.CRC, Parts: partCRCs(ext, e.Parts)}
 			obj = append(obj, ext...)
 		}
 		name := DataObjectName(bm.ULID, n)
@@ -163,6 +163,17 @@ func (u *Uploader) check(ctx context.Context, ulid string, idx []byte) error {
 		}
 	}
 	return nil
+}
+
+// partCRCs returns the CRC32C of each part of ext, of the given lengths.
+func partCRCs(ext []byte, lens []int64) []uint32 {
+	out := make([]uint32, len(lens))
+	off := int64(0)
+	for i, n := range lens {
+		out[i] = checksum.CRC32C(ext[off : off+n])
+		off += n
+	}
+	return out
 }
 
 // put uploads data as name and reads it back.

@@ -18,6 +18,7 @@ import (
 	"github.com/thanos-io/objstore"
 
 	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/checksum"
 	"github.com/aerie-db/aerie/internal/index"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
@@ -158,6 +159,13 @@ func TestUploadBlock(t *testing.T) {
 			g := m.Groups[i]
 			require.Equal(t, data[e.Off:e.Off+e.Len], objs[g.Object][g.Off:g.Off+g.Len], "group %d", i)
 			require.Equal(t, e.CRC, g.CRC)
+			require.Len(t, g.Parts, 1+len(e.Series))
+			at := g.Off
+			for j, n := range e.Parts {
+				require.Equal(t, checksum.CRC32C(objs[g.Object][at:at+n]), g.Parts[j], "group %d part %d", i, j)
+				at += n
+			}
+			require.Equal(t, g.Off+g.Len, at)
 		}
 		// Related groups share objects: one job's extents are contiguous
 		// in object order.
@@ -233,7 +241,7 @@ func TestBlockMetaFormat(t *testing.T) {
 	m := &BlockMeta{
 		Meta: []byte(`{"ulid":"x"}`), Index: []byte("index bytes"), TagDictLen: 42,
 		Objects: []ObjectInfo{{Size: 100, CRC: 7}, {Size: 50, CRC: 9}},
-		Groups:  []Placement{{Object: 0, Off: 8, Len: 92, CRC: 1}, {Object: 1, Off: 8, Len: 42, CRC: 2}},
+		Groups:  []Placement{{Object: 0, Off: 8, Len: 92, CRC: 1, Parts: []uint32{3, 4}}, {Object: 1, Off: 8, Len: 42, CRC: 2, Parts: []uint32{5}}},
 	}
 	b := AppendBlockMeta(nil, m)
 	got, err := ParseBlockMeta("meta", b)
