@@ -78,17 +78,8 @@ func Open(dir string, dict *index.TagDict, opts ReaderOptions) (*Reader, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := r.decodeIndex(ib, dict); err != nil {
-		var ce *CorruptionError
-		if errors.As(err, &ce) {
-			ce.File = ipath
-			return nil, ce
-		}
-		var ic *index.CorruptionError
-		if errors.As(err, &ic) {
-			return nil, &CorruptionError{File: ipath, Offset: ic.Offset, Err: err}
-		}
-		return nil, &CorruptionError{File: ipath, Err: err}
+	if err := r.decodeIndexFile(ib, dict, ipath); err != nil {
+		return nil, err
 	}
 	dpath := filepath.Join(dir, DataFilename)
 	f, err := os.Open(dpath)
@@ -112,6 +103,25 @@ func Open(dir string, dict *index.TagDict, opts ReaderOptions) (*Reader, error) 
 	}
 	r.refs.Store(1)
 	return r, nil
+}
+
+// decodeIndexFile decodes the index file ipath (b) into r; any failure is
+// a *CorruptionError naming ipath.
+func (r *Reader) decodeIndexFile(b []byte, dict *index.TagDict, ipath string) error {
+	err := r.decodeIndex(b, dict)
+	if err == nil {
+		return nil
+	}
+	var ce *CorruptionError
+	if errors.As(err, &ce) {
+		ce.File = ipath
+		return ce
+	}
+	var ic *index.CorruptionError
+	if errors.As(err, &ic) {
+		return &CorruptionError{File: ipath, Offset: ic.Offset, Err: err}
+	}
+	return &CorruptionError{File: ipath, Err: err}
 }
 
 func decodeMeta(b []byte, m *Meta) error {
@@ -615,18 +625,8 @@ func OpenRemote(name string, meta, idx []byte, dict *index.TagDict, data io.Read
 	if err := decodeMeta(meta, &r.meta); err != nil {
 		return nil, &CorruptionError{File: filepath.Join(name, MetaFilename), Offset: 0, Err: err}
 	}
-	if err := r.decodeIndex(idx, dict); err != nil {
-		ipath := filepath.Join(name, IndexFilename)
-		var ce *CorruptionError
-		if errors.As(err, &ce) {
-			ce.File = ipath
-			return nil, ce
-		}
-		var ic *index.CorruptionError
-		if errors.As(err, &ic) {
-			return nil, &CorruptionError{File: ipath, Offset: ic.Offset, Err: err}
-		}
-		return nil, &CorruptionError{File: ipath, Err: err}
+	if err := r.decodeIndexFile(idx, dict, filepath.Join(name, IndexFilename)); err != nil {
+		return nil, err
 	}
 	r.refs.Store(1)
 	return r, nil
