@@ -439,6 +439,10 @@ type Selection struct {
 	Series     []Series
 	mu         sync.Mutex
 	ts         map[uint32]*encoding.ScaledTimestamps
+
+	preMu  sync.Mutex // guards pre and preErr; taken before mu
+	pre    io.ReaderAt
+	preErr error
 }
 
 // Select returns the series matching ms with locations overlapping
@@ -496,7 +500,7 @@ func (q *Selection) timestamps(gi uint32) (*encoding.ScaledTimestamps, error) {
 	}
 	g := &q.r.groups[gi]
 	buf := make([]byte, g.tsLen)
-	if _, err := q.r.data.ReadAt(buf, g.off); err != nil {
+	if _, err := q.r.data.ReadAt(buf, g.off); err != nil { // a remote block's are in its metadata
 		return nil, fmt.Errorf("block %s: read timestamps of group %d: %w", q.r.dir, gi, err)
 	}
 	ts, _, err := encoding.ParseScaledTimestamps(buf)
@@ -534,27 +538,14 @@ func (s *Series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
 
 // source reads the byte range of the column covering the selection.
 func (q *Selection) source(l loc) (seriesiter.TupleSource, error) {
-	g := &q.r.groups[l.group]
-	c := &g.cols[l.col]
-	ts, err := q.timestamps(l.group)
-	if err != nil {
-		return nil, err
+	src, off, end, err := q.span(l)
+	if err != nil || src.n == 0 {
+		return src, err
 	}
-	r0 := ts.Search(q.mint)
-	r1 := ts.Search(q.maxt+1) - 1
-	if q.maxt == math.MaxInt64 {
-		r1 = ts.Len() - 1
-	}
-	src := &colSource{ts: ts, meta: &c.meta, tupleSize: int(c.meta.TupleSize)}
-	if r0 > r1 {
-		return src, nil
-	}
-	src.t0 = r0 / src.tupleSize
-	src.n = r1/src.tupleSize - src.t0 + 1
-	off, end := c.meta.TupleRange(src.t0, src.t0+src.n-1)
+	c := &q.r.groups[l.group].cols[l.col]
 	if end > off {
 		src.buf = make([]byte, end-off)
-		if _, err := q.r.data.ReadAt(src.buf, c.off+off); err != nil {
+		if err := q.read(src.buf, c.off+off); err != nil {
 			return nil, fmt.Errorf("block %s: read column: %w", q.r.dir, err)
 		}
 	}
@@ -562,6 +553,89 @@ func (q *Selection) source(l loc) (seriesiter.TupleSource, error) {
 	src.file = filepath.Join(q.r.dir, DataFilename)
 	src.fileOff = c.off
 	return src, nil
+}
+
+// span returns the source of location l, without its bytes, and the byte
+// range of its column (from the column's start) holding the tuples of the
+// selection's time range; src.n is 0 when it has none.
+func (q *Selection) span(l loc) (src *colSource, off, end int64, err error) {
+	g := &q.r.groups[l.group]
+	c := &g.cols[l.col]
+	ts, err := q.timestamps(l.group)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	r0 := ts.Search(q.mint)
+	r1 := ts.Search(q.maxt+1) - 1
+	if q.maxt == math.MaxInt64 {
+		r1 = ts.Len() - 1
+	}
+	src = &colSource{ts: ts, meta: &c.meta, tupleSize: int(c.meta.TupleSize)}
+	if r0 > r1 {
+		return src, 0, 0, nil
+	}
+	src.t0 = r0 / src.tupleSize
+	src.n = r1/src.tupleSize - src.t0 + 1
+	off, end = c.meta.TupleRange(src.t0, src.t0+src.n-1)
+	return src, off, end, nil
+}
+
+// ByteRange is a range of a block's data file.
+type ByteRange struct{ Off, Len int64 }
+
+// Prefetcher is implemented by the data of a remote block (OpenRemote):
+// given every range a selection's iterators will read, it fetches them
+// at once (coalesced, in parallel) and returns a reader over them, which
+// the selection's reads try first. A range it does not hold is an error
+// of its ReadAt, and the read goes to the block's data.
+type Prefetcher interface {
+	Prefetch(ranges []ByteRange) (io.ReaderAt, error)
+}
+
+// read fills p from data-file offset off: from the selection's prefetched
+// ranges when the block's data is a Prefetcher (all of the selection's
+// column ranges are fetched at the first read), else from the data.
+func (q *Selection) read(p []byte, off int64) error {
+	if pf, ok := q.r.data.(Prefetcher); ok {
+		pre, err := q.prefetch(pf)
+		if err != nil {
+			return err
+		}
+		if _, err := pre.ReadAt(p, off); err == nil {
+			return nil
+		}
+	}
+	_, err := q.r.data.ReadAt(p, off)
+	return err
+}
+
+// prefetch asks pf once for the column ranges of every series of the
+// selection (preMu).
+func (q *Selection) prefetch(pf Prefetcher) (io.ReaderAt, error) {
+	q.preMu.Lock()
+	defer q.preMu.Unlock()
+	if q.pre != nil || q.preErr != nil {
+		return q.pre, q.preErr
+	}
+	var ranges []ByteRange
+	for _, s := range q.Series {
+		for _, l := range q.r.series[s.ID] {
+			g := &q.r.groups[l.group]
+			if g.minT > q.maxt || g.maxT < q.mint {
+				continue
+			}
+			src, off, end, err := q.span(l)
+			if err != nil {
+				q.preErr = err
+				return nil, err
+			}
+			if src.n > 0 && end > off {
+				ranges = append(ranges, ByteRange{Off: g.cols[l.col].off + off, Len: end - off})
+			}
+		}
+	}
+	q.pre, q.preErr = pf.Prefetch(ranges)
+	return q.pre, q.preErr
 }
 
 // colSource is a seriesiter.TupleSource over the tuples [t0, t0+n) of one

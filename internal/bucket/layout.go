@@ -26,8 +26,9 @@ const (
 	// MetaObjectMagic opens a block's metadata object.
 	MetaObjectMagic uint32 = 0xAEB0BE7A
 	// MetaObjectVersion is the only metadata object version this code
-	// writes and reads.
-	MetaObjectVersion uint8 = 1
+	// writes and reads (version 1, never released, had one CRC per column
+	// and no timestamp columns).
+	MetaObjectVersion uint8 = 2
 	// DataObjectMagic opens a data object.
 	DataObjectMagic uint32 = 0xAEB0DA7A
 	// DataObjectVersion is the only data object version this code writes
@@ -38,6 +39,9 @@ const (
 	ObjectHeaderLen = 8
 	// DefaultObjectSize bounds a data object unless one extent is larger.
 	DefaultObjectSize = 64 << 20
+	// DefaultWindowSize is the span of a value column each window CRC
+	// covers: the granule in which a reader fetches and checks data.
+	DefaultWindowSize = 512
 )
 
 const (
@@ -85,6 +89,9 @@ type BlockMeta struct {
 	// TagDictLen is the number of TagDict codes the segments must cover
 	// before the index can be read.
 	TagDictLen int
+	// WindowSize is the span, in bytes, of each window CRC of the value
+	// columns.
+	WindowSize int
 	Objects    []ObjectInfo // the data objects, by number
 	Groups     []Placement  // where each group extent is, in index order
 }
@@ -100,10 +107,27 @@ type Placement struct {
 	Object   int
 	Off, Len int64
 	CRC      uint32 // CRC32C of the extent (the block index's)
-	// Parts are the CRC32C of each part of the extent: its timestamp
-	// column, then each value column (their lengths are the index's), so
-	// a reader can fetch and check one column alone.
-	Parts []uint32
+	// Timestamps is the group's timestamp column, the extent's first part,
+	// copied here so that a reader finds the rows of a time range without
+	// reading data (CloudTS keeps the time mapping with the metadata).
+	Timestamps []byte
+	// Windows are, for each value column in order (their lengths are the
+	// index's), the CRC32C of each WindowSize bytes of the column, the
+	// last window shorter: a reader fetches and checks any run of windows
+	// alone.
+	Windows [][]uint32
+}
+
+// windowCount is the number of windows of a column of n bytes.
+func windowCount(n int64, size int) int { return int((n + int64(size) - 1) / int64(size)) }
+
+// windowCRCs returns the window CRCs of col.
+func windowCRCs(col []byte, size int) []uint32 {
+	out := make([]uint32, 0, windowCount(int64(len(col)), size))
+	for off := 0; off < len(col); off += size {
+		out = append(out, checksum.CRC32C(col[off:min(off+size, len(col))]))
+	}
+	return out
 }
 
 // CorruptionError reports a damaged bucket object.
@@ -137,6 +161,7 @@ func AppendBlockMeta(dst []byte, m *BlockMeta) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(m.Index)))
 	dst = append(dst, m.Index...)
 	dst = binary.AppendUvarint(dst, uint64(m.TagDictLen))
+	dst = binary.AppendUvarint(dst, uint64(m.WindowSize))
 	dst = binary.AppendUvarint(dst, uint64(len(m.Objects)))
 	for _, o := range m.Objects {
 		dst = binary.AppendUvarint(dst, uint64(o.Size))
@@ -148,9 +173,14 @@ func AppendBlockMeta(dst []byte, m *BlockMeta) []byte {
 		dst = binary.AppendUvarint(dst, uint64(g.Off))
 		dst = binary.AppendUvarint(dst, uint64(g.Len))
 		dst = binary.BigEndian.AppendUint32(dst, g.CRC)
-		dst = binary.AppendUvarint(dst, uint64(len(g.Parts)))
-		for _, c := range g.Parts {
-			dst = binary.BigEndian.AppendUint32(dst, c)
+		dst = binary.AppendUvarint(dst, uint64(len(g.Timestamps)))
+		dst = append(dst, g.Timestamps...)
+		dst = binary.AppendUvarint(dst, uint64(len(g.Windows)))
+		for _, col := range g.Windows {
+			dst = binary.AppendUvarint(dst, uint64(len(col)))
+			for _, c := range col {
+				dst = binary.BigEndian.AppendUint32(dst, c)
+			}
 		}
 	}
 	return binary.BigEndian.AppendUint32(dst, checksum.CRC32C(dst[start:]))
@@ -245,6 +275,11 @@ func ParseBlockMeta(name string, b []byte) (*BlockMeta, error) {
 	m.Meta = d.bytes("meta.json")
 	m.Index = d.bytes("index")
 	m.TagDictLen = int(d.uvarint("tagdict length", math.MaxUint32))
+	at := d.pos
+	m.WindowSize = int(d.uvarint("window size", math.MaxInt32))
+	if d.err == nil && m.WindowSize == 0 {
+		d.fail(at, "window size 0")
+	}
 	nobj := d.uvarint("object count", uint64(len(d.b)))
 	for i := uint64(0); i < nobj && d.err == nil; i++ {
 		o := ObjectInfo{Size: int64(d.uvarint("object size", math.MaxInt64))}
@@ -261,9 +296,19 @@ func ParseBlockMeta(name string, b []byte) (*BlockMeta, error) {
 		g.Off = int64(d.uvarint("group offset", math.MaxInt64))
 		g.Len = int64(d.uvarint("group length", math.MaxInt64))
 		g.CRC = d.u32("group checksum")
-		nparts := d.uvarint("part count", uint64(len(d.b)-d.pos)/4)
-		for j := uint64(0); j < nparts && d.err == nil; j++ {
-			g.Parts = append(g.Parts, d.u32("part checksum"))
+		nts := d.uvarint("timestamp column length", uint64(len(d.b)-d.pos))
+		if d.err == nil {
+			g.Timestamps = d.b[d.pos : d.pos+int(nts)]
+			d.pos += int(nts)
+		}
+		ncols := d.uvarint("column count", uint64(len(d.b)-d.pos))
+		for j := uint64(0); j < ncols && d.err == nil; j++ {
+			nwin := d.uvarint("window count", uint64(len(d.b)-d.pos)/4)
+			col := make([]uint32, 0, nwin)
+			for k := uint64(0); k < nwin && d.err == nil; k++ {
+				col = append(col, d.u32("window checksum"))
+			}
+			g.Windows = append(g.Windows, col)
 		}
 		if d.err != nil {
 			break

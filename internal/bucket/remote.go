@@ -1,12 +1,20 @@
 package bucket
 
 import (
+	"bytes"
+	"cmp"
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/aerie-db/aerie/internal/block"
 	"github.com/aerie-db/aerie/internal/checksum"
@@ -24,11 +32,25 @@ type RangeStore interface {
 // ReadStats count what remote blocks fetched against what their readers
 // asked for: BytesFetched ÷ BytesNeeded is the read amplification.
 type ReadStats struct {
-	Gets         atomic.Int64
-	BytesFetched atomic.Int64
-	BytesNeeded  atomic.Int64
-	CacheHits    atomic.Int64
+	Gets         atomic.Int64 // range GETs of data objects
+	Rounds       atomic.Int64 // fetches that issued GETs: round trips, the GETs of one in parallel
+	BytesFetched atomic.Int64 // bytes those GETs returned
+	BytesNeeded  atomic.Int64 // bytes of the column ranges the fetches were for
+	CacheHits    atomic.Int64 // windows served from the cache instead
+	MetaGets     atomic.Int64 // metadata objects fetched (OpenBlock)
+	MetaBytes    atomic.Int64
 }
+
+// Data reads: a fetch asks for column ranges; each is widened to the
+// column's CRC windows (Placement.Windows), the windows already cached are
+// taken from the cache, and the runs of missing windows are mapped to
+// their data objects, sorted, and coalesced when the gap between two is at
+// most CoalesceGap bytes. The resulting range GETs run in parallel, at
+// most ParallelGets at a time.
+const (
+	CoalesceGap  = 4 << 10
+	ParallelGets = 16
+)
 
 // ListBlocks returns the ULIDs of the blocks visible in the bucket: those
 // whose metadata object exists.
@@ -47,15 +69,19 @@ func ListBlocks(ctx context.Context, st Store) ([]string, error) {
 }
 
 // OpenBlock opens block ulid of the bucket for reading: its metadata
-// object is fetched and checked now; data are fetched a group extent at a
-// time as queries read them (one GET per extent, checked against its CRC,
-// kept in cache). dict must hold the codes the block references (see
-// LoadTagDict).
+// object is fetched and checked now; data are fetched as queries read them
+// (a selection's column ranges at once, see CoalesceGap), checked against
+// their window CRCs and kept in cache. dict must hold the codes the block
+// references (see LoadTagDict).
 func OpenBlock(ctx context.Context, st RangeStore, ulid string, dict *index.TagDict, cache *ExtentCache, stats *ReadStats) (*block.Reader, error) {
 	name := MetaObjectName(ulid)
 	b, err := st.Get(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if stats != nil {
+		stats.MetaGets.Add(1)
+		stats.MetaBytes.Add(int64(len(b)))
 	}
 	m, err := ParseBlockMeta(name, b)
 	if err != nil {
@@ -70,94 +96,306 @@ func OpenBlock(ctx context.Context, st RangeStore, ulid string, dict *index.TagD
 		return nil, err
 	}
 	d.r, d.exts = r, r.Extents()
-	if len(d.exts) != len(m.Groups) {
+	if err := d.check(name); err != nil {
 		r.Close()
-		return nil, &CorruptionError{Object: name, Err: fmt.Errorf("%d group placements for %d groups", len(m.Groups), len(d.exts))}
-	}
-	for i, e := range d.exts {
-		g := m.Groups[i]
-		if g.Len != e.Len || g.CRC != e.CRC {
-			r.Close()
-			return nil, &CorruptionError{Object: name, Err: fmt.Errorf("group %d: placement of %d bytes (CRC %#x), index says %d (%#x)", i, g.Len, g.CRC, e.Len, e.CRC)}
-		}
-		if len(g.Parts) != len(e.Parts) {
-			r.Close()
-			return nil, &CorruptionError{Object: name, Err: fmt.Errorf("group %d: %d part checksums for %d parts", i, len(g.Parts), len(e.Parts))}
-		}
+		return nil, err
 	}
 	return r, nil
 }
 
 // remoteData is a block's data file read from its data objects: the
-// io.ReaderAt of block.OpenRemote. A read never spans two group extents
-// (block invariant 2).
+// io.ReaderAt and block.Prefetcher of block.OpenRemote. A read never spans
+// two group extents (block invariant 2), nor two columns.
 type remoteData struct {
 	st    RangeStore
 	ulid  string
 	meta  *BlockMeta
 	r     *block.Reader
 	exts  []block.Extent
+	cols  [][]int64 // per group, each value column's offset in its extent
 	cache *ExtentCache
 	stats *ReadStats
 }
 
-func (d *remoteData) ReadAt(p []byte, off int64) (int, error) {
+// check compares the placements with the index's extents and computes
+// cols.
+func (d *remoteData) check(name string) error {
+	m := d.meta
+	if len(d.exts) != len(m.Groups) {
+		return &CorruptionError{Object: name, Err: fmt.Errorf("%d group placements for %d groups", len(m.Groups), len(d.exts))}
+	}
+	d.cols = make([][]int64, len(d.exts))
+	for i, e := range d.exts {
+		g := m.Groups[i]
+		switch {
+		case g.Len != e.Len || g.CRC != e.CRC:
+			return &CorruptionError{Object: name, Err: fmt.Errorf("group %d: placement of %d bytes (CRC %#x), index says %d (%#x)", i, g.Len, g.CRC, e.Len, e.CRC)}
+		case int64(len(g.Timestamps)) != e.Parts[0]:
+			return &CorruptionError{Object: name, Err: fmt.Errorf("group %d: %d timestamp bytes, index says %d", i, len(g.Timestamps), e.Parts[0])}
+		case len(g.Windows) != len(e.Parts)-1:
+			return &CorruptionError{Object: name, Err: fmt.Errorf("group %d: window checksums of %d columns, index says %d", i, len(g.Windows), len(e.Parts)-1)}
+		}
+		at := e.Parts[0]
+		d.cols[i] = make([]int64, len(e.Parts)-1)
+		for j, l := range e.Parts[1:] {
+			if n := windowCount(l, m.WindowSize); len(g.Windows[j]) != n {
+				return &CorruptionError{Object: name, Err: fmt.Errorf("group %d column %d: %d window checksums for %d bytes, want %d", i, j, len(g.Windows[j]), l, n)}
+			}
+			d.cols[i][j] = at
+			at += l
+		}
+	}
+	return nil
+}
+
+// colRange is a range of one value column: group g, column c, bytes
+// [off, end) of the column.
+type colRange struct {
+	g, c     int
+	off, end int64
+}
+
+// locate maps data-file range [off, off+n) to its column, or to -1 when
+// it lies in a group's timestamp column.
+func (d *remoteData) locate(off, n int64) (colRange, error) {
 	gi := d.r.GroupOf(off)
 	if gi < 0 {
-		return 0, fmt.Errorf("bucket block %s: data offset %d is in no group extent", d.ulid, off)
+		return colRange{}, fmt.Errorf("bucket block %s: data offset %d is in no group extent", d.ulid, off)
 	}
 	e := d.exts[gi]
-	if off+int64(len(p)) > e.Off+e.Len {
-		return 0, fmt.Errorf("bucket block %s: read [%d, +%d) spans past group %d's extent", d.ulid, off, len(p), gi)
+	rel := off - e.Off
+	if rel+n > e.Len {
+		return colRange{}, fmt.Errorf("bucket block %s: read [%d, +%d) spans past group %d's extent", d.ulid, off, n, gi)
 	}
-	if d.stats != nil {
-		d.stats.BytesNeeded.Add(int64(len(p)))
+	if rel < e.Parts[0] {
+		if rel+n > e.Parts[0] {
+			return colRange{}, fmt.Errorf("bucket block %s: read [%d, +%d) spans group %d's timestamp column and values", d.ulid, off, n, gi)
+		}
+		return colRange{g: gi, c: -1, off: rel, end: rel + n}, nil
 	}
-	// The whole extent is fetched (one GET per group touched), not the
-	// part holding the read: the reader does not know yet which other
-	// columns of the group the query will read, and a GET per part would
-	// multiply the requests of queries that read many. Placement.Parts
-	// lets a later reader fetch and check parts alone.
-	b, err := d.extent(gi)
+	cols := d.cols[gi]
+	c := sort.Search(len(cols), func(i int) bool { return cols[i] > rel }) - 1
+	start := cols[c]
+	if rel+n > start+e.Parts[c+1] {
+		return colRange{}, fmt.Errorf("bucket block %s: read [%d, +%d) spans two columns of group %d", d.ulid, off, n, gi)
+	}
+	return colRange{g: gi, c: c, off: rel - start, end: rel - start + n}, nil
+}
+
+// ReadAt reads a timestamp column from the metadata and value bytes
+// through windows (fetched now if not cached).
+func (d *remoteData) ReadAt(p []byte, off int64) (int, error) {
+	cr, err := d.locate(off, int64(len(p)))
 	if err != nil {
 		return 0, err
 	}
-	return copy(p, b[off-e.Off:]), nil
+	if cr.c < 0 {
+		return copy(p, d.meta.Groups[cr.g].Timestamps[cr.off:cr.end]), nil
+	}
+	w, err := d.fetch([]colRange{cr})
+	if err != nil {
+		return 0, err
+	}
+	return w.ReadAt(p, off)
 }
 
-// extent returns group gi's extent, from the cache or fetched and checked.
-func (d *remoteData) extent(gi int) ([]byte, error) {
-	key := extentKey{d.ulid, gi}
-	if b, ok := d.cache.get(key); ok {
-		if d.stats != nil {
-			d.stats.CacheHits.Add(1)
+// Prefetch fetches the column ranges a selection will read (block.Prefetcher).
+func (d *remoteData) Prefetch(ranges []block.ByteRange) (io.ReaderAt, error) {
+	crs := make([]colRange, 0, len(ranges))
+	for _, r := range ranges {
+		cr, err := d.locate(r.Off, r.Len)
+		if err != nil {
+			return nil, err
 		}
-		return b, nil
+		if cr.c >= 0 {
+			crs = append(crs, cr)
+		}
 	}
-	pl := d.meta.Groups[gi]
-	name := DataObjectName(d.ulid, pl.Object)
-	b, err := d.st.GetRange(context.Background(), name, pl.Off, pl.Len)
+	return d.fetch(crs)
+}
+
+// winKey names one window of one column of one group.
+type winKey struct{ g, c, w int32 }
+
+// windows is a set of checked windows of one block: an io.ReaderAt over
+// the data-file ranges they cover.
+type windows struct {
+	d  *remoteData
+	by map[winKey][]byte
+}
+
+var errNotFetched = errors.New("range not fetched")
+
+func (ws *windows) ReadAt(p []byte, off int64) (int, error) {
+	cr, err := ws.d.locate(off, int64(len(p)))
 	if err != nil {
-		return nil, fmt.Errorf("read %s [%d, +%d): %w", name, pl.Off, pl.Len, err)
+		return 0, err
 	}
+	if cr.c < 0 {
+		return copy(p, ws.d.meta.Groups[cr.g].Timestamps[cr.off:cr.end]), nil
+	}
+	size := int64(ws.d.meta.WindowSize)
+	n := 0
+	for at := cr.off; at < cr.end; {
+		w := at / size
+		b, ok := ws.by[winKey{int32(cr.g), int32(cr.c), int32(w)}]
+		if !ok {
+			return n, errNotFetched
+		}
+		k := copy(p[n:], b[at-w*size:])
+		n += k
+		at += int64(k)
+	}
+	return n, nil
+}
+
+// get is one range GET: of object obj, [off, off+len), covering runs.
+type get struct {
+	obj      int
+	off, len int64
+	runs     []winRun
+}
+
+// winRun is a run of windows [w0, w1] of one column, and where they are
+// in their data object.
+type winRun struct {
+	g, c   int
+	w0, w1 int
+	off    int64 // in the object
+	len    int64
+}
+
+// fetch returns the windows covering crs: cached ones from the cache, the
+// others fetched by coalesced range GETs in parallel, checked and cached.
+func (d *remoteData) fetch(crs []colRange) (*windows, error) {
+	ws := &windows{d: d, by: map[winKey][]byte{}}
+	size := int64(d.meta.WindowSize)
+	var runs []winRun
+	var needed int64
+	for _, cr := range crs {
+		if cr.end <= cr.off {
+			continue
+		}
+		colLen := d.exts[cr.g].Parts[cr.c+1]
+		pl := d.meta.Groups[cr.g]
+		base := pl.Off + d.cols[cr.g][cr.c]
+		missing := false
+		w0 := -1
+		flush := func(w1 int) {
+			if w0 >= 0 {
+				off := int64(w0) * size
+				end := min(int64(w1+1)*size, colLen)
+				runs = append(runs, winRun{g: cr.g, c: cr.c, w0: w0, w1: w1, off: base + off, len: end - off})
+				w0 = -1
+			}
+		}
+		last := int((cr.end - 1) / size)
+		for w := int(cr.off / size); w <= last; w++ {
+			k := winKey{int32(cr.g), int32(cr.c), int32(w)}
+			if _, ok := ws.by[k]; ok {
+				flush(w - 1)
+				continue
+			}
+			if b, ok := d.cache.get(extentKey{d.ulid, k}); ok {
+				ws.by[k] = b
+				if d.stats != nil {
+					d.stats.CacheHits.Add(1)
+				}
+				flush(w - 1)
+				continue
+			}
+			missing = true
+			if w0 < 0 {
+				w0 = w
+			}
+			ws.by[k] = nil // claimed: a later range over it does not fetch it again
+		}
+		flush(last)
+		if missing {
+			needed += cr.end - cr.off
+		}
+	}
+	if len(runs) == 0 {
+		return ws, nil
+	}
+	gets := coalesce(runs, d.meta.Groups)
 	if d.stats != nil {
-		d.stats.Gets.Add(1)
-		d.stats.BytesFetched.Add(int64(len(b)))
+		d.stats.Rounds.Add(1)
+		d.stats.BytesNeeded.Add(needed)
 	}
-	if int64(len(b)) != pl.Len || checksum.CRC32C(b) != pl.CRC {
-		return nil, &CorruptionError{Object: name, Offset: pl.Off, Err: fmt.Errorf("group %d extent of %d bytes: checksum mismatch", gi, len(b))}
+	var mu sync.Mutex // guards ws.by while GETs complete
+	g, ctx := errgroup.WithContext(context.Background())
+	g.SetLimit(ParallelGets)
+	for _, gt := range gets {
+		g.Go(func() error {
+			name := DataObjectName(d.ulid, gt.obj)
+			b, err := d.st.GetRange(ctx, name, gt.off, gt.len)
+			if err != nil {
+				return fmt.Errorf("read %s [%d, +%d): %w", name, gt.off, gt.len, err)
+			}
+			if d.stats != nil {
+				d.stats.Gets.Add(1)
+				d.stats.BytesFetched.Add(int64(len(b)))
+			}
+			if int64(len(b)) != gt.len {
+				return &CorruptionError{Object: name, Offset: gt.off + int64(len(b)), Err: fmt.Errorf("range of %d bytes returned %d", gt.len, len(b))}
+			}
+			for _, r := range gt.runs {
+				crcs := d.meta.Groups[r.g].Windows[r.c]
+				rb := b[r.off-gt.off : r.off-gt.off+r.len]
+				for w := r.w0; w <= r.w1; w++ {
+					wb := rb[int64(w-r.w0)*size : min(int64(w-r.w0+1)*size, r.len)]
+					if checksum.CRC32C(wb) != crcs[w] {
+						return &CorruptionError{Object: name, Offset: r.off + int64(w-r.w0)*size, Err: fmt.Errorf("group %d column %d window %d: checksum mismatch", r.g, r.c, w)}
+					}
+					k := winKey{int32(r.g), int32(r.c), int32(w)}
+					d.cache.put(extentKey{d.ulid, k}, bytes.Clone(wb)) // not pinning the whole GET
+					mu.Lock()
+					ws.by[k] = wb
+					mu.Unlock()
+				}
+			}
+			return nil
+		})
 	}
-	d.cache.put(key, b)
-	return b, nil
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
+
+// coalesce turns window runs into range GETs: sorted by object and
+// offset, neighbours at most CoalesceGap bytes apart in one GET.
+func coalesce(runs []winRun, groups []Placement) []get {
+	slices.SortFunc(runs, func(a, b winRun) int {
+		if c := cmp.Compare(groups[a.g].Object, groups[b.g].Object); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.off, b.off)
+	})
+	var out []get
+	for _, r := range runs {
+		obj := groups[r.g].Object
+		if n := len(out); n > 0 {
+			last := &out[n-1]
+			if last.obj == obj && r.off-(last.off+last.len) <= CoalesceGap {
+				last.len = max(last.len, r.off+r.len-last.off)
+				last.runs = append(last.runs, r)
+				continue
+			}
+		}
+		out = append(out, get{obj: obj, off: r.off, len: r.len, runs: []winRun{r}})
+	}
+	return out
 }
 
 type extentKey struct {
-	ulid  string
-	group int
+	ulid string
+	win  winKey
 }
 
-// ExtentCache keeps fetched group extents, least recently used evicted
-// first, up to a byte budget. It is safe for concurrent use (mu).
+// ExtentCache keeps checked windows of data objects, least recently used
+// evicted first, up to a byte budget. It is safe for concurrent use (mu).
 type ExtentCache struct {
 	mu     sync.Mutex
 	budget int64

@@ -102,7 +102,7 @@ func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error
 			keys[i] = packKey(r.SeriesLabels(e.Series[0]))
 		}
 	}
-	m := &BlockMeta{Meta: meta, Index: idx, TagDictLen: u.dict.Synced(), Groups: make([]Placement, len(exts))}
+	m := &BlockMeta{Meta: meta, Index: idx, TagDictLen: u.dict.Synced(), WindowSize: DefaultWindowSize, Groups: make([]Placement, len(exts))}
 	var obj []byte
 	for n, members := range packObjects(lens, keys, u.maxSize) {
 		obj = appendObjectHeader(obj[:0], DataObjectMagic, DataObjectVersion)
@@ -115,7 +115,7 @@ func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error
 			if checksum.CRC32C(ext) != e.CRC {
 				return res, &block.CorruptionError{File: filepath.Join(dir, block.DataFilename), Offset: e.Off, Err: fmt.Errorf("group %d extent: checksum mismatch", i)}
 			}
-			m.Groups[i] = Placement{Object: n, Off: int64(len(obj)), Len: e.Len, CRC: e.CRC, Parts: partCRCs(ext, e.Parts)}
+			m.Groups[i] = placement(n, int64(len(obj)), e, ext, m.WindowSize)
 			obj = append(obj, ext...)
 		}
 		name := DataObjectName(bm.ULID, n)
@@ -165,15 +165,17 @@ func (u *Uploader) check(ctx context.Context, ulid string, idx []byte) error {
 	return nil
 }
 
-// partCRCs returns the CRC32C of each part of ext, of the given lengths.
-func partCRCs(ext []byte, lens []int64) []uint32 {
-	out := make([]uint32, len(lens))
-	off := int64(0)
-	for i, n := range lens {
-		out[i] = checksum.CRC32C(ext[off : off+n])
-		off += n
+// placement describes extent e, whose bytes are ext, at offset off of
+// data object n: its timestamp column (Parts[0]) copied and the window
+// CRCs of each value column.
+func placement(n int, off int64, e block.Extent, ext []byte, window int) Placement {
+	p := Placement{Object: n, Off: off, Len: e.Len, CRC: e.CRC, Timestamps: ext[:e.Parts[0]]}
+	at := e.Parts[0]
+	for _, l := range e.Parts[1:] {
+		p.Windows = append(p.Windows, windowCRCs(ext[at:at+l], window))
+		at += l
 	}
-	return out
+	return p
 }
 
 // put uploads data as name and reads it back.

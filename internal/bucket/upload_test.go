@@ -159,10 +159,17 @@ func TestUploadBlock(t *testing.T) {
 			g := m.Groups[i]
 			require.Equal(t, data[e.Off:e.Off+e.Len], objs[g.Object][g.Off:g.Off+g.Len], "group %d", i)
 			require.Equal(t, e.CRC, g.CRC)
-			require.Len(t, g.Parts, 1+len(e.Series))
-			at := g.Off
-			for j, n := range e.Parts {
-				require.Equal(t, checksum.CRC32C(objs[g.Object][at:at+n]), g.Parts[j], "group %d part %d", i, j)
+			// The timestamp column is in the metadata too; each value
+			// column has a CRC per window.
+			require.Equal(t, objs[g.Object][g.Off:g.Off+e.Parts[0]], g.Timestamps, "group %d", i)
+			require.Len(t, g.Windows, len(e.Series))
+			at := g.Off + e.Parts[0]
+			for j, n := range e.Parts[1:] {
+				col := objs[g.Object][at : at+n]
+				require.Len(t, g.Windows[j], (len(col)+m.WindowSize-1)/m.WindowSize)
+				for w, crc := range g.Windows[j] {
+					require.Equal(t, checksum.CRC32C(col[w*m.WindowSize:min((w+1)*m.WindowSize, len(col))]), crc, "group %d column %d window %d", i, j, w)
+				}
 				at += n
 			}
 			require.Equal(t, g.Off+g.Len, at)
@@ -239,9 +246,12 @@ func TestUploadCutShort(t *testing.T) {
 // a CorruptionError naming the object.
 func TestBlockMetaFormat(t *testing.T) {
 	m := &BlockMeta{
-		Meta: []byte(`{"ulid":"x"}`), Index: []byte("index bytes"), TagDictLen: 42,
+		Meta: []byte(`{"ulid":"x"}`), Index: []byte("index bytes"), TagDictLen: 42, WindowSize: 512,
 		Objects: []ObjectInfo{{Size: 100, CRC: 7}, {Size: 50, CRC: 9}},
-		Groups:  []Placement{{Object: 0, Off: 8, Len: 92, CRC: 1, Parts: []uint32{3, 4}}, {Object: 1, Off: 8, Len: 42, CRC: 2, Parts: []uint32{5}}},
+		Groups: []Placement{
+			{Object: 0, Off: 8, Len: 92, CRC: 1, Timestamps: []byte("ts"), Windows: [][]uint32{{3, 4}, {6}}},
+			{Object: 1, Off: 8, Len: 42, CRC: 2, Timestamps: []byte("t"), Windows: [][]uint32{{5}}},
+		},
 	}
 	b := AppendBlockMeta(nil, m)
 	got, err := ParseBlockMeta("meta", b)
@@ -268,8 +278,8 @@ func TestBlockMetaFormat(t *testing.T) {
 // FuzzParseBlockMeta: no input panics, and what parses re-encodes to the
 // same bytes.
 func FuzzParseBlockMeta(f *testing.F) {
-	f.Add(AppendBlockMeta(nil, &BlockMeta{Meta: []byte("{}"), Index: []byte("i"), TagDictLen: 3,
-		Objects: []ObjectInfo{{Size: 20, CRC: 1}}, Groups: []Placement{{Object: 0, Off: 8, Len: 12, CRC: 5}}}))
+	f.Add(AppendBlockMeta(nil, &BlockMeta{Meta: []byte("{}"), Index: []byte("i"), TagDictLen: 3, WindowSize: 512,
+		Objects: []ObjectInfo{{Size: 20, CRC: 1}}, Groups: []Placement{{Object: 0, Off: 8, Len: 12, CRC: 5, Timestamps: []byte{1, 2}, Windows: [][]uint32{{7}}}}}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseBlockMeta("fuzz", b)

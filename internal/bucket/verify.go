@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -116,8 +117,14 @@ func Verify(ctx context.Context, st RangeStore) (VerifyReport, error) {
 				continue // reported with its object
 			}
 			rep.Extents++
-			if checksum.CRC32C(ob[g.Off:g.Off+g.Len]) != g.CRC {
+			ext := ob[g.Off : g.Off+g.Len]
+			switch {
+			case checksum.CRC32C(ext) != g.CRC:
 				rep.Problems = append(rep.Problems, &CorruptionError{Object: DataObjectName(id, g.Object), Offset: g.Off, Err: fmt.Errorf("group %d extent: checksum mismatch", i)})
+			case !bytes.HasPrefix(ext, g.Timestamps):
+				// The window CRCs were computed from the same extent
+				// bytes at upload; the metadata's own CRC covers them.
+				rep.Problems = append(rep.Problems, &CorruptionError{Object: name, Err: fmt.Errorf("group %d: timestamp column differs from the extent's in %s", i, DataObjectName(id, g.Object))})
 			}
 		}
 	}
