@@ -14,7 +14,8 @@ import (
 // TestBucketConfig: `aerie: storage: bucket: {}` opens the filesystem
 // bucket at <data.dir>/bucket as the engine's remote tier, its metrics
 // are served, and a bad bucket configuration stops the server with an
-// error naming the section.
+// error naming the section. With no storage section the tier is on, on
+// the same filesystem bucket; `tier: false` turns it off.
 func TestBucketConfig(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "aerie.yml")
@@ -32,7 +33,7 @@ func TestBucketConfig(t *testing.T) {
 	require.True(t, st.IsDir())
 	require.Equal(t, int64(2*3600_000), s.cfg.Aerie.EngineOptions().LocalRetention)
 	_, body := get(t, "http://"+addr+"/metrics")
-	for _, m := range []string{"aerie_bucket_extent_gets_total", "aerie_bucket_query_needed_bytes_total", "aerie_bucket_blocks", "aerie_bucket_upload_lag_seconds", "aerie_bucket_requests_total"} {
+	for _, m := range []string{"aerie_bucket_data_gets_total", "aerie_bucket_meta_gets_total", "aerie_bucket_query_needed_bytes_total", "aerie_bucket_blocks", "aerie_bucket_upload_lag_seconds", "aerie_bucket_requests_total"} {
 		require.Contains(t, body, m)
 	}
 	cancel()
@@ -41,4 +42,21 @@ func TestBucketConfig(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfg, []byte("aerie:\n  storage:\n    bucket: {type: NOPE}\n"), 0o644))
 	_, err = New(Options{DataDir: filepath.Join(dir, "data2"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	require.ErrorContains(t, err, "NOPE")
+
+	for _, tc := range []struct {
+		config string
+		tier   bool
+	}{
+		{"", true},
+		{"aerie:\n  storage:\n    tier: false\n", false},
+	} {
+		d := t.TempDir()
+		require.NoError(t, os.WriteFile(cfg, []byte(tc.config), 0o644))
+		s, err := New(Options{DataDir: d, HTTPAddr: freeAddr(t), ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, err)
+		_, err = os.Stat(filepath.Join(d, "bucket"))
+		require.Equal(t, tc.tier, err == nil, "%q: %v", tc.config, err)
+		require.Equal(t, tc.tier, s.bkt != nil, "%q", tc.config)
+		s.shutdown()
+	}
 }

@@ -60,16 +60,17 @@ type AerieConfig struct {
 		ReclaimInterval  model.Duration   `yaml:"reclaim_interval,omitempty"`  // default 1s
 	} `yaml:"memory,omitempty"`
 	Storage struct {
-		// Bucket turns the object-storage tier on (internal/bucket):
-		// `bucket: {}` is the filesystem bucket at <data.dir>/bucket,
-		// `bucket: {type: S3, config: {...}}` an S3 one (objstore's own
-		// configuration). Off by default: local copies of uploaded blocks
-		// are still kept, so a default bucket would only double the disk.
+		// Tier turns the object-storage tier (internal/bucket) off when
+		// false [true]: every block then stays in <data.dir>/blocks.
+		Tier *bool `yaml:"tier,omitempty"`
+		// Bucket is where the tier moves blocks: absent or `bucket: {}`,
+		// the filesystem bucket at <data.dir>/bucket; `bucket: {type: S3,
+		// config: {...}}` an S3 one (objstore's own configuration).
 		Bucket *bucket.Config `yaml:"bucket,omitempty"`
 		// LocalRetention: blocks whose data are all older than this, from
 		// the newest data, are uploaded [24h].
 		LocalRetention model.Duration `yaml:"local_retention,omitempty"`
-		// CacheSize bounds the group extents fetched from the bucket kept
+		// CacheSize bounds the data windows fetched from the bucket kept
 		// in memory [256MiB].
 		CacheSize units.Base2Bytes `yaml:"cache_size,omitempty"`
 	} `yaml:"storage,omitempty"`

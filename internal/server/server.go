@@ -100,8 +100,12 @@ func New(opts Options) (*Server, error) {
 	eo.OnWALFsync = func(d time.Duration) { s.m.walFsync.Observe(d.Seconds()) }
 	eo.OnFlush = func(d time.Duration) { s.m.flushes.Observe(d.Seconds()) }
 	eo.OnCompaction = func(d time.Duration) { s.m.compactions.Observe(d.Seconds()) }
-	if bc := cfg.Aerie.Storage.Bucket; bc != nil {
-		s.bkt, err = bucket.Open(*bc, opts.DataDir, s.log, s.m.reg)
+	if st := cfg.Aerie.Storage; st.Tier == nil || *st.Tier {
+		bc := bucket.Config{}
+		if st.Bucket != nil {
+			bc = *st.Bucket
+		}
+		s.bkt, err = bucket.Open(bc, opts.DataDir, s.log, s.m.reg)
 		if err != nil {
 			return nil, fmt.Errorf("aerie section: storage.bucket: %w", err)
 		}
