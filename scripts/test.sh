@@ -53,9 +53,10 @@ for pkg in $(go list ./...); do
   done
 done
 
-step "bench harness: aerie bench at small scale, side by side with prometheus/tsdb, and aerie bench http against VictoriaMetrics (no timing is asserted; http fails on a server that does not start, a lost sample or a wrong answer)"
+step "bench harness: aerie bench at small scale, side by side with prometheus/tsdb, aerie bench http against VictoriaMetrics and aerie bench bucket against a Thanos-style layout (no timing is asserted; http fails on a server that does not start, a lost sample or a wrong answer; bucket on answers that differ)"
 go run ./cmd/aerie bench --workload=node --scale=small --quiet && go run ./cmd/aerie bench --workload=history --scale=small --quiet
 go run ./cmd/aerie bench http --scale=small --quiet
+go run ./cmd/aerie bench bucket --scale=small --quiet > /dev/null
 
 step "benchmarks compile and run once"
 go test -run '^$' -bench . -benchtime 1x ./internal/... > /dev/null

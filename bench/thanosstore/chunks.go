@@ -72,6 +72,7 @@ func (b *Block) loadChunks(ctx context.Context, entries []seriesEntry, mint, max
 			if err != nil {
 				return chain, err
 			}
+			b.stats.BytesNeeded.Add(int64(len(payload)))
 			s, err := decodeXOR(payload, &it, mint, maxt)
 			if err != nil {
 				return chain, fmt.Errorf("chunk in %s at offset %d: %w", name, l.off, err)

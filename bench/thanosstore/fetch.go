@@ -29,6 +29,10 @@ type Stats struct {
 	// wave of at most maxConcurrentGets parallel GETs, plus one per re-fetch
 	// a part had to make after its first GET (see doc.go, claim 6).
 	RoundTrips atomic.Int64
+	// BytesNeeded counts the bytes of the chunks Select decoded (encoding
+	// byte and data): BytesFetched ÷ BytesNeeded is the read
+	// amplification of the chunk reads and everything before them.
+	BytesNeeded atomic.Int64
 }
 
 // CorruptionError reports data in an object that cannot be what the

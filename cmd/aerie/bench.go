@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aerie-db/aerie/bench"
+	"github.com/aerie-db/aerie/bench/bucketbench"
 	"github.com/aerie-db/aerie/bench/httpbench"
 )
 
@@ -86,7 +87,7 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 	f.IntVar(&cfg.QueryRuns, "query-runs", 0, "instances of each TSBS pattern (default: the scale's)")
 	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (both engines: use pprof -focus to split them)")
-	cmd.AddCommand(newBenchReportCmd(), newBenchHTTPCmd())
+	cmd.AddCommand(newBenchReportCmd(), newBenchHTTPCmd(), newBenchBucketCmd())
 	return cmd
 }
 
@@ -94,7 +95,7 @@ func newBenchReportCmd() *cobra.Command {
 	var out, notes, command string
 	cmd := &cobra.Command{
 		Use:   "report FILE.json...",
-		Short: "Write docs/BENCHMARKS.md from bench --json and bench http --json reports",
+		Short: "Write docs/BENCHMARKS.md from bench, bench http and bench bucket --json reports",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var (
@@ -105,6 +106,14 @@ func newBenchReportCmd() *cobra.Command {
 				b, err := os.ReadFile(a)
 				if err != nil {
 					return err
+				}
+				if bucketbench.IsReport(b) { // aerie bench bucket --json
+					r, err := bucketbench.ReadReport(a)
+					if err != nil {
+						return err
+					}
+					sections = append(sections, r)
+					continue
 				}
 				if httpbench.IsReport(b) { // aerie bench http --json
 					r, err := httpbench.ReadReport(a)
