@@ -62,13 +62,19 @@
 //  11. TagDict segments are append-only and contiguous in code order; a
 //     dictionary rebuilt from them gives every code the pair it had.
 //  12. Every byte read from the bucket is checked before use: metadata
-//     objects against their trailing CRC32C, group extents against the
-//     block index's CRC32C, segments against their records' CRCs. Damage
-//     is a *CorruptionError naming the object and byte offset.
+//     objects against their trailing CRC32C, value-column windows against
+//     their window CRC32C (Placement.Windows), segments against their
+//     records' CRCs; `aerie bucket verify` checks whole extents against
+//     the block index's CRC32C. Damage is a *CorruptionError naming the
+//     object and byte offset.
 //  13. The filesystem provider's uploads are atomic and durable (temporary
 //     name, fsync, rename, directory fsync): no object is ever torn under
 //     its own name.
-//  14. Reading a group extent costs at most one GET; extents are kept in
+//  14. A block selection reads no data object until its first read, then
+//     fetches the windows of every column range of its series at once: the
+//     timestamp columns come from the metadata object, cached windows from
+//     the cache, the rest in one round of range GETs, coalesced within
+//     CoalesceGap and at most ParallelGets at a time. Windows are kept in
 //     an LRU bounded in bytes (ExtentCache, goroutine-safe under its mu).
 //
 // Locking: Uploader serializes segment uploads under its mu; Tier guards
