@@ -37,8 +37,11 @@ type ReadStats struct {
 	BytesFetched atomic.Int64 // bytes those GETs returned
 	BytesNeeded  atomic.Int64 // bytes of the column ranges the fetches were for
 	CacheHits    atomic.Int64 // windows served from the cache instead
-	MetaGets     atomic.Int64 // metadata objects fetched (OpenBlock)
+	MetaGets     atomic.Int64 // metadata objects read (OpenBlock), from the bucket or the metadata cache
 	MetaBytes    atomic.Int64
+	// MetaCacheHits counts the metadata objects of MetaGets read from the
+	// local metadata cache instead of the bucket.
+	MetaCacheHits atomic.Int64
 }
 
 // Data reads: a fetch asks for column ranges; each is widened to the

@@ -15,6 +15,7 @@ type Tier struct {
 	st      RangeStore
 	maxSize int64
 	cache   *ExtentCache
+	meta    *MetaCache // nil: metadata objects are always fetched
 	Stats   ReadStats
 
 	mu sync.Mutex // guards up
@@ -65,14 +66,33 @@ func (t *Tier) SyncTagDict(ctx context.Context, dict *index.TagDict) error {
 // List returns the ULIDs of the bucket's complete blocks.
 func (t *Tier) List(ctx context.Context) ([]string, error) { return ListBlocks(ctx, t.st) }
 
-// Open opens block ulid for reading.
+// SetMetaCache keeps the metadata objects the tier opens in mc (on local
+// disk); call it before the tier is used.
+func (t *Tier) SetMetaCache(mc *MetaCache) { t.meta = mc }
+
+// Open opens block ulid for reading, its metadata object from the
+// metadata cache if it is there.
 func (t *Tier) Open(ctx context.Context, ulid string, dict *index.TagDict) (*block.Reader, error) {
-	return OpenBlock(ctx, t.st, ulid, dict, t.cache, &t.Stats)
+	if t.meta == nil {
+		return OpenBlock(ctx, t.st, ulid, dict, t.cache, &t.Stats)
+	}
+	cs := &cachedMetaStore{RangeStore: t.st, mc: t.meta, ulid: ulid, stats: &t.Stats}
+	r, err := OpenBlock(ctx, cs, ulid, dict, t.cache, &t.Stats)
+	if err != nil && cs.hit {
+		// An intact file that does not open (not this bucket's block, say):
+		// dropped, and the block opened from the bucket.
+		t.meta.drop(ulid)
+		return OpenBlock(ctx, &cachedMetaStore{RangeStore: t.st, mc: t.meta, ulid: ulid}, ulid, dict, t.cache, &t.Stats)
+	}
+	return r, err
 }
 
 // Delete removes block ulid from the bucket: its metadata object first,
 // so the block is invisible before any of its data objects goes.
 func (t *Tier) Delete(ctx context.Context, ulid string) error {
+	if t.meta != nil {
+		t.meta.drop(ulid)
+	}
 	if err := t.st.Delete(ctx, MetaObjectName(ulid)); err != nil {
 		return fmt.Errorf("delete %s: %w", MetaObjectName(ulid), err)
 	}

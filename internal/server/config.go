@@ -73,6 +73,10 @@ type AerieConfig struct {
 		// CacheSize bounds the data windows fetched from the bucket kept
 		// in memory [256MiB].
 		CacheSize units.Base2Bytes `yaml:"cache_size,omitempty"`
+		// MetaCacheSize bounds the blocks' metadata objects kept on local
+		// disk in <data.dir>/bucket-meta, so a restart does not fetch them
+		// again [1GiB]; not used with the filesystem bucket.
+		MetaCacheSize units.Base2Bytes `yaml:"meta_cache_size,omitempty"`
 	} `yaml:"storage,omitempty"`
 }
 

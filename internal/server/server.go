@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,7 +115,20 @@ func New(opts Options) (*Server, error) {
 		if cache <= 0 {
 			cache = 256 << 20
 		}
-		eo.Remote = bucket.NewTier(s.bkt, 0, cache)
+		tier := bucket.NewTier(s.bkt, 0, cache)
+		if p := strings.ToUpper(string(bc.Type)); p != "" && p != "FILESYSTEM" {
+			size := int64(st.MetaCacheSize)
+			if size <= 0 {
+				size = 1 << 30
+			}
+			mc, err := bucket.NewMetaCache(filepath.Join(opts.DataDir, "bucket-meta"), size)
+			if err != nil {
+				s.bkt.Close()
+				return nil, fmt.Errorf("aerie section: storage.meta_cache_size: %w", err)
+			}
+			tier.SetMetaCache(mc)
+		}
+		eo.Remote = tier
 	}
 	start := time.Now()
 	s.db, err = tsdb.Open(opts.DataDir, &eo)

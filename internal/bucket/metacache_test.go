@@ -1,0 +1,98 @@
+package bucket
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/block"
+)
+
+// TestMetaCache: a tier with a metadata cache writes each metadata object
+// it opens to disk; a second tier on the same directory (a restart) opens
+// the blocks without reading them from the bucket and answers the same;
+// a damaged file is refetched and rewritten; the directory stays within
+// its budget; deleting a block drops its file.
+func TestMetaCache(t *testing.T) {
+	dirs, dict := localBlocks(t)
+	ctx := context.Background()
+	st := newMemStore()
+	u := NewUploader(st, dict, 4096)
+	var ulids []string
+	for _, dir := range dirs {
+		res, err := u.UploadBlock(ctx, dir)
+		require.NoError(t, err)
+		ulids = append(ulids, res.ULID)
+	}
+	fresh, err := LoadTagDict(ctx, st)
+	require.NoError(t, err)
+	cdir := t.TempDir()
+	open := func(tr *Tier, i int) *block.Reader {
+		t.Helper()
+		r, err := tr.Open(ctx, ulids[i], fresh)
+		require.NoError(t, err)
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+
+	mc, err := NewMetaCache(cdir, 1<<30)
+	require.NoError(t, err)
+	t1 := NewTier(st, 4096, 1<<20)
+	t1.SetMetaCache(mc)
+	for i := range ulids {
+		open(t1, i)
+	}
+	require.Zero(t, t1.Stats.MetaCacheHits.Load())
+	require.Positive(t, mc.Size())
+
+	// A restart: every metadata object from disk, the same answers.
+	mc2, err := NewMetaCache(cdir, 1<<30)
+	require.NoError(t, err)
+	t2 := NewTier(st, 4096, 1<<20)
+	t2.SetMetaCache(mc2)
+	for i, dir := range dirs {
+		r := open(t2, i)
+		local, err := block.Open(dir, dict, block.ReaderOptions{})
+		require.NoError(t, err)
+		want, err := readAll(t, local, math.MinInt64, math.MaxInt64)
+		require.NoError(t, err)
+		got, err := readAll(t, r, math.MinInt64, math.MaxInt64)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		require.NoError(t, local.Close())
+	}
+	require.EqualValues(t, len(ulids), t2.Stats.MetaCacheHits.Load())
+
+	// A damaged file: refetched from the bucket and rewritten intact.
+	p := filepath.Join(cdir, ulids[0]+".meta")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	t3 := NewTier(st, 4096, 1<<20)
+	t3.SetMetaCache(mc2)
+	open(t3, 0)
+	require.Zero(t, t3.Stats.MetaCacheHits.Load())
+	b2, err := os.ReadFile(p)
+	require.NoError(t, err)
+	_, err = ParseBlockMeta(p, b2)
+	require.NoError(t, err)
+
+	// Deleting a block drops its file.
+	require.NoError(t, t3.Delete(ctx, ulids[0]))
+	require.NoFileExists(t, p)
+
+	// A budget of one file keeps one.
+	small, err := NewMetaCache(t.TempDir(), int64(len(b2)))
+	require.NoError(t, err)
+	t4 := NewTier(st, 4096, 1<<20)
+	t4.SetMetaCache(small)
+	for i := 1; i < len(ulids); i++ {
+		open(t4, i)
+	}
+	require.LessOrEqual(t, small.Size(), int64(len(b2)))
+}
