@@ -48,11 +48,13 @@ type ReadStats struct {
 // column's CRC windows (Placement.Windows), the windows already cached are
 // taken from the cache, and the runs of missing windows are mapped to
 // their data objects, sorted, and coalesced when the gap between two is at
-// most CoalesceGap bytes. The resulting range GETs run in parallel, at
-// most ParallelGets at a time.
+// most CoalesceGap bytes, or when the GET's gaps stay at most
+// 1/CoalesceWaste of the bytes it needs. The resulting range GETs run in parallel, at most ParallelGets at
+// a time.
 const (
-	CoalesceGap  = 4 << 10
-	ParallelGets = 16
+	CoalesceGap   = 4 << 10
+	CoalesceWaste = 4
+	ParallelGets  = 16
 )
 
 // ListBlocks returns the ULIDs of the blocks visible in the bucket: those
@@ -256,6 +258,8 @@ func (ws *windows) ReadAt(p []byte, off int64) (int, error) {
 type get struct {
 	obj      int
 	off, len int64
+	useful   int64 // bytes of its runs
+	gaps     int64 // bytes between its runs
 	runs     []winRun
 }
 
@@ -368,7 +372,10 @@ func (d *remoteData) fetch(crs []colRange) (*windows, error) {
 }
 
 // coalesce turns window runs into range GETs: sorted by object and
-// offset, neighbours at most CoalesceGap bytes apart in one GET.
+// offset, a run joins the GET before it when the gap between them is at
+// most CoalesceGap bytes, or when all the gaps of the GET would then be at
+// most 1/CoalesceWaste of the bytes it needs (so that long reads of a
+// group's columns become few GETs while the gaps stay a bounded share).
 func coalesce(runs []winRun, groups []Placement) []get {
 	slices.SortFunc(runs, func(a, b winRun) int {
 		if c := cmp.Compare(groups[a.g].Object, groups[b.g].Object); c != 0 {
@@ -381,13 +388,16 @@ func coalesce(runs []winRun, groups []Placement) []get {
 		obj := groups[r.g].Object
 		if n := len(out); n > 0 {
 			last := &out[n-1]
-			if last.obj == obj && r.off-(last.off+last.len) <= CoalesceGap {
+			gap := r.off - (last.off + last.len)
+			if last.obj == obj && (gap <= CoalesceGap || (last.gaps+gap)*CoalesceWaste <= last.useful+r.len) {
 				last.len = max(last.len, r.off+r.len-last.off)
+				last.useful += r.len
+				last.gaps += max(gap, 0)
 				last.runs = append(last.runs, r)
 				continue
 			}
 		}
-		out = append(out, get{obj: obj, off: r.off, len: r.len, runs: []winRun{r}})
+		out = append(out, get{obj: obj, off: r.off, len: r.len, useful: r.len, runs: []winRun{r}})
 	}
 	return out
 }

@@ -153,3 +153,32 @@ func TestRemoteReadPlan(t *testing.T) {
 	flipped := size.Size / 2
 	require.True(t, ce.Offset <= flipped && flipped < ce.Offset+DefaultWindowSize, "window at %d holds the flipped byte %d", ce.Offset, flipped)
 }
+
+// TestCoalesce: runs of one object join a GET over small gaps, or over
+// larger ones while all its gaps stay within 1/CoalesceWaste of its
+// runs; other objects never join.
+func TestCoalesce(t *testing.T) {
+	groups := []Placement{{Object: 0}, {Object: 1}}
+	run := func(g int, off, n int64) winRun { return winRun{g: g, off: off, len: n} }
+	for _, tc := range []struct {
+		name string
+		runs []winRun
+		want [][2]int64 // off, len of each GET
+	}{
+		{"adjacent", []winRun{run(0, 100, 50), run(0, 150, 50)}, [][2]int64{{100, 100}}},
+		{"small gap", []winRun{run(0, 100, 10), run(0, 110+CoalesceGap, 10)}, [][2]int64{{100, CoalesceGap + 20}}},
+		{"large gap, little data", []winRun{run(0, 0, 10), run(0, 10+CoalesceGap+1, 10)}, [][2]int64{{0, 10}, {10 + CoalesceGap + 1, 10}}},
+		// 40 KiB of runs around a 10 KiB gap: 10 ≤ 40/4.
+		{"large gap, much data", []winRun{run(0, 0, 20 << 10), run(0, 30<<10, 20<<10)}, [][2]int64{{0, 50 << 10}}},
+		// A second 10 KiB gap would make 20 KiB of gaps for 41 KiB of runs.
+		{"gaps add up", []winRun{run(0, 0, 20 << 10), run(0, 30<<10, 20<<10), run(0, 60<<10, 1<<10)}, [][2]int64{{0, 50 << 10}, {60 << 10, 1 << 10}}},
+		{"other object", []winRun{run(0, 100, 50), run(1, 150, 50)}, [][2]int64{{100, 50}, {150, 50}}},
+		{"unsorted", []winRun{run(0, 150, 50), run(0, 100, 50)}, [][2]int64{{100, 100}}},
+	} {
+		var got [][2]int64
+		for _, g := range coalesce(tc.runs, groups) {
+			got = append(got, [2]int64{g.off, g.len})
+		}
+		require.Equal(t, tc.want, got, tc.name)
+	}
+}
