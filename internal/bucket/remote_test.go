@@ -169,9 +169,9 @@ func TestCoalesce(t *testing.T) {
 		{"small gap", []winRun{run(0, 100, 10), run(0, 110+CoalesceGap, 10)}, [][2]int64{{100, CoalesceGap + 20}}},
 		{"large gap, little data", []winRun{run(0, 0, 10), run(0, 10+CoalesceGap+1, 10)}, [][2]int64{{0, 10}, {10 + CoalesceGap + 1, 10}}},
 		// 40 KiB of runs around a 10 KiB gap: 10 ≤ 40/4.
-		{"large gap, much data", []winRun{run(0, 0, 20 << 10), run(0, 30<<10, 20<<10)}, [][2]int64{{0, 50 << 10}}},
+		{"large gap, much data", []winRun{run(0, 0, 20<<10), run(0, 30<<10, 20<<10)}, [][2]int64{{0, 50 << 10}}},
 		// A second 10 KiB gap would make 20 KiB of gaps for 41 KiB of runs.
-		{"gaps add up", []winRun{run(0, 0, 20 << 10), run(0, 30<<10, 20<<10), run(0, 60<<10, 1<<10)}, [][2]int64{{0, 50 << 10}, {60 << 10, 1 << 10}}},
+		{"gaps add up", []winRun{run(0, 0, 20<<10), run(0, 30<<10, 20<<10), run(0, 60<<10, 1<<10)}, [][2]int64{{0, 50 << 10}, {60 << 10, 1 << 10}}},
 		{"other object", []winRun{run(0, 100, 50), run(1, 150, 50)}, [][2]int64{{100, 50}, {150, 50}}},
 		{"unsorted", []winRun{run(0, 150, 50), run(0, 100, 50)}, [][2]int64{{100, 100}}},
 	} {
