@@ -1,6 +1,7 @@
 package bucketbench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -172,7 +173,10 @@ func runWorkload(ctx context.Context, cfg Config, name string, s scale, dir stri
 	if err != nil {
 		return nil, err
 	}
-	ast := &store{b: fsb}
+	ast, err := bucket.Wrap(fsb, bucket.Config{}, nil, nil)
+	if err != nil {
+		return nil, err
+	}
 	dict, err := index.OpenTagDict(filepath.Join(aerieDir, "tagdict"))
 	if err != nil {
 		return nil, err
@@ -196,7 +200,10 @@ func runWorkload(ctx context.Context, cfg Config, name string, s scale, dir stri
 
 	// Open both from the bucket, every request delayed.
 	slow := &slowBucket{Bucket: fsb, delay: cfg.Latency}
-	aslow := &store{b: slow}
+	aslow, err := bucket.Wrap(slow, bucket.Config{}, nil, nil)
+	if err != nil {
+		return nil, err
+	}
 	var astats bucket.ReadStats
 	var tstats thanosstore.Stats
 	fresh, err := bucket.LoadTagDict(ctx, aslow)
@@ -369,19 +376,27 @@ type sample struct {
 // aerieSelect runs one selection on every overlapping block in parallel
 // and merges the answers by series.
 func aerieSelect(blocks []*block.Reader, mint, maxt int64, ms []*labels.Matcher) (map[string][]sample, error) {
+	var parts []func() (map[string][]sample, error)
+	for _, b := range blocks {
+		if m := b.Meta(); m.MaxTime > mint && m.MinTime <= maxt {
+			parts = append(parts, func() (map[string][]sample, error) { return aerieBlockSelect(b, mint, maxt, ms) })
+		}
+	}
+	return mergeParallel(parts)
+}
+
+// mergeParallel runs parts (one per block) concurrently and merges their
+// answers by series, in time order; the first error wins.
+func mergeParallel(parts []func() (map[string][]sample, error)) (map[string][]sample, error) {
 	out := map[string][]sample{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var firstErr error
-	for _, b := range blocks {
-		m := b.Meta()
-		if m.MaxTime <= mint || m.MinTime > maxt {
-			continue
-		}
+	for _, part := range parts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			part, err := aerieBlockSelect(b, mint, maxt, ms)
+			got, err := part()
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -390,14 +405,18 @@ func aerieSelect(blocks []*block.Reader, mint, maxt int64, ms []*labels.Matcher)
 				}
 				return
 			}
-			for k, v := range part {
+			for k, v := range got {
 				out[k] = append(out[k], v...)
 			}
 		}()
 	}
 	wg.Wait()
-	for k := range out {
-		slices.SortFunc(out[k], func(a, b sample) int { return int(a.T - b.T) })
+	for k, v := range out {
+		if len(v) == 0 {
+			delete(out, k)
+			continue
+		}
+		slices.SortFunc(v, func(a, b sample) int { return cmp.Compare(a.T, b.T) })
 	}
 	return out, firstErr
 }
@@ -428,43 +447,24 @@ func aerieBlockSelect(b *block.Reader, mint, maxt int64, ms []*labels.Matcher) (
 }
 
 func thanosSelect(ctx context.Context, blocks []*thanosstore.Block, mint, maxt int64, ms []*labels.Matcher) (map[string][]sample, error) {
-	out := map[string][]sample{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	var firstErr error
+	var parts []func() (map[string][]sample, error)
 	for _, b := range blocks {
 		if b.MaxTime() <= mint || b.MinTime() > maxt {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		parts = append(parts, func() (map[string][]sample, error) {
 			ss, err := b.Select(ctx, mint, maxt, ms...)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
-			}
+			out := map[string][]sample{}
 			for _, s := range ss {
 				k := s.Labels.String()
 				for i := range s.T {
 					out[k] = append(out[k], sample{s.T[i], s.V[i]})
 				}
 			}
-		}()
+			return out, err
+		})
 	}
-	wg.Wait()
-	for k, v := range out {
-		if len(v) == 0 {
-			delete(out, k)
-			continue
-		}
-		slices.SortFunc(v, func(a, b sample) int { return int(a.T - b.T) })
-	}
-	return out, firstErr
+	return mergeParallel(parts)
 }
 
 // diff describes the first difference of two answers, or "".
@@ -558,41 +558,6 @@ func selector(w workload.Workload, n, k int) []*labels.Matcher {
 		labels.MustNewMatcher(labels.MatchEqual, "instance", inst),
 		labels.MustNewMatcher(labels.MatchRegexp, "__name__", strings.Join(names, "|")),
 	}
-}
-
-// store is bucket.RangeStore over an objstore bucket.
-type store struct{ b objstore.Bucket }
-
-func (s *store) Upload(ctx context.Context, name string, data []byte) error {
-	return s.b.Upload(ctx, name, strings.NewReader(string(data)))
-}
-
-func (s *store) Get(ctx context.Context, name string) ([]byte, error) {
-	rc, err := s.b.Get(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return io.ReadAll(rc)
-}
-
-func (s *store) GetRange(ctx context.Context, name string, off, length int64) ([]byte, error) {
-	rc, err := s.b.GetRange(ctx, name, off, length)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return io.ReadAll(rc)
-}
-
-func (s *store) Exists(ctx context.Context, name string) (bool, error) { return s.b.Exists(ctx, name) }
-func (s *store) Delete(ctx context.Context, name string) error         { return s.b.Delete(ctx, name) }
-func (s *store) Iter(ctx context.Context, dir string, f func(string) error, recursive bool) error {
-	var opts []objstore.IterOption
-	if recursive {
-		opts = append(opts, objstore.WithRecursiveIter())
-	}
-	return s.b.Iter(ctx, dir, f, opts...)
 }
 
 // slowBucket delays every read request by delay: object storage's

@@ -86,8 +86,8 @@ type metaFile struct {
 	mod  time.Time
 }
 
-// evict removes the least recently used files until the rest fit. mu held.
-func (c *MetaCache) evict() {
+// files lists the cached files and their total size.
+func (c *MetaCache) files() ([]metaFile, int64) {
 	var files []metaFile
 	var total int64
 	filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
@@ -100,6 +100,12 @@ func (c *MetaCache) evict() {
 		}
 		return nil
 	})
+	return files, total
+}
+
+// evict removes the least recently used files until the rest fit. mu held.
+func (c *MetaCache) evict() {
+	files, total := c.files()
 	slices.SortFunc(files, func(a, b metaFile) int { return a.mod.Compare(b.mod) })
 	for _, f := range files {
 		if total <= c.budget {
@@ -113,15 +119,7 @@ func (c *MetaCache) evict() {
 
 // Size returns the bytes of the cached files.
 func (c *MetaCache) Size() int64 {
-	var total int64
-	filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".meta") {
-			if fi, err := d.Info(); err == nil {
-				total += fi.Size()
-			}
-		}
-		return nil
-	})
+	_, total := c.files()
 	return total
 }
 

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/stretchr/testify/require"
 	"github.com/thanos-io/objstore"
 
@@ -322,21 +321,7 @@ func (m *memStore) GetRange(ctx context.Context, name string, off, length int64)
 // readAll returns every sample of every series of a block selection.
 func readAll(t *testing.T, r *block.Reader, mint, maxt int64) (map[string][][2]float64, error) {
 	t.Helper()
-	sel, err := r.Select(mint, maxt, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
-	require.NoError(t, err)
-	out := map[string][][2]float64{}
-	for i := range sel.Series {
-		s := &sel.Series[i]
-		it := s.Iterator(nil)
-		for it.Next() != chunkenc.ValNone {
-			ts, v := it.At()
-			out[s.Labels.String()] = append(out[s.Labels.String()], [2]float64{float64(ts), v})
-		}
-		if err := it.Err(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return selectSamples(r, mint, maxt, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
 }
 
 // TestRemoteBlocks: a node with nothing but the bucket (its TagDict
