@@ -81,8 +81,16 @@ func TestStress(t *testing.T) {
 	}
 	idx := &stressIndex{refs: make([]Ref, 0, 160)}
 	var (
-		cur     atomic.Int64
-		nAlloc  atomic.Int64
+		cur    atomic.Int64
+		nAlloc atomic.Int64
+		// sealMu stands in for the head's SealPartition: writers allocate
+		// (not fill) under its read lock, and the flusher seals a
+		// partition under its write lock before it releases it, so no
+		// writer holding an old partition number reopens a partition the
+		// manager already retired (it would stay live, and every later
+		// opening would collide with it: CI saw that livelock).
+		sealMu  sync.RWMutex
+		sealed  int64
 		c       stressCounts
 		stop    = make(chan struct{})
 		failed  atomic.Bool
@@ -105,9 +113,14 @@ func TestStress(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for !stopped() {
+				sealMu.RLock()
 				p := cur.Load()
+				if p < sealed {
+					fail("writer %d: partition %d is below the sealed %d", w, p, sealed)
+				}
 				g := m.Enter() // HardRelease may overtake us while we fill
 				id, v, err := m.Alloc(p)
+				sealMu.RUnlock() // the fill may be overtaken by a release
 				switch {
 				case errors.Is(err, ErrOutOfMemory):
 					c.oom.Add(1)
@@ -187,6 +200,9 @@ func TestStress(t *testing.T) {
 		for !stopped() {
 			c := cur.Load()
 			for ; soft < c; soft++ {
+				sealMu.Lock()
+				sealed = soft + 1
+				sealMu.Unlock()
 				m.SoftRelease(soft)
 			}
 			for ; hard < c-2; hard++ {
