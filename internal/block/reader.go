@@ -58,6 +58,8 @@ type Reader struct {
 	data    io.ReaderAt
 	size    int64
 
+	reads atomic.Int64 // data reads by selections (DataReads)
+
 	refs    atomic.Int64
 	closeMu sync.Mutex // guards closed
 	closed  bool
@@ -445,6 +447,11 @@ type Selection struct {
 	preErr error
 }
 
+// DataReads returns how many reads of the data file (or of a remote
+// block's data) selections of r have made: index-only operations, such as
+// value search from block metrics, must leave it unchanged.
+func (r *Reader) DataReads() int64 { return r.reads.Load() }
+
 // Select returns the series matching ms with locations overlapping
 // [mint, maxt]. Data are read lazily by the iterators.
 func (r *Reader) Select(mint, maxt int64, ms ...*labels.Matcher) (*Selection, error) {
@@ -500,6 +507,7 @@ func (q *Selection) timestamps(gi uint32) (*encoding.ScaledTimestamps, error) {
 	}
 	g := &q.r.groups[gi]
 	buf := make([]byte, g.tsLen)
+	q.r.reads.Add(1)
 	if _, err := q.r.data.ReadAt(buf, g.off); err != nil { // a remote block's are in its metadata
 		return nil, fmt.Errorf("block %s: read timestamps of group %d: %w", q.r.dir, gi, err)
 	}
@@ -596,6 +604,7 @@ type Prefetcher interface {
 // ranges when the block's data is a Prefetcher (all of the selection's
 // column ranges are fetched at the first read), else from the data.
 func (q *Selection) read(p []byte, off int64) error {
+	q.r.reads.Add(1)
 	if pf, ok := q.r.data.(Prefetcher); ok {
 		pre, err := q.prefetch(pf)
 		if err != nil {
