@@ -1,0 +1,327 @@
+package tsdb
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/seriesiter"
+)
+
+// SeriesMetrics are one series' block metrics (Peregreen's index blocks)
+// over a range: one entry per metric interval holding samples, ascending.
+type SeriesMetrics struct {
+	Labels    labels.Labels
+	Intervals []block.IntervalMetrics
+}
+
+// MetricsStats says where the intervals of a SeriesMetrics answer came
+// from. Index intervals were read from block indexes (local or in the
+// bucket) without touching data; Head intervals were computed from the
+// in-memory head; Data intervals were recomputed from samples because
+// their block metrics could not answer alone: the interval holds samples
+// of more than one block or generation, a deletion covers part of it, or
+// its block was written with another metric interval.
+type MetricsStats struct {
+	Index, Head, Data int64
+}
+
+// MetricInterval returns the metric interval (ms) blocks are written with.
+func (db *DB) MetricInterval() int64 { return db.opts.MetricInterval }
+
+// SeriesMetrics returns the block metrics of the series matching ms over
+// every metric interval that intersects [mint, maxt]: an interval is
+// answered whole, including its samples outside the range (the answer's
+// resolution is the metric interval, as Peregreen's search is at its block
+// interval). Series without samples in those intervals are left out; the
+// answer is sorted by labels.
+//
+// Blocks answer from their index alone. The head's partitions, which
+// have no index yet, are summed from memory. An interval that no single
+// source can answer exactly is recomputed from data (see MetricsStats),
+// so the answer always equals the metrics of the samples a query returns.
+func (db *DB) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]SeriesMetrics, MetricsStats, error) {
+	var st MetricsStats
+	iv := db.opts.MetricInterval
+	if maxt < mint {
+		return nil, st, nil
+	}
+	lo, hi := floorDiv(mint, iv), floorDiv(maxt, iv)
+	amin, amax := lo*iv, satAdd(hi*iv, iv-1)
+	qq, err := db.Querier(amin, amax)
+	if err != nil {
+		return nil, st, err
+	}
+	q := qq.(*querier)
+	defer q.Close()
+
+	type part struct {
+		head bool // summed from memory
+		ms   []block.IntervalMetrics
+	}
+	type entry struct {
+		lset    labels.Labels
+		parts   []part
+		dirty   []int64 // intervals whose sources must be merged from data
+		covered []int64 // head partitions read from memory
+	}
+	byKey := map[uint64][]*entry{}
+	var all []*entry
+	get := func(lset labels.Labels) *entry {
+		h := lset.Hash()
+		for _, e := range byKey[h] {
+			if labels.Equal(e.lset, lset) {
+				return e
+			}
+		}
+		e := &entry{lset: lset}
+		byKey[h] = append(byKey[h], e)
+		all = append(all, e)
+		return e
+	}
+
+	// The head and the backfill generations: summed from memory.
+	addHead := func(hs []head.SeriesSnapshot, main bool) error {
+		for i := range hs {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			e := get(hs[i].Labels)
+			if main {
+				e.covered = hs[i].Covered
+			}
+			its := make([]chunkenc.Iterator, 0, len(hs[i].Columns))
+			for _, c := range hs[i].Columns {
+				its = append(its, seriesiter.NewIterator(nil, c, c.Extra, amin, amax))
+			}
+			var it chunkenc.Iterator
+			if len(its) == 1 {
+				it = its[0]
+			} else {
+				it = seriesiter.Merge(its...)
+			}
+			m, err := metricsOf(it, iv, lo)
+			if err != nil {
+				return fmt.Errorf("series %s: %w", hs[i].Labels, err)
+			}
+			if len(m) > 0 {
+				e.parts = append(e.parts, part{head: true, ms: m})
+			}
+		}
+		return nil
+	}
+	hs, err := db.head.Select(amin, amax, ms...)
+	if err != nil {
+		return nil, st, err
+	}
+	q.mu.Lock()
+	q.snaps = append(q.snaps, hs)
+	q.mu.Unlock()
+	if err := addHead(hs, true); err != nil {
+		return nil, st, err
+	}
+	for _, g := range db.generations() {
+		if g.head.MaxTime() < amin || g.head.MinTime() > amax {
+			continue
+		}
+		guard := g.head.Enter()
+		gs, err := g.head.Select(amin, amax, ms...)
+		q.mu.Lock()
+		q.gens = append(q.gens, genSnap{h: g.head, guard: guard, snaps: gs})
+		q.mu.Unlock()
+		if err != nil {
+			return nil, st, err
+		}
+		if err := addHead(gs, false); err != nil {
+			return nil, st, err
+		}
+	}
+
+	// Blocks: from their index.
+	for _, b := range append(q.acquired(), q.moreBlocks()...) {
+		sel, err := b.Select(amin, amax, ms...)
+		if err != nil {
+			return nil, st, err
+		}
+		bm := b.Meta()
+		pid := db.head.PartitionOf(bm.MinTime)
+		flushedFrom := db.headFlushOf(pid) == bm.ULID
+		for i := range sel.Series {
+			s := &sel.Series[i]
+			e := get(s.Labels)
+			if flushedFrom && slices.Contains(e.covered, pid) {
+				continue // summed from the head's memory
+			}
+			if bm.MetricInterval != iv {
+				for k := max(lo, floorDiv(bm.MinTime, iv)); k <= min(hi, floorDiv(bm.MaxTime, iv)); k++ {
+					e.dirty = append(e.dirty, k)
+				}
+				continue
+			}
+			m, err := b.Metrics(s.ID)
+			if err != nil {
+				return nil, st, fmt.Errorf("block %s: metrics of series %s: %w", bm.ULID, s.Labels, err)
+			}
+			i0, _ := slices.BinarySearchFunc(m, lo, func(x block.IntervalMetrics, k int64) int { return cmpInt(x.Interval, k) })
+			i1, _ := slices.BinarySearchFunc(m, hi+1, func(x block.IntervalMetrics, k int64) int { return cmpInt(x.Interval, k) })
+			if i1 > i0 {
+				e.parts = append(e.parts, part{ms: m[i0:i1]})
+			}
+		}
+	}
+
+	out := make([]SeriesMetrics, 0, len(all))
+	for _, e := range all {
+		if err := ctx.Err(); err != nil {
+			return nil, st, err
+		}
+		// Count the sources of every interval; tombstones dirty theirs.
+		n := map[int64]int{}
+		for _, p := range e.parts {
+			for _, m := range p.ms {
+				n[m.Interval]++
+			}
+		}
+		dirty := map[int64]bool{}
+		for _, k := range e.dirty {
+			dirty[k] = true
+		}
+		for k, c := range n {
+			if c > 1 {
+				dirty[k] = true
+			}
+		}
+		for _, d := range db.tomb.intervals(e.lset) {
+			if d.Maxt < amin || d.Mint > amax {
+				continue
+			}
+			for k := max(lo, floorDiv(d.Mint, iv)); k <= min(hi, floorDiv(d.Maxt, iv)); k++ {
+				if n[k] > 0 {
+					dirty[k] = true
+				}
+			}
+		}
+		var res []block.IntervalMetrics
+		for _, p := range e.parts {
+			for _, m := range p.ms {
+				if dirty[m.Interval] {
+					continue
+				}
+				res = append(res, m)
+				if p.head {
+					st.Head++
+				} else {
+					st.Index++
+				}
+			}
+		}
+		if len(dirty) > 0 {
+			ks := make([]int64, 0, len(dirty))
+			for k := range dirty {
+				ks = append(ks, k)
+			}
+			slices.Sort(ks)
+			fromData, err := q.metricsFromData(ctx, e.lset, ks, iv)
+			if err != nil {
+				return nil, st, err
+			}
+			st.Data += int64(len(ks))
+			res = append(res, fromData...)
+		}
+		if len(res) == 0 {
+			continue
+		}
+		slices.SortFunc(res, func(a, b block.IntervalMetrics) int { return cmpInt(a.Interval, b.Interval) })
+		out = append(out, SeriesMetrics{Labels: e.lset, Intervals: res})
+	}
+	sort.Slice(out, func(i, j int) bool { return labelsLess(out[i].Labels, out[j].Labels) })
+	return out, st, nil
+}
+
+// metricsFromData recomputes the metrics of intervals ks (ascending) of
+// series lset from its samples, through the querier's Select (which merges
+// every source and applies deletions).
+func (q *querier) metricsFromData(ctx context.Context, lset labels.Labels, ks []int64, iv int64) ([]block.IntervalMetrics, error) {
+	ms := make([]*labels.Matcher, 0, lset.Len())
+	lset.Range(func(l labels.Label) {
+		ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, l.Name, l.Value))
+	})
+	var out []block.IntervalMetrics
+	for i := 0; i < len(ks); {
+		j := i + 1
+		for j < len(ks) && ks[j] == ks[j-1]+1 {
+			j++
+		}
+		start, end := ks[i]*iv, satAdd(ks[j-1]*iv, iv-1)
+		ss := q.Select(ctx, false, &storage.SelectHints{Start: start, End: end}, ms...)
+		for ss.Next() {
+			s := ss.At()
+			if !labels.Equal(s.Labels(), lset) {
+				continue // a superset of lset's labels
+			}
+			m, err := metricsOf(s.Iterator(nil), iv, ks[i])
+			if err != nil {
+				return nil, err
+			}
+			for _, x := range m {
+				if x.Interval >= ks[i] && x.Interval <= ks[j-1] {
+					out = append(out, x)
+				}
+			}
+		}
+		if err := ss.Err(); err != nil {
+			return nil, err
+		}
+		i = j
+	}
+	return out, nil
+}
+
+// metricsOf sums the float samples of it by metric interval, ignoring
+// those before interval lo. It returns the intervals that hold samples
+// (NaN ones included, with a zero count, as the block writer keeps them).
+func metricsOf(it chunkenc.Iterator, iv, lo int64) ([]block.IntervalMetrics, error) {
+	var out []block.IntervalMetrics
+	cur := int64(math.MinInt64)
+	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+		if vt != chunkenc.ValFloat {
+			continue // histograms carry no block metrics
+		}
+		t, v := it.At()
+		k := floorDiv(t, iv)
+		if k < lo {
+			continue
+		}
+		if k != cur {
+			out = append(out, block.IntervalMetrics{Interval: k})
+			cur = k
+		}
+		out[len(out)-1].Add(t, v)
+	}
+	return out, it.Err()
+}
+
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
