@@ -178,6 +178,16 @@ func (db *DB) backfillOn() bool { return !db.opts.NoBackfill }
 
 // timeBounds checks a sample's time against max_future (wall clock) and
 // the retention (measured from the newest data, as retention deletes).
+// CheckTime returns the error Append would return for a sample at t on
+// account of its time alone (ErrTooFarInFuture, ErrTooOldForRetention), so
+// a bulk upload can refuse a bad point before it stores any.
+func (db *DB) CheckTime(t int64) error {
+	if err := db.checkFuture(t); err != nil {
+		return err
+	}
+	return db.checkRetention(t)
+}
+
 func (db *DB) checkFuture(t int64) error {
 	if db.opts.MaxFuture > 0 && t > time.Now().UnixMilli()+db.opts.MaxFuture {
 		return ErrTooFarInFuture
