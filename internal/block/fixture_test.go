@@ -1,0 +1,332 @@
+package block
+
+import (
+	"flag"
+	"math"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/index"
+)
+
+var update = flag.Bool("update", false, "rewrite the block fixtures under testdata/ (only the current index version)")
+
+// The fixtures: a block over three hours, two groups of job "fix" and a
+// third group holding a series only in the last hour.
+const (
+	fixtureMinT = int64(1_699_999_200_000) // an hour boundary
+	fixtureMaxT = fixtureMinT + 3*3600_000
+	fixtureRows = 180 // one a minute, 7 s into it
+)
+
+type fixtureSeries struct {
+	lset labels.Labels
+	ts   []int64
+	vs   []float64
+}
+
+// fixtureGroups returns the fixture block's groups: ts and columns.
+func fixtureGroups() ([][]int64, [][]Column) {
+	ts := make([]int64, fixtureRows)
+	for i := range ts {
+		ts[i] = fixtureMinT + int64(i)*60_000 + 7_000
+	}
+	col := func(name, inst string) Column {
+		return Column{Labels: labels.FromStrings("__name__", name, "instance", inst, "job", "fix"),
+			Values: make([]float64, fixtureRows), Present: make([]bool, fixtureRows)}
+	}
+	temp, ctr := col("temp_celsius", "a"), col("requests_total", "a")
+	ratio := col("ratio", "b")
+	for i := range ts {
+		// Fixed resolution 0.01, a daily-looking cycle.
+		temp.Values[i] = math.Round((21.5+3*math.Sin(float64(i)/29))*100) / 100
+		temp.Present[i] = true
+		// An integer counter with a ten-minute gap.
+		ctr.Values[i] = float64(1000 + i*i%37 + 40*i)
+		ctr.Present[i] = i < 100 || i >= 110
+		// Unquantized floats, NaNs and one stale marker.
+		ratio.Values[i] = float64(i) / 7
+		switch {
+		case i%50 == 0:
+			ratio.Values[i] = math.NaN()
+		case i == 120:
+			ratio.Values[i] = math.Float64frombits(value.StaleNaN)
+		}
+		ratio.Present[i] = i%13 != 5
+	}
+	late := col("late", "c")
+	lts := ts[120:]
+	late.Values, late.Present = make([]float64, len(lts)), make([]bool, len(lts))
+	for i := range lts {
+		late.Values[i] = -0.5 * float64(i%9)
+		late.Present[i] = true
+	}
+	return [][]int64{ts, ts, lts}, [][]Column{{temp, ctr}, {ratio}, {late}}
+}
+
+// fixtureWant returns each series' samples (NaNs included) by labels.
+func fixtureWant() map[string]fixtureSeries {
+	out := map[string]fixtureSeries{}
+	tss, cols := fixtureGroups()
+	for g, cs := range cols {
+		for _, c := range cs {
+			s := fixtureSeries{lset: c.Labels}
+			for i, t := range tss[g] {
+				if c.Present[i] {
+					s.ts, s.vs = append(s.ts, t), append(s.vs, c.Values[i])
+				}
+			}
+			out[c.Labels.String()] = s
+		}
+	}
+	return out
+}
+
+// writeFixture writes the fixture block with index version version into
+// dir/block and its tagdict into dir/tagdict.
+func writeFixture(t *testing.T, dir string, version uint8) {
+	t.Helper()
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	dict, err := index.OpenTagDict(filepath.Join(dir, "tagdict"))
+	require.NoError(t, err)
+	defer dict.Close()
+	w, err := NewWriter(dir, fixtureMinT, fixtureMaxT, dict, WriterOptions{})
+	require.NoError(t, err)
+	require.Equal(t, IndexVersion, version, "this code writes index version %d only", IndexVersion)
+	tss, cols := fixtureGroups()
+	for g := range tss {
+		require.NoError(t, w.AddGroup(tss[g], cols[g]))
+	}
+	bdir, _, err := w.Finish()
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(bdir, filepath.Join(dir, "block")))
+}
+
+// openFixture copies the fixture in dir to a temporary directory (opening
+// a tagdict may repair it) and opens it.
+func openFixture(t *testing.T, dir string) *Reader {
+	t.Helper()
+	tmp := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(tmp, "block"), 0o755))
+	for _, name := range []string{"tagdict", "block/" + MetaFilename, "block/" + IndexFilename, "block/" + DataFilename} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(tmp, name), b, 0o644))
+	}
+	dict, err := index.OpenTagDict(filepath.Join(tmp, "tagdict"))
+	require.NoError(t, err)
+	t.Cleanup(func() { dict.Close() })
+	r, err := Open(filepath.Join(tmp, "block"), dict, ReaderOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// fixtureV1Metrics are the block metrics of the version 1 fixture, as the
+// version 1 writer computed them (naive float sums), by metric name.
+var fixtureV1Metrics = map[string][]IntervalMetrics{
+	"temp_celsius": {
+		{Interval: 472222, Count: 60, Min: 21.5, Max: 24.5, Sum: 1417.25, SumSq: 33528.10150000001, First: 21.5, Last: 24.18},
+		{Interval: 472223, Count: 60, Min: 19.04, Max: 24.14, Sum: 1298.2699999999998, SumSq: 28246.6807, First: 24.14, Last: 19.04},
+		{Interval: 472224, Count: 60, Min: 18.5, Max: 21.17, Sum: 1154.83, SumSq: 22265.35849999999, First: 18.98, Last: 21.17},
+	},
+	"requests_total": {
+		{Interval: 472222, Count: 60, Min: 1000, Max: 3363, Sum: 131894, SumSq: 3.18845788e+08, First: 1000, Last: 3363},
+		{Interval: 472223, Count: 50, Min: 3411, Max: 5787, Sum: 223862, SumSq: 1.026623506e+09, First: 3411, Last: 5787},
+		{Interval: 472224, Count: 60, Min: 5807, Max: 8196, Sum: 419947, SumSq: 2.968100965e+09, First: 5807, Last: 8196},
+	},
+	"ratio": {
+		{Interval: 472222, Count: 53, Min: 0.14285714285714285, Max: 8.428571428571429, Sum: 223.57142857142858, SumSq: 1249.2857142857142, First: 0.14285714285714285, Last: 8.428571428571429},
+		{Interval: 472223, Count: 55, Min: 8.571428571428571, Max: 17, Sum: 701.7142857142858, SumSq: 9300.489795918367, First: 8.571428571428571, Last: 17},
+		{Interval: 472224, Count: 53, Min: 17.285714285714285, Max: 25.571428571428573, Sum: 1137.142857142857, SumSq: 24712.244897959186, First: 17.285714285714285, Last: 25.571428571428573},
+	},
+	"late": {
+		{Interval: 472224, Count: 60, Min: -4, Max: negZero, Sum: -115.5, SumSq: 319.75, First: negZero, Last: -2.5},
+	},
+}
+
+var negZero = math.Copysign(0, -1)
+
+// TestFixtureV1 opens the version 1 fixture (written by the code of
+// before index version 2) and checks what Select and Metrics return.
+func TestFixtureV1(t *testing.T) {
+	const dir = "testdata/index_format_v1"
+	if *update && IndexVersion == 1 {
+		writeFixture(t, dir, 1)
+	}
+	checkFixture(t, dir, 1, fixtureV1Metrics)
+}
+
+// checkFixture opens the fixture in dir, checks that its index has version
+// version, that Select gives the samples of fixtureWant and that Metrics
+// follows the exactness rule (checkMetricsOf) against those samples and, if
+// want is not nil, equals want bit for bit.
+func checkFixture(t *testing.T, dir string, version uint8, want map[string][]IntervalMetrics) {
+	t.Helper()
+	ib, err := os.ReadFile(filepath.Join(dir, "block", IndexFilename))
+	require.NoError(t, err)
+	require.Equal(t, version, ib[4], "index version of %s", dir)
+	r := openFixture(t, dir)
+	samples := fixtureWant()
+	require.Equal(t, len(samples), r.Index().NumSeries())
+
+	sel, err := r.Select(math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "job", "fix"))
+	require.NoError(t, err)
+	require.Len(t, sel.Series, len(samples))
+	var it chunkenc.Iterator
+	for _, s := range sel.Series {
+		w, ok := samples[s.Labels.String()]
+		require.True(t, ok, "unexpected series %s", s.Labels)
+		var ts []int64
+		var vs []float64
+		it = s.Iterator(it)
+		for it.Next() == chunkenc.ValFloat {
+			tt, v := it.At()
+			ts, vs = append(ts, tt), append(vs, v)
+		}
+		require.NoError(t, it.Err())
+		require.Equal(t, w.ts, ts, "%s", s.Labels)
+		require.Len(t, vs, len(w.vs))
+		for i := range vs {
+			require.Equal(t, math.Float64bits(w.vs[i]), math.Float64bits(vs[i]), "%s sample %d", s.Labels, i)
+		}
+		ms, err := r.Metrics(s.ID)
+		require.NoError(t, err)
+		checkMetricsOf(t, ms, r.Meta().MetricInterval, w.ts, w.vs)
+		if want != nil {
+			wm := want[s.Labels.Get("__name__")]
+			require.Len(t, ms, len(wm), "%s", s.Labels)
+			for i := range wm {
+				requireSameMetrics(t, wm[i], ms[i], "%s interval %d", s.Labels, i)
+			}
+		}
+	}
+
+	// A narrower range: the hour in the middle, one instance.
+	sel, err = r.Select(fixtureMinT+3600_000, fixtureMinT+2*3600_000-1, labels.MustNewMatcher(labels.MatchEqual, "instance", "a"))
+	require.NoError(t, err)
+	require.Len(t, sel.Series, 2)
+	for _, s := range sel.Series {
+		n := 0
+		it = s.Iterator(it)
+		for it.Next() == chunkenc.ValFloat {
+			n++
+		}
+		require.NoError(t, it.Err())
+		if s.Labels.Get("__name__") == "temp_celsius" {
+			require.Equal(t, 60, n)
+		} else {
+			require.Equal(t, 50, n) // the ten-minute gap
+		}
+	}
+}
+
+// requireSameMetrics requires want and got to be equal bit for bit.
+func requireSameMetrics(t testing.TB, want, got IntervalMetrics, msg string, args ...any) {
+	t.Helper()
+	w := [...]uint64{uint64(want.Interval), want.Count, math.Float64bits(want.Min), math.Float64bits(want.Max),
+		math.Float64bits(want.Sum), math.Float64bits(want.SumSq), math.Float64bits(want.First), math.Float64bits(want.Last)}
+	g := [...]uint64{uint64(got.Interval), got.Count, math.Float64bits(got.Min), math.Float64bits(got.Max),
+		math.Float64bits(got.Sum), math.Float64bits(got.SumSq), math.Float64bits(got.First), math.Float64bits(got.Last)}
+	if w != g {
+		t.Fatalf(msg+": got %+v, want %+v", append(args, got, want)...)
+	}
+}
+
+// checkMetricsOf checks ms, the metrics of one series whose samples are
+// ts, vs (in time order, NaNs included): Count, Min, Max, First and Last
+// exact, Sum and SumSq close to the exact sums (checkSum).
+func checkMetricsOf(t testing.TB, ms []IntervalMetrics, interval int64, ts []int64, vs []float64) {
+	t.Helper()
+	byIv := map[int64][]float64{}
+	var ivs []int64
+	for i, tt := range ts {
+		if math.IsNaN(vs[i]) {
+			continue
+		}
+		k := floorDiv(tt, interval)
+		if _, ok := byIv[k]; !ok {
+			ivs = append(ivs, k)
+		}
+		byIv[k] = append(byIv[k], vs[i])
+	}
+	require.Len(t, ms, len(ivs))
+	for i, m := range ms {
+		require.Equal(t, ivs[i], m.Interval)
+		xs := byIv[m.Interval]
+		want := IntervalMetrics{Interval: m.Interval, Count: uint64(len(xs)), Min: xs[0], Max: xs[0], First: xs[0], Last: xs[len(xs)-1]}
+		for _, x := range xs {
+			want.Min, want.Max = math.Min(want.Min, x), math.Max(want.Max, x)
+		}
+		want.Sum, want.SumSq = m.Sum, m.SumSq // checked below
+		requireSameMetrics(t, want, m, "interval %d", m.Interval)
+		checkSum(t, m.Sum, xs, false)
+		checkSum(t, m.SumSq, xs, true)
+	}
+}
+
+// checkSum checks got, the Sum (or, if sq, the SumSq) of the values xs,
+// against their exact sum S computed with math/big: with A = Σ|x| (Σx²),
+// |got − S| ≤ 1e-12·|S| + 2⁻⁵⁰·A. The second term is the representation
+// error of summing xs as the decimals they print as; for values of one
+// sign it is below 1e-15·|S|. Infinities follow IEEE 754.
+func checkSum(t testing.TB, got float64, xs []float64, sq bool) {
+	t.Helper()
+	const prec = 4400 // holds any sum of float64 squares exactly
+	s, a := new(big.Float).SetPrec(prec), new(big.Float).SetPrec(prec)
+	var posInf, negInf bool
+	for _, x := range xs {
+		if sq {
+			x2 := new(big.Float).SetPrec(prec).SetFloat64(math.Abs(x))
+			if math.IsInf(x, 0) {
+				posInf = true
+				continue
+			}
+			x2.Mul(x2, x2)
+			s.Add(s, x2)
+			a.Add(a, x2)
+			continue
+		}
+		switch {
+		case math.IsInf(x, 1):
+			posInf = true
+		case math.IsInf(x, -1):
+			negInf = true
+		default:
+			s.Add(s, new(big.Float).SetFloat64(x))
+			a.Add(a, new(big.Float).SetFloat64(math.Abs(x)))
+		}
+	}
+	switch {
+	case posInf && negInf:
+		require.True(t, math.IsNaN(got), "sum of +Inf and -Inf: got %v", got)
+		return
+	case posInf:
+		require.True(t, math.IsInf(got, 1), "sum with +Inf: got %v", got)
+		return
+	case negInf:
+		require.True(t, math.IsInf(got, -1), "sum with -Inf: got %v", got)
+		return
+	}
+	sf, _ := s.Float64()
+	if math.IsInf(sf, 0) { // the exact sum overflows: any overflowing result will do
+		require.True(t, math.IsInf(got, 0) || math.Abs(got) == math.MaxFloat64, "sum overflows, got %v", got)
+		return
+	}
+	diff := new(big.Float).SetPrec(prec).Sub(new(big.Float).SetPrec(prec).SetFloat64(got), s)
+	diff.Abs(diff)
+	tol := new(big.Float).SetPrec(prec).Mul(new(big.Float).SetPrec(prec).Abs(s), big.NewFloat(1e-12))
+	tol.Add(tol, new(big.Float).SetPrec(prec).Mul(a, big.NewFloat(math.Ldexp(1, -50))))
+	if diff.Cmp(tol) > 0 {
+		df, _ := diff.Float64()
+		t.Fatalf("sum (sq %v) of %d values: got %v, exact %v, error %g", sq, len(xs), got, s.Text('g', 20), df)
+	}
+}
