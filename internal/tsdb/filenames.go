@@ -9,3 +9,9 @@ const (
 	tagDictFilename    = "tagdict"
 	tombstonesFilename = "tombstones"
 )
+
+// Entries other packages keep in the data directory, named here so every
+// name is in one place: "bucket" and "bucket-meta" (internal/bucket, the
+// filesystem bucket and the metadata cache), "sensors" (internal/sensor's
+// registry of sensor types) and "sensor-spool" (its upload spools, files
+// unlinked as soon as they are created).

@@ -325,3 +325,40 @@ func cmpInt(a, b int64) int {
 	}
 	return 0
 }
+
+// SeriesBytes returns the bytes the series matching ms take in the blocks
+// (local and in the bucket): in the indexes (their block metrics) and in
+// the data (block.Reader.SeriesBytes). The head is not counted.
+func (db *DB) SeriesBytes(ms ...*labels.Matcher) (index, data int64, err error) {
+	qq, err := db.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return 0, 0, err
+	}
+	q := qq.(*querier)
+	defer q.Close()
+	for _, b := range q.acquired() {
+		sel, err := b.Select(math.MinInt64, math.MaxInt64, ms...)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, s := range sel.Series {
+			i, d := b.SeriesBytes(s.ID)
+			index += i
+			data += d
+		}
+	}
+	return index, data, nil
+}
+
+// BlockDataReads returns how many reads of block data (local files or
+// bucket objects) the open blocks' selections have made: value search
+// and other index-only operations leave it unchanged.
+func (db *DB) BlockDataReads() int64 {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	var n int64
+	for _, b := range db.blocks {
+		n += b.DataReads()
+	}
+	return n
+}

@@ -71,16 +71,6 @@ func checkMetrics(t *testing.T, stage string, db *DB, mint, maxt int64, ms ...*l
 	return st
 }
 
-func dataReads(db *DB) int64 {
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	var n int64
-	for _, b := range db.blocks {
-		n += b.DataReads()
-	}
-	return n
-}
-
 // TestSeriesMetrics checks block metrics answers against the samples over
 // the head, blocks alone (no data read), overlapping writes and deletions.
 func TestSeriesMetrics(t *testing.T) {
@@ -111,11 +101,11 @@ func TestSeriesMetrics(t *testing.T) {
 	db, err = Open(dir, opts)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, db.Close()) }()
-	before := dataReads(db)
+	before := db.BlockDataReads()
 	got, st, err := db.SeriesMetrics(context.Background(), 3_000_000, 9_000_000, all)
 	require.NoError(t, err)
 	require.Len(t, got, 4)
-	require.Equal(t, before, dataReads(db), "value search read data")
+	require.Equal(t, before, db.BlockDataReads(), "value search read data")
 	require.Zero(t, st.Head+st.Data, "%+v", st)
 	require.Positive(t, st.Index)
 	require.Equal(t, int64(1800_000), got[0].Intervals[0].Interval*1800_000, "an interval is answered whole") // 3,000,000 lies in [1,800,000, 3,600,000)
