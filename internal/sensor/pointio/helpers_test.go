@@ -1,0 +1,88 @@
+package pointio
+
+import (
+	"errors"
+	"io"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// pt is a point as a Reader returns it, with where it was.
+type pt struct {
+	T   int64
+	V   float64
+	Row int
+	Off int64
+}
+
+// readAll reads body to its end and returns the points and Err.
+func readAll(t testing.TB, reader, format string, typ Type, body io.Reader, lim Limits) ([]pt, error) {
+	t.Helper()
+	r, err := NewReader(reader, format, typ, body, lim)
+	require.NoError(t, err)
+	var pts []pt
+	for r.Next() {
+		ts, v := r.At()
+		pts = append(pts, pt{ts, v, r.Row(), r.Offset()})
+	}
+	require.False(t, r.Next(), "Next after the end")
+	return pts, r.Err()
+}
+
+// requireInputError checks that err is an *InputError at row, field and
+// offset with the message msg, and that it is within an input of n bytes.
+func requireInputError(t *testing.T, err error, row int, field string, off int64, msg string) {
+	t.Helper()
+	var ie *InputError
+	require.True(t, errors.As(err, &ie), "want *InputError, got %T %v", err, err)
+	require.Equal(t, row, ie.Row, "row of %v", err)
+	require.Equal(t, field, ie.Field, "field of %v", err)
+	require.Equal(t, off, ie.Offset, "offset of %v", err)
+	require.Equal(t, msg, ie.Err.Error(), "message of %v", err)
+}
+
+// requireSamePoints compares timestamps and value bits; NaNs compare equal
+// whatever their payload (text formats have one NaN).
+func requireSamePoints(t testing.TB, want, got []pt, exactNaN bool) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.Equal(t, want[i].T, got[i].T, "point %d", i)
+		w, g := want[i].V, got[i].V
+		if !exactNaN && math.IsNaN(w) && math.IsNaN(g) {
+			continue
+		}
+		require.Equal(t, math.Float64bits(w), math.Float64bits(g), "point %d: want %v, got %v", i, w, g)
+	}
+}
+
+// errReader returns its data, then err.
+type errReader struct {
+	data string
+	err  error
+}
+
+func (r *errReader) Read(p []byte) (int, error) {
+	if r.data == "" {
+		return 0, r.err
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// oneByteReader returns one byte per Read, to exercise every buffer
+// boundary.
+type oneByteReader struct{ r io.Reader }
+
+func (r oneByteReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return r.r.Read(p[:1])
+}
+
+func body(s string) io.Reader { return strings.NewReader(s) }
