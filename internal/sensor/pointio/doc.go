@@ -98,7 +98,10 @@
 // named by the caller, e.g. "min", "max") and Intervals (search). Numbers
 // are written in the shortest form that reads back to the same float64:
 // fixed-point from 1e-6 to below 1e21, else with an exponent (as
-// encoding/json writes them), so integral values come out as integers.
+// encoding/json writes them), except that values from 2^53 to 1e21 are
+// written with all their digits. So an integral value comes out as its
+// exact integer, which integer types read back (2^60 is
+// 1152921504606846976, not the shorter 1152921504606847000).
 // NaN, +Inf and -Inf are written as NaN, +Inf and -Inf in CSV and as the
 // strings "NaN", "+Inf" and "-Inf" in JSON, as the readers read them.
 // MessagePack values are float64, bit for bit.

@@ -9,10 +9,13 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 )
 
-// appendFloat appends a finite v in the shortest form that parses back to
-// the same float64, fixed-point or exponent as encoding/json chooses
-// (exponent below 1e-6 and from 1e21): integral values of an integer
-// sensor come out as plain integers, which integer types read exactly.
+// appendFloat appends v in the shortest form that parses back to the same
+// float64, fixed-point or exponent as encoding/json chooses (exponent
+// below 1e-6 and from 1e21), except that values from 2^53 to 1e21, all
+// integers, are written with all their digits: the shortest form of 2^60
+// is 1152921504606847000, which an integer type would read as a
+// different integer. So every integral value comes out as the exact
+// integer. NaN and ±Inf are NaN, +Inf and -Inf.
 func appendFloat(dst []byte, v float64) []byte {
 	switch {
 	case math.IsNaN(v):
@@ -22,8 +25,12 @@ func appendFloat(dst []byte, v float64) []byte {
 	case math.IsInf(v, -1):
 		return append(dst, "-Inf"...)
 	}
+	a := math.Abs(v)
+	if a >= maxExactInt && a < 1e21 {
+		return strconv.AppendFloat(dst, v, 'f', 0, 64)
+	}
 	f := byte('f')
-	if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
+	if a != 0 && (a < 1e-6 || a >= 1e21) {
 		f = 'e'
 	}
 	dst = strconv.AppendFloat(dst, v, f, -1, 64)

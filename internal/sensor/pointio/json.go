@@ -123,7 +123,7 @@ func (r *jsonReader) point(row int, c byte) bool {
 		for {
 			keyAt := r.src.pos
 			if c != '"' {
-				return r.fail(row, "", keyAt, fmt.Errorf(`want a key "t" or "v", got %s`, describeJSON(c)))
+				return r.fail(row, "", keyAt, fmt.Errorf(`want a key "t" or "v", got %s`, describeByte(c)))
 			}
 			key, err := r.str()
 			if err != nil {

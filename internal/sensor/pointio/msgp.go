@@ -57,11 +57,8 @@ func (r *msgpReader) Next() bool {
 				return r.srcFail(row, "", 0, err)
 			}
 			b, err := r.src.peek(hlen + 1)
-			switch {
-			case n > 0 && err == io.EOF:
-				return r.fail(row, "", int64(len(b)), errors.New("unexpected end of input after an array header"))
-			case n > 0 && err != nil:
-				return r.srcFail(row, "", 0, err)
+			if n > 0 && err != nil {
+				return r.srcFail(row, "", int64(len(b)), err)
 			}
 			switch {
 			case n == 0 || isMsgpMap(b[hlen]) || isMsgpArray(b[hlen]):
@@ -298,7 +295,7 @@ func (r *msgpReader) peekLen(c byte) (n, hlen int, err error) {
 }
 
 // srcFail ends the body on an error of the source or decoder outside a
-// field, at off.
+// field: at off, or where the input ended inside a point.
 func (r *msgpReader) srcFail(row int, field string, off int64, err error) bool {
 	return r.fieldFail(row, field, off, off, err)
 }
@@ -311,6 +308,8 @@ func (r *msgpReader) fieldFail(row int, field string, off, start int64, err erro
 	switch {
 	case errors.Is(err, ErrLimit):
 		return r.fail(row, "", start, err)
+	case (err == io.EOF || err == io.ErrUnexpectedEOF) && r.src.end == math.MaxInt64:
+		return r.fail(row, field, off, errors.New("unexpected end of input"))
 	case err == io.EOF, err == io.ErrUnexpectedEOF:
 		return r.fail(row, field, r.src.pos, errors.New("unexpected end of input in a point"))
 	case errors.Is(err, errRead):
