@@ -3,6 +3,7 @@ package extract_test
 import (
 	"fmt"
 
+	"github.com/aerie-db/aerie/internal/sensor/cond"
 	"github.com/aerie-db/aerie/internal/sensor/extract"
 )
 
@@ -91,4 +92,17 @@ func ExampleMergeIntervals() {
 	fmt.Println(spans)
 	// Output:
 	// [{0 10800000} {18000000 21600000}]
+}
+
+func ExampleAgg_Value() {
+	// Search by value: Agg.Value is the metric getter cond.Expr.Eval
+	// wants, so one metric interval is tested without reading data.
+	e, _ := cond.Parse("min lte 200 & max gte 50 | avg eq 75")
+	m := extract.Agg{Count: 4, Min: 10, Max: 60, Sum: 140, SumSq: 6200, First: 10, Last: 60}
+	fmt.Println(e.Eval(m.Value))
+	avg, _ := m.Value(cond.Avg)
+	fmt.Println(avg)
+	// Output:
+	// true
+	// 35
 }

@@ -3,6 +3,7 @@ package extract
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -86,8 +87,8 @@ func (s step) String() string {
 func (f Func) Kind() FuncKind { return f.kind }
 
 // Metrics returns the aggregation metrics in requested order, or nil if f
-// is not an aggregation. The caller must not modify the slice.
-func (f Func) Metrics() []cond.Metric { return f.metrics }
+// is not an aggregation.
+func (f Func) Metrics() []cond.Metric { return slices.Clone(f.metrics) }
 
 // Columns returns the column names of the rows an aggregation emits, in
 // order: the metric names ("min", "p50"). It is nil if f is not an

@@ -168,8 +168,8 @@ func (o *order) point(t int64) error {
 // pointOp runs full, sampling and transformation extractions.
 type pointOp struct {
 	order
-	sample bool   // emit only the first non-NaN point of each window
-	chain  chain  // transformations
+	sample bool  // emit only the first non-NaN point of each window
+	chain  chain // transformations
 	out    Emitter
 	winEnd int64 // end of the window already sampled
 }
