@@ -118,7 +118,10 @@ type Emitter interface {
 // points in time order (equal times allowed), then Close, which emits what
 // is still pending. Neither may be called after Close or after an error.
 type Op interface {
+	// Push adds the point (t, v), t in [From, To] and not before the
+	// previous point, and emits what it makes final.
 	Push(t int64, v float64) error
+	// Close ends the input and emits what is still pending.
 	Close() error
 }
 
@@ -130,9 +133,16 @@ func New(p Params, out Emitter) (Op, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if out == nil {
+		return nil, errors.New("extract: nil Emitter")
+	}
 	switch p.Mode() {
 	case ModeAggregation:
-		return NewAggregator(p, out)
+		a, err := NewAggregator(p, out)
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
 	case ModeFull:
 		return &pointOp{order: newOrder(p), out: out}, nil
 	}
@@ -226,6 +236,9 @@ func NewAggregator(p Params, out Emitter) (*Aggregator, error) {
 	}
 	if p.Func.kind != FuncAggregate {
 		return nil, fmt.Errorf("extract: function %q is not an aggregation", p.Func.String())
+	}
+	if out == nil {
+		return nil, errors.New("extract: nil Emitter")
 	}
 	a := &Aggregator{
 		order:   newOrder(p),
