@@ -229,10 +229,10 @@ func (h *exportHandler) parse(r *http.Request) (*exportRequest, error) {
 		req.matchers = append(req.matchers, ms)
 	}
 	var err error
-	if req.mint, err = parseTimeParam(r.Form.Get("start"), math.MinInt64); err != nil {
+	if req.mint, err = ParseTimeParam(r.Form.Get("start"), math.MinInt64); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
-	if req.maxt, err = parseTimeParam(r.Form.Get("end"), math.MaxInt64); err != nil {
+	if req.maxt, err = ParseTimeParam(r.Form.Get("end"), math.MaxInt64); err != nil {
 		return nil, fmt.Errorf("end: %w", err)
 	}
 	if req.mint > req.maxt {
@@ -259,9 +259,9 @@ func (h *exportHandler) parse(r *http.Request) (*exportRequest, error) {
 	return req, nil
 }
 
-// parseTimeParam reads Unix seconds (fractions to the millisecond) or RFC
+// ParseTimeParam reads Unix seconds (fractions to the millisecond) or RFC
 // 3339, as Prometheus' API does, into ms; "" gives def.
-func parseTimeParam(s string, def int64) (int64, error) {
+func ParseTimeParam(s string, def int64) (int64, error) {
 	if s == "" {
 		return def, nil
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"github.com/aerie-db/aerie/internal/bucket"
 	"log/slog"
@@ -78,6 +79,17 @@ type AerieConfig struct {
 		// again [1GiB]; not used with the filesystem bucket.
 		MetaCacheSize units.Base2Bytes `yaml:"meta_cache_size,omitempty"`
 	} `yaml:"storage,omitempty"`
+	// MetricInterval is the interval of the block metrics (Peregreen's
+	// index blocks) that value search and aggregation read [1h].
+	MetricInterval model.Duration `yaml:"metric_interval,omitempty"`
+	Sensor         struct {
+		// MaxUploadSize bounds one /upload body [16GiB]; bodies stream
+		// through a spool file, not memory.
+		MaxUploadSize units.Base2Bytes `yaml:"max_upload_size,omitempty"`
+		// MaxSeries bounds the series one native search or extraction
+		// answers [100000].
+		MaxSeries int `yaml:"max_series,omitempty"`
+	} `yaml:"sensor,omitempty"`
 }
 
 // Config is the whole configuration file.
@@ -159,6 +171,18 @@ func ParseConfig(b []byte, logger *slog.Logger) (*Config, error) {
 	if err := c.Aerie.checkMemory(); err != nil {
 		return nil, err
 	}
+	if mi := time.Duration(c.Aerie.MetricInterval); mi != 0 {
+		pr := time.Duration(c.Aerie.PartitionRange)
+		if pr == 0 {
+			pr = 2 * time.Hour
+		}
+		if mi < time.Second || pr%mi != 0 {
+			return nil, fmt.Errorf("aerie section: metric_interval %v: must be at least 1s and divide partition_range (%v), so that each interval lies in one block", mi, pr)
+		}
+	}
+	if c.Aerie.Sensor.MaxUploadSize < 0 || c.Aerie.Sensor.MaxSeries < 0 {
+		return nil, errors.New("aerie section: sensor.max_upload_size and sensor.max_series must not be negative")
+	}
 	return c, nil
 }
 
@@ -227,6 +251,7 @@ func (a *AerieConfig) EngineOptions() tsdb.Options {
 		o.MaxFuture = time.Duration(*a.MaxFuture).Milliseconds()
 	}
 	o.MaxBlockRange = time.Duration(a.MaxBlockRange).Milliseconds()
+	o.MetricInterval = time.Duration(a.MetricInterval).Milliseconds()
 	o.LocalRetention = time.Duration(a.Storage.LocalRetention).Milliseconds()
 	if a.OOOWindow != nil {
 		if *a.OOOWindow == 0 {

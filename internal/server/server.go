@@ -30,6 +30,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/api"
 	"github.com/aerie-db/aerie/internal/ingest"
+	"github.com/aerie-db/aerie/internal/sensor"
 	"github.com/aerie-db/aerie/internal/tsdb"
 	"github.com/aerie-db/aerie/internal/vmformat"
 )
@@ -222,6 +223,22 @@ func (s *Server) build() error {
 	eopts := api.ExportOptions{Logger: s.log.With("component", "export")}
 	mux.Handle("/api/v1/export", s.m.instrument("export", api.NewExportHandler(s.db, eopts)))
 	mux.Handle("/api/v1/export/csv", s.m.instrument("export_csv", api.NewCSVExportHandler(s.db, eopts)))
+	svc, err := sensor.New(s.db, sensor.Options{
+		Dir:            s.opts.DataDir,
+		MaxUploadBytes: int64(s.cfg.Aerie.Sensor.MaxUploadSize),
+		MaxSeries:      s.cfg.Aerie.Sensor.MaxSeries,
+		Logger:         s.log.With("component", "sensor"),
+		Registerer:     reg,
+	})
+	if err != nil {
+		return fmt.Errorf("sensor API: %w", err)
+	}
+	svc.Register(mux, func(name string, h http.Handler) http.Handler {
+		if name == "sensor_upload" {
+			h = writes.wrap(h)
+		}
+		return s.m.instrument(name, h)
+	})
 	mux.Handle("/metrics", s.m.instrument("metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Aerie is Healthy.")

@@ -1,0 +1,89 @@
+package sensor
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestUpload(t *testing.T) {
+	e := newEnv(t, Options{SpoolPoints: 3, BatchPoints: 2})
+	hour := int64(3600_000)
+	base := int64(1_700_000_000_000) / hour * hour
+
+	// CSV, value first, ';' separated, out of order, with a header.
+	var b strings.Builder
+	b.WriteString("value;ts\n")
+	for _, i := range []int64{5, 1, 3, 0, 2, 4} {
+		fmt.Fprintf(&b, "%d;%d\n", i*10, base+i*1000)
+	}
+	code, body := e.do("POST", "/upload/temp/csv/1-0-;/int16", b.String())
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"points":6`)
+	got := e.points("temp")
+	require.Len(t, got, 6)
+	for i, p := range got {
+		require.Equal(t, pt{base + int64(i)*1000, float64(i * 10)}, p)
+	}
+
+	// A value that does not fit: 400 naming row, field and offset; nothing stored.
+	code, body = e.do("POST", "/upload/temp/csv/0-1-,/int16", fmt.Sprintf("%d,1\n%d,2\n%d,40000\n", base+10_000, base+11_000, base+12_000))
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, body, "nothing stored")
+	require.Contains(t, body, "row 3")
+	require.Contains(t, body, `field "v"`)
+	require.Len(t, e.points("temp"), 6)
+
+	// Another type for the same sensor: 409.
+	code, body = e.do("POST", "/upload/temp/csv/0-1-,/float64", fmt.Sprintf("%d,1.5\n", base+10_000))
+	require.Equal(t, http.StatusConflict, code, body)
+
+	// JSON points, merged into the existing range; a bad type name.
+	code, body = e.do("POST", "/upload/temp/json/default/int16", fmt.Sprintf(`[{"t":%d,"v":7},{"t":%d,"v":8}]`, base+500, base+20_000))
+	require.Equal(t, http.StatusOK, code, body)
+	require.Len(t, e.points("temp"), 8)
+	code, body = e.do("POST", "/upload/other/json/default/int9", `[]`)
+	require.Equal(t, http.StatusBadRequest, code, body)
+
+	// Too old for the retention? The test DB keeps everything; far in the
+	// future is refused, naming the row.
+	code, body = e.do("POST", "/upload/temp/csv/0-1-,/int16", "9000000000000000,1\n")
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, body, "row 1")
+
+	// The registry survives a restart; the data too.
+	e.reopen(Options{})
+	typ, ok := e.svc.reg.Type("temp")
+	require.True(t, ok)
+	require.Equal(t, "int16", typ.String())
+	require.Len(t, e.points("temp"), 8)
+}
+
+func TestParseRange(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		from, to int64
+		err      bool
+	}{
+		{"0-10", 0, 10, false},
+		{"-10-5", -10, 5, false},
+		{"-10--5", -10, -5, false},
+		{"5-5", 5, 5, false},
+		{"10-5", 0, 0, true},
+		{"10", 0, 0, true},
+		{"-", 0, 0, true},
+		{"", 0, 0, true},
+		{"a-b", 0, 0, true},
+	} {
+		from, to, err := parseRange(c.in)
+		if c.err {
+			require.Error(t, err, c.in)
+			continue
+		}
+		require.NoError(t, err, c.in)
+		require.Equal(t, [2]int64{c.from, c.to}, [2]int64{from, to}, c.in)
+	}
+}
