@@ -222,7 +222,9 @@ type lineReader struct {
 }
 
 func newLineReader(r io.Reader, limit int) *lineReader {
-	return &lineReader{br: newBufReader(r, limit), max: limit}
+	// Enough for a line of limit bytes and its end, within [16, 64 KiB];
+	// longer lines are put together in long.
+	return &lineReader{br: bufio.NewReaderSize(r, min(max(limit+2, 16), 64<<10)), max: limit}
 }
 
 // read returns the next line without its end and its offset. The slice is

@@ -60,9 +60,8 @@ type readerCase struct {
 	err    string
 }
 
-// runReaderCases reads every case through a plain reader and through one
-// that returns a byte at a time (every buffer boundary), expecting the
-// same.
+// runReaderCases reads every case at once, a byte at a time and in odd
+// chunks (every buffer boundary), expecting the same.
 func runReaderCases(t *testing.T, reader string, cases []readerCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,22 +73,18 @@ func runReaderCases(t *testing.T, reader string, cases []readerCase) {
 			if reader != FormatCSV {
 				format = "default"
 			}
-			for _, slow := range []bool{false, true} {
-				var r io.Reader = strings.NewReader(tc.body)
-				if slow {
-					r = oneByteReader{r}
-				}
+			for how, r := range bodyReaders(tc.body) {
 				got, err := readAll(t, reader, format, typ, r, tc.lim)
 				requireSamePoints(t, tc.want, got, true)
 				for i := range tc.want {
-					require.Equal(t, tc.want[i].Row, got[i].Row, "row of point %d", i)
-					require.Equal(t, tc.want[i].Off, got[i].Off, "offset of point %d", i)
+					require.Equal(t, tc.want[i].Row, got[i].Row, "%s: row of point %d", how, i)
+					require.Equal(t, tc.want[i].Off, got[i].Off, "%s: offset of point %d", how, i)
 				}
 				if tc.err == "" {
-					require.NoError(t, err)
+					require.NoError(t, err, how)
 					continue
 				}
-				require.EqualError(t, err, tc.err)
+				require.EqualError(t, err, tc.err, how)
 				var ie *InputError
 				require.True(t, errors.As(err, &ie), "%T", err)
 				require.Positive(t, ie.Row)

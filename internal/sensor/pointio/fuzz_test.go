@@ -71,12 +71,14 @@ func fuzzReader(t *testing.T, reader, format string, typ Type, data []byte) {
 	}
 
 	// Deterministic, and the same whatever the reads' sizes.
-	again, err2 := readAll(t, reader, format, typ, oneByteReader{bytes.NewReader(data)}, fuzzLimits)
-	require.Equal(t, errString(err), errString(err2))
-	requireSamePoints(t, pts, again, true)
-	for i := range pts {
-		require.Equal(t, pts[i].Row, again[i].Row)
-		require.Equal(t, pts[i].Off, again[i].Off)
+	for how, r := range bodyReaders(string(data)) {
+		again, err2 := readAll(t, reader, format, typ, r, fuzzLimits)
+		require.Equal(t, errString(err), errString(err2), how)
+		requireSamePoints(t, pts, again, true)
+		for i := range pts {
+			require.Equal(t, pts[i].Row, again[i].Row, how)
+			require.Equal(t, pts[i].Off, again[i].Off, how)
+		}
 	}
 
 	// What the reader took, the writer gives back the same.

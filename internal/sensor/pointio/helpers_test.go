@@ -85,4 +85,29 @@ func (r oneByteReader) Read(p []byte) (int, error) {
 	return r.r.Read(p[:1])
 }
 
-func body(s string) io.Reader { return strings.NewReader(s) }
+// chunkReader returns reads of the sizes in turn, to move the readers'
+// buffers at every kind of place.
+type chunkReader struct {
+	r     io.Reader
+	sizes []int
+	i     int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	n := c.sizes[c.i%len(c.sizes)]
+	c.i++
+	if len(p) > n {
+		p = p[:n]
+	}
+	return c.r.Read(p)
+}
+
+// bodyReaders returns the ways tests read a body: at once, a byte at a
+// time, and in chunks of odd sizes.
+func bodyReaders(data string) map[string]io.Reader {
+	return map[string]io.Reader{
+		"whole":  strings.NewReader(data),
+		"bytes":  oneByteReader{strings.NewReader(data)},
+		"chunks": &chunkReader{r: strings.NewReader(data), sizes: []int{5, 1, 17, 3, 64, 2, 9}},
+	}
+}

@@ -40,7 +40,7 @@ func (r *jsonReader) Next() bool {
 	c, err := r.ws()
 	if r.state == jsonStart {
 		if err == nil && c == 0xef { // a UTF-8 byte order mark
-			if b, _ := r.src.br.Peek(len(bom)); bytes.Equal(b, bom) {
+			if b, _ := r.src.peek(len(bom)); bytes.Equal(b, bom) {
 				r.src.discard(len(bom))
 				c, err = r.ws()
 			}
@@ -225,8 +225,23 @@ func (r *jsonReader) value(c byte) (float64, error) {
 	return 0, fmt.Errorf("want a number, got %s", describeJSON(c))
 }
 
-// number reads the bytes of a JSON number into r.tok and checks them.
+// number reads the bytes of a JSON number and checks them. They stay
+// valid until the next read.
 func (r *jsonReader) number() ([]byte, error) {
+	if win := r.src.window(); len(win) > 0 {
+		// Fast path: the number ends within the buffer.
+		i := 0
+		for i < len(win) && isNumberByte(win[i]) {
+			i++
+		}
+		if i < len(win) {
+			r.src.discard(i)
+			if !isJSONNumber(win[:i]) {
+				return nil, fmt.Errorf("%s is not a JSON number", quoteText(win[:i]))
+			}
+			return win[:i], nil
+		}
+	}
 	r.tok = r.tok[:0]
 	for {
 		c, err := r.src.peekByte()
@@ -236,7 +251,7 @@ func (r *jsonReader) number() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
+		if !isNumberByte(c) {
 			break
 		}
 		r.src.discard(1)
@@ -252,6 +267,18 @@ func (r *jsonReader) number() ([]byte, error) {
 // value, valid until the next call.
 func (r *jsonReader) str() ([]byte, error) {
 	r.src.discard(1)
+	win := r.src.window()
+	for i, c := range win {
+		// Fast path: a string without escapes that ends within the buffer.
+		if c == '"' {
+			r.tok = append(r.tok[:0], win[:i]...) // the buffer moves on the next read
+			r.src.discard(i + 1)
+			return r.tok, nil
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+	}
 	r.tok = r.tok[:0]
 	escaped := false
 	for {
@@ -303,6 +330,12 @@ func (r *jsonReader) str() ([]byte, error) {
 
 // ws skips JSON whitespace and returns the next byte, unread.
 func (r *jsonReader) ws() (byte, error) {
+	for i, c := range r.src.window() {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			r.src.discard(i)
+			return c, nil
+		}
+	}
 	for {
 		c, err := r.src.peekByte()
 		if err != nil {
@@ -368,6 +401,10 @@ func describeByte(c byte) string {
 		return strconv.QuoteRune(rune(c))
 	}
 	return fmt.Sprintf("byte 0x%02x", c)
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
 func isNumberStart(c byte) bool { return c == '-' || c >= '0' && c <= '9' }

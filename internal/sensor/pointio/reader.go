@@ -1,7 +1,6 @@
 package pointio
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -112,14 +111,6 @@ func (b *base) overRows() bool { return b.lim.MaxRows > 0 && b.n >= b.lim.MaxRow
 
 // readError wraps a failure of the body's io.Reader.
 func readError(err error) error { return fmt.Errorf("read body: %w", err) }
-
-// bufSize is the size of a reader's bufio buffer: enough for limit bytes
-// plus a line end, within [16, 64 KiB].
-func bufSize(limit int) int { return min(max(limit+2, 16), 64<<10) }
-
-func newBufReader(r io.Reader, limit int) *bufio.Reader {
-	return bufio.NewReaderSize(r, bufSize(limit))
-}
 
 // maxExactInt is 2^53: float64 holds every integer of at most this
 // magnitude, and only some beyond it.

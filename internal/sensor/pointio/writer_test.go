@@ -290,7 +290,7 @@ func TestRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, format := range []string{"csv", "json", "msgp"} {
 		for _, typ := range []Type{Int8, Int16, Int32, Int64, Float32, Float64} {
-			pts := randomPoints(rng, 2000, typ)
+			pts := randomPoints(rng, 5000, typ) // bodies over the readers' 64 KiB buffers
 			for _, p := range pts {
 				_, err := typ.Fit(p.V)
 				require.NoError(t, err, "%s %v", typ, p.V)
@@ -306,11 +306,13 @@ func TestRoundTrip(t *testing.T) {
 			if format == "csv" {
 				readFormat = "0-1-,"
 			}
-			got, err := readAll(t, format, readFormat, typ, &b, Limits{})
-			require.NoError(t, err, "%s %s", format, typ)
-			requireSamePoints(t, pts, got, format == "msgp" && typ == Float64)
-			for i := range pts {
-				require.Equal(t, i+1, got[i].Row)
+			for how, r := range bodyReaders(b.String()) {
+				got, err := readAll(t, format, readFormat, typ, r, Limits{})
+				require.NoError(t, err, "%s %s %s", format, typ, how)
+				requireSamePoints(t, pts, got, format == "msgp" && typ == Float64)
+				for i := range pts {
+					require.Equal(t, i+1, got[i].Row)
+				}
 			}
 		}
 	}
