@@ -1,0 +1,201 @@
+package sensorbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/aerie-db/aerie/bench"
+)
+
+// Kind marks the JSON of this report ("kind"), for `aerie bench report`.
+const Kind = "sensors"
+
+// Peregreen's figures (seed 004 §4.1), beside which Aerie's are shown.
+const (
+	// PeregreenIndexBytesPerSensorYear: 110 MB of indexes for 1000
+	// sensors × 1 year of 1-hour blocks.
+	PeregreenIndexBytesPerSensorYear = 110_000
+	// PeregreenStoredOverRaw: 172 GB stored of 750 GB of raw data.
+	PeregreenStoredOverRaw = 172.0 / 750
+)
+
+// Goals of issue 13 §4; recorded beside the ratios, never asserted.
+const (
+	GoalSearchRatio       = 0.1  // Aerie's median search latency ÷ VictoriaMetrics' at most
+	GoalExtractRatio      = 1.0  // Aerie's full extraction records per CPU second ÷ VictoriaMetrics' export's at least
+	GoalDecodePerCoreRate = 50e6 // decoded samples per CPU second at least
+)
+
+// Report is one run of `aerie bench --workload=sensors`.
+type Report struct {
+	Kind    string            `json:"kind"`
+	Machine bench.Machine     `json:"machine"`
+	Commit  string            `json:"commit"`
+	Date    string            `json:"date"`
+	Scale   string            `json:"scale"`
+	Sensors int               `json:"sensors"`
+	Span    string            `json:"span"`
+	Points  int64             `json:"points_per_sensor"`
+	Records int64             `json:"records"`
+	RawCSV  int64             `json:"raw_csv_bytes"`
+	Config  map[string]string `json:"config"`
+	Peers   []Peer            `json:"peers"`
+	Upload  []UploadResult    `json:"upload"`
+	Disk    []DiskResult      `json:"disk"`
+	Index   []IndexResult     `json:"index"`
+	Search  []SearchResult    `json:"search"`
+	Extract []ExtractResult   `json:"extract"`
+	Decode  *DecodeResult     `json:"decode,omitempty"`
+	Ratios  []Ratio           `json:"ratios"`
+	Notes   []string          `json:"notes,omitempty"`
+	Seconds float64           `json:"seconds"`
+}
+
+// Peer is one server as it was run.
+type Peer struct {
+	Name    string   `json:"name"`
+	Version string   `json:"version"`
+	Args    []string `json:"args"`
+}
+
+// UploadResult is one load of every sensor's history.
+type UploadResult struct {
+	Peer     string  `json:"peer"`
+	Path     string  `json:"path"` // how the data went in
+	Clients  int     `json:"clients"`
+	Requests int     `json:"requests"` // requests or processes
+	Records  int64   `json:"records"`
+	Bytes    int64   `json:"bytes"` // of the bodies or files
+	Seconds  float64 `json:"seconds"`
+	// RecordsPerSecond is over the wall time from the first request to
+	// the last answer (processes: from the first start to the last exit).
+	RecordsPerSecond float64 `json:"records_per_second"`
+	// CPUSeconds is the server's (or the processes') user+system time.
+	CPUSeconds          float64 `json:"cpu_seconds"`
+	RecordsPerCPUSecond float64 `json:"records_per_cpu_second"`
+	Note                string  `json:"note,omitempty"`
+}
+
+// DiskResult is a data directory after a load, once flushed.
+type DiskResult struct {
+	Peer  string           `json:"peer"`
+	Load  string           `json:"load"` // the UploadResult.Path that filled it
+	Bytes int64            `json:"bytes"`
+	ByTop map[string]int64 `json:"by_top"` // by top-level entry of the directory
+	// StoredOverRaw is Bytes ÷ the raw CSV bytes; BytesPerRecord Bytes ÷
+	// records.
+	StoredOverRaw  float64 `json:"stored_over_raw"`
+	BytesPerRecord float64 `json:"bytes_per_record"`
+	Seconds        float64 `json:"seconds"` // from the end of the load until measured
+	Note           string  `json:"note,omitempty"`
+}
+
+// IndexResult is what Aerie's /meta says of every sensor's blocks.
+type IndexResult struct {
+	Load       string `json:"load"`
+	Sensors    int    `json:"sensors"`
+	IndexBytes int64  `json:"index_bytes"` // block metrics of every sensor
+	DataBytes  int64  `json:"data_bytes"`
+	// Intervals are the 1-hour metric intervals holding points.
+	Intervals int64 `json:"intervals"`
+	// PerSensorYear is IndexBytes ÷ Intervals × 8766 (a year of 1-hour
+	// intervals), as Peregreen's 110 KB per sensor-year.
+	PerSensorYear float64 `json:"index_bytes_per_sensor_year"`
+	Note          string  `json:"note,omitempty"`
+}
+
+// SearchResult is one search query kind on both peers.
+type SearchResult struct {
+	Query     string  `json:"query"`     // "per sensor" or "all sensors"
+	Condition string  `json:"condition"` // Peregreen's condition
+	AerieURL  string  `json:"aerie"`     // an example request
+	PromQL    string  `json:"promql"`    // an example of the equivalent
+	Intervals int     `json:"intervals"` // in the answer (all sensors)
+	Runs      int     `json:"runs"`      // timed, per peer
+	Aerie     Latency `json:"aerie_latency"`
+	VM        Latency `json:"vm_latency"`
+	Ratio     float64 `json:"ratio"` // median Aerie ÷ median VM
+}
+
+// Latency is the median and 99th percentile of a query's timed runs, from
+// sending the request to reading the last byte of the answer.
+type Latency struct {
+	MedianMs float64 `json:"median_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+}
+
+// ExtractResult is one extraction case on one peer.
+type ExtractResult struct {
+	Peer     string  `json:"peer"`
+	Mode     string  `json:"mode"`  // full, sampling, aggregation, transformation
+	Range    string  `json:"range"` // 1h, 24h, 240h
+	Writer   string  `json:"writer"`
+	Func     string  `json:"func"`
+	Interval int64   `json:"interval_ms"`
+	Requests int     `json:"requests"`
+	Records  int64   `json:"records"`
+	Bytes    int64   `json:"bytes"`
+	Seconds  float64 `json:"seconds"`
+	// RecordsPerSecond is over the wall time of the case, two clients.
+	RecordsPerSecond float64 `json:"records_per_second"`
+	// RecordsPerCPUSecond is records ÷ the server's CPU seconds over the
+	// case: records per second per core.
+	CPUSeconds          float64 `json:"cpu_seconds"`
+	RecordsPerCPUSecond float64 `json:"records_per_cpu_second"`
+}
+
+// DecodeResult is the in-process decode of every sample from Aerie's
+// blocks.
+type DecodeResult struct {
+	Method  string `json:"method"`
+	Blocks  int    `json:"blocks"`
+	Samples int64  `json:"samples"` // per pass
+	// The first pass reads the blocks into the page cache and the
+	// engine's caches; the second is the one reported.
+	FirstSeconds        float64 `json:"first_pass_seconds"`
+	Seconds             float64 `json:"seconds"`
+	CPUSeconds          float64 `json:"cpu_seconds"`
+	SamplesPerSecond    float64 `json:"samples_per_second"`
+	SamplesPerCPUSecond float64 `json:"samples_per_cpu_second"`
+}
+
+// Ratio is a headline figure with its goal.
+type Ratio struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Goal  string  `json:"goal"`
+	Met   *bool   `json:"met,omitempty"` // nil where no goal applies
+}
+
+// WriteJSON writes the report as indented JSON.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// IsReport tells whether b is the JSON of a sensors report.
+func IsReport(b []byte) bool {
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	return json.Unmarshal(b, &k) == nil && k.Kind == Kind
+}
+
+// ReadReport reads a report written by WriteJSON.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !IsReport(b) {
+		return nil, fmt.Errorf("%s: not an `aerie bench --workload=sensors` report (no \"kind\": %q)", path, Kind)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &rep, nil
+}

@@ -1,0 +1,71 @@
+package sensorbench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testWriter logs a run's progress through t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestRun runs the small scale end to end: this repository's aerie,
+// built for the test, against VictoriaMetrics. Run fails on any answer
+// that does not match the data; the test checks that every phase
+// reported, and that the report reads back and renders.
+func TestRun(t *testing.T) {
+	vmBin := defaultVMPath()
+	if _, err := os.Stat(vmBin); err != nil {
+		t.Skipf("no VictoriaMetrics binary at %s", vmBin)
+	}
+	bin := filepath.Join(t.TempDir(), "aerie")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/aerie-db/aerie/cmd/aerie").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	rep, err := Run(context.Background(), Config{Scale: "small", Aerie: bin, VM: vmBin, Dir: t.TempDir(), Log: testWriter{t}})
+	require.NoError(t, err)
+	sc := Scales["small"]
+	require.Equal(t, int64(sc.Sensors)*sc.Span.Milliseconds()/1000, rep.Records)
+	require.Len(t, rep.Upload, 3)
+	for _, u := range rep.Upload {
+		require.Positive(t, u.RecordsPerSecond, u.Path)
+	}
+	require.Len(t, rep.Disk, 3)
+	require.Len(t, rep.Index, 2)
+	require.Len(t, rep.Search, 4) // two conditions, per sensor and all at once
+	for _, s := range rep.Search {
+		require.Positive(t, s.Intervals, "%s %s", s.Query, s.Condition)
+	}
+	// small covers 6 h: the 1 h range only, four modes × three writers,
+	// and VictoriaMetrics' export for the full mode.
+	require.Len(t, rep.Extract, 4*3+1)
+	for _, e := range rep.Extract {
+		require.Positive(t, e.Records, "%s %s %s %s", e.Peer, e.Mode, e.Range, e.Writer)
+	}
+	require.NotNil(t, rep.Decode)
+	require.Equal(t, rep.Records, rep.Decode.Samples)
+	require.NotEmpty(t, rep.Ratios)
+
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&buf))
+	require.True(t, IsReport(buf.Bytes()))
+	path := filepath.Join(t.TempDir(), "sensors.json")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	back, err := ReadReport(path)
+	require.NoError(t, err)
+	require.Equal(t, rep, back)
+	var md strings.Builder
+	require.NoError(t, back.WriteMarkdown(&md))
+	require.Contains(t, md.String(), "| vm | full | 1h | export (JSON lines) |")
+}

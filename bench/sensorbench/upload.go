@@ -1,0 +1,409 @@
+package sensorbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Loads, as UploadResult.Path names them.
+const (
+	loadUpload   = "POST /upload/{sensor}/csv/0-1-,/float64"
+	loadImport   = "aerie import --format=csv --data.dir"
+	loadVMImport = "POST /api/v1/import/csv"
+)
+
+// Data directories of the run.
+const (
+	dirUpload = "aerie-upload"
+	dirImport = "aerie-import"
+	dirVM     = "vm"
+)
+
+// sendAll runs send for every sensor from n clients, each taking the
+// next sensor, and returns the wall time from the first request to the
+// last answer.
+func (r *runner) sendAll(n int, send func(ctx context.Context, s *sensorData) error) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	next := make(chan *sensorData)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	t0 := time.Now()
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range next {
+				if err := send(ctx, s); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+						cancel()
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+feed:
+	for _, s := range r.d.Sensors {
+		select {
+		case next <- s:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return time.Since(t0), first
+}
+
+// load measures one load of every sensor into srv through send.
+func (r *runner) load(srv *server, path string, send func(ctx context.Context, s *sensorData) error) (UploadResult, error) {
+	res := UploadResult{Peer: srv.name, Path: path, Clients: r.cfg.Clients, Requests: len(r.d.Sensors), Records: r.d.totalPoints(), Bytes: r.d.RawBytes}
+	before, err := srv.cpu()
+	if err != nil {
+		return res, err
+	}
+	wall, err := r.sendAll(r.cfg.Clients, send)
+	if err != nil {
+		if aerr := srv.alive(); aerr != nil {
+			return res, aerr
+		}
+		return res, err
+	}
+	after, err := srv.cpu()
+	if err != nil {
+		return res, err
+	}
+	res.Seconds = wall.Seconds()
+	res.RecordsPerSecond = float64(res.Records) / res.Seconds
+	res.CPUSeconds = (after - before).Seconds()
+	if res.CPUSeconds > 0 {
+		res.RecordsPerCPUSecond = float64(res.Records) / res.CPUSeconds
+	}
+	r.logf("%-5s %s: %d records from %d clients in %.1f s: %.0f records/s, %.0f records per CPU second",
+		srv.name, path, res.Records, res.Clients, res.Seconds, res.RecordsPerSecond, res.RecordsPerCPUSecond)
+	return res, nil
+}
+
+// uploadAerie uploads every sensor's CSV file through /upload into a
+// fresh Aerie, checks every answer and /meta, waits for the flush,
+// measures the disk and stops the server.
+func (r *runner) uploadAerie() error {
+	srv, err := r.start(aerie, r.dir(dirUpload))
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	d := r.d
+	res, err := r.load(srv, loadUpload, func(ctx context.Context, s *sensorData) error {
+		f, err := os.Open(d.path(s))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		b, _, err := do(ctx, srv, http.MethodPost, "/upload/"+s.Name+"/csv/0-1-,/float64", "text/csv", f, s.Bytes)
+		if err != nil {
+			return err
+		}
+		var ans struct {
+			Sensor string `json:"sensor"`
+			Type   string `json:"type"`
+			Points int64  `json:"points"`
+			First  int64  `json:"first"`
+			Last   int64  `json:"last"`
+		}
+		if err := json.Unmarshal(b, &ans); err != nil {
+			return fmt.Errorf("upload %s: answer %q: %w", s.Name, b, err)
+		}
+		if ans.Sensor != s.Name || ans.Points != d.Points || ans.First != d.Start || ans.Last != d.end() {
+			return fmt.Errorf("%w: upload %s answered %s; want %d points from %d to %d", ErrMismatch, s.Name, b, d.Points, d.Start, d.end())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r.rep.Upload = append(r.rep.Upload, res)
+	t0 := time.Now()
+	if _, err := r.checkMeta(srv, loadUpload); err != nil {
+		return err
+	}
+	note, err := r.awaitAerieFlush(srv, r.sc.FlushWait)
+	if err != nil {
+		return err
+	}
+	if err := r.disk(srv.dir, aerie, loadUpload, t0, note); err != nil {
+		return err
+	}
+	return srv.stop()
+}
+
+// meta is Aerie's GET /meta/{sensor}.
+type meta struct {
+	Sensor     string `json:"sensor"`
+	Type       string `json:"type"`
+	First      int64  `json:"first"`
+	Last       int64  `json:"last"`
+	Count      int64  `json:"count"`
+	Intervals  int64  `json:"intervals"`
+	IndexBytes int64  `json:"index_bytes"`
+	DataBytes  int64  `json:"data_bytes"`
+}
+
+// checkMeta checks every sensor's /meta against the data and sums what it
+// says of the blocks.
+func (r *runner) checkMeta(srv *server, load string) (IndexResult, error) {
+	d := r.d
+	ir := IndexResult{Load: load, Sensors: len(d.Sensors)}
+	for _, s := range d.Sensors {
+		b, err := get(r.ctx, srv, "/meta/"+s.Name)
+		if err != nil {
+			return ir, err
+		}
+		var m meta
+		if err := json.Unmarshal(b, &m); err != nil {
+			return ir, fmt.Errorf("meta %s: %q: %w", s.Name, b, err)
+		}
+		if m.Count != d.Points || m.First != d.Start || m.Last != d.end() {
+			return ir, fmt.Errorf("%w: %s (%s) /meta/%s answered %s; want count %d, first %d, last %d", ErrMismatch, srv.name, load, s.Name, strings.TrimSpace(string(b)), d.Points, d.Start, d.end())
+		}
+		ir.IndexBytes += m.IndexBytes
+		ir.DataBytes += m.DataBytes
+		ir.Intervals += m.Intervals
+	}
+	if ir.Intervals > 0 {
+		ir.PerSensorYear = float64(ir.IndexBytes) / float64(ir.Intervals) * (yearMs / hourMs)
+	}
+	return ir, nil
+}
+
+// awaitAerieFlush waits until Aerie has flushed what is due and rests: no
+// backfill generation and no partition flush left, and the counters of
+// flushes, backfill flushes, compactions and blocks moved to the bucket
+// unchanged for the scale's Rest, after at least one partition flush or
+// wait. It
+// returns a note of what stayed in the head.
+func (r *runner) awaitAerieFlush(srv *server, wait time.Duration) (string, error) {
+	start := time.Now()
+	var last string
+	since := time.Now()
+	for {
+		m, err := get(r.ctx, srv, "/metrics")
+		if err != nil {
+			return "", err
+		}
+		val := func(name string) float64 { v, _ := metricValue(m, name); return v }
+		busy := val("aerie_backfill_generations") > 0 || val("aerie_flush_groups") > 0
+		state := fmt.Sprint(val("aerie_flushes_total"), val("aerie_backfill_flushes_total"), val("aerie_compactions_total"), val("aerie_bucket_moved_blocks_total"), busy)
+		if state != last {
+			last, since = state, time.Now()
+		}
+		flushed := val("aerie_flushes_total") > 0
+		switch {
+		case !busy && time.Since(since) >= r.sc.Rest && (flushed || time.Since(start) >= wait):
+			if !flushed {
+				return fmt.Sprintf("no head partition flush within %v: the head's data are in the WAL", wait), nil
+			}
+			return "the head's last partitions stay in the WAL until newer data come (Aerie flushes a partition once the head has moved past it)", nil
+		case time.Since(start) >= wait+5*time.Minute:
+			return fmt.Sprintf("flushes or compactions still running %v after the load", time.Since(start).Round(time.Second)), nil
+		}
+		if err := r.sleep(250 * time.Millisecond); err != nil {
+			return "", err
+		}
+	}
+}
+
+// disk measures dir once its size has not changed for a second.
+func (r *runner) disk(dir, peer, load string, since time.Time, note string) error {
+	var (
+		total int64
+		byTop map[string]int64
+		last  = int64(-1)
+		same  int
+	)
+	for deadline := time.Now().Add(time.Minute); ; {
+		var err error
+		if total, byTop, err = diskUsage(dir); err != nil {
+			return err
+		}
+		if total == last {
+			same++
+		} else {
+			same = 0
+		}
+		if same >= 4 || time.Now().After(deadline) {
+			break
+		}
+		last = total
+		if err := r.sleep(250 * time.Millisecond); err != nil {
+			return err
+		}
+	}
+	res := DiskResult{Peer: peer, Load: load, Bytes: total, ByTop: byTop, Seconds: time.Since(since).Seconds(), Note: note,
+		StoredOverRaw: float64(total) / float64(r.d.RawBytes), BytesPerRecord: float64(total) / float64(r.d.totalPoints())}
+	r.rep.Disk = append(r.rep.Disk, res)
+	r.logf("%-5s disk after %s: %d bytes, %.3f of the raw CSV, %.3f B/record %v", peer, load, total, res.StoredOverRaw, res.BytesPerRecord, byTop)
+	return nil
+}
+
+// uploadVM imports every sensor's CSV file into a fresh VictoriaMetrics
+// through /api/v1/import/csv, the same bodies as Aerie's uploads, checks
+// the counts, measures the disk once flushed and stops the server.
+func (r *runner) uploadVM() error {
+	srv, err := r.start(vm, r.dir(dirVM))
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	d := r.d
+	res, err := r.load(srv, loadVMImport, func(ctx context.Context, s *sensorData) error {
+		f, err := os.Open(d.path(s))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, _, err = do(ctx, srv, http.MethodPost, "/api/v1/import/csv?format="+url.QueryEscape("1:time:unix_ms,2:metric:"+s.Name), "text/csv", f, s.Bytes)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	res.Note = "acknowledged before fsync"
+	r.rep.Upload = append(r.rep.Upload, res)
+	t0 := time.Now()
+	if err := r.awaitVMFlush(srv); err != nil {
+		return err
+	}
+	if err := r.checkVMCounts(srv); err != nil {
+		return err
+	}
+	if err := r.disk(srv.dir, vm, loadVMImport, t0, "after /internal/force_flush and the in-memory parts' flush"); err != nil {
+		return err
+	}
+	return srv.stop()
+}
+
+// awaitVMFlush calls /internal/force_flush, which makes buffered rows
+// searchable in in-memory parts, and waits until those are on disk
+// (-inmemoryDataFlushInterval, 5 s): no rows left in storage/inmemory or
+// indexdb/inmemory.
+func (r *runner) awaitVMFlush(srv *server) error {
+	if _, err := get(r.ctx, srv, "/internal/force_flush"); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		m, err := get(r.ctx, srv, "/metrics")
+		if err != nil {
+			return err
+		}
+		data, ok1 := metricValue(m, `vm_rows{type="storage/inmemory"}`)
+		index, ok2 := metricValue(m, `vm_rows{type="indexdb/inmemory"}`)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("vm /metrics has no vm_rows{type=\"storage/inmemory\"} or vm_rows{type=\"indexdb/inmemory\"}")
+		}
+		if data == 0 && index == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("vm: rows still in memory a minute after /internal/force_flush")
+		}
+		if err := r.sleep(250 * time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// checkVMCounts counts every sensor's samples in VictoriaMetrics.
+func (r *runner) checkVMCounts(srv *server) error {
+	d := r.d
+	window := (d.end()-d.Start)/1000 + 3600
+	for _, s := range d.Sensors {
+		form := url.Values{"query": {fmt.Sprintf("count_over_time(%s[%ds])", s.Name, window)}, "time": {promTime(d.end())}, "nocache": {"1"}}
+		b, _, err := do(r.ctx, srv, http.MethodPost, "/api/v1/query", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), int64(len(form.Encode())))
+		if err != nil {
+			return err
+		}
+		res, err := parsePromResult(b)
+		if err != nil {
+			return fmt.Errorf("vm count of %s: %w", s.Name, err)
+		}
+		var got int64
+		for _, ser := range res {
+			for _, p := range ser.points {
+				got += int64(p.v)
+			}
+		}
+		if got != d.Points {
+			return fmt.Errorf("%w: vm counts %d samples of %s, %d were imported", ErrMismatch, got, s.Name, d.Points)
+		}
+	}
+	return nil
+}
+
+// importAerie imports every sensor's CSV file with `aerie import` into a
+// fresh data directory, one process per sensor (the CSV column spec
+// names the metric), one after the other (the directory takes one
+// writer).
+func (r *runner) importAerie() error {
+	d := r.d
+	dir := r.dir(dirImport)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	res := UploadResult{Peer: aerie, Path: loadImport, Clients: 1, Requests: len(d.Sensors), Records: d.totalPoints(), Bytes: d.RawBytes,
+		Note: "one process per sensor (--csv.format=1:time:unix_ms,2:metric:SENSOR), each opening the directory and flushing its head into blocks at the end"}
+	var cpu time.Duration
+	t0 := time.Now()
+	for _, s := range d.Sensors {
+		cmd := exec.CommandContext(r.ctx, r.cfg.Aerie, "import", "--data.dir="+dir, "--format=csv",
+			"--csv.format=1:time:unix_ms,2:metric:"+s.Name, "--progress=none", d.path(s))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("aerie import %s: %w\n%s", s.Name, err, out)
+		}
+		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	res.Seconds = time.Since(t0).Seconds()
+	res.RecordsPerSecond = float64(res.Records) / res.Seconds
+	res.CPUSeconds = cpu.Seconds()
+	if res.CPUSeconds > 0 {
+		res.RecordsPerCPUSecond = float64(res.Records) / res.CPUSeconds
+	}
+	r.logf("aerie %s: %d records in %.1f s: %.0f records/s, %.0f records per CPU second", loadImport, res.Records, res.Seconds, res.RecordsPerSecond, res.RecordsPerCPUSecond)
+	r.rep.Upload = append(r.rep.Upload, res)
+	return r.disk(dir, aerie, loadImport, time.Now(), "aerie import flushes the head into blocks at its end")
+}
+
+// indexOfImport starts Aerie over the imported directory, checks every
+// sensor's /meta and records the index size, then stops it.
+func (r *runner) indexOfImport() error {
+	srv, err := r.start(aerie, r.dir(dirImport))
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	ir, err := r.checkMeta(srv, loadImport)
+	if err != nil {
+		return err
+	}
+	r.rep.Index = append(r.rep.Index, ir)
+	r.logf("aerie index after %s: %d bytes of block metrics for %d intervals: %.0f B per sensor-year (Peregreen: %d)", loadImport, ir.IndexBytes, ir.Intervals, ir.PerSensorYear, PeregreenIndexBytesPerSensorYear)
+	return srv.stop()
+}
