@@ -241,11 +241,11 @@ func (r *lineReader) read() ([]byte, int64, error) {
 	if errors.Is(err, bufio.ErrBufferFull) {
 		r.long = append(r.long[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
-			if len(r.long) > r.max+1 { // max bytes and a '\r' at most before the '\n'
+			line, err = r.br.ReadSlice('\n')
+			if len(r.long)+len(line) > r.max+2 { // more than max bytes and "\r\n"
 				r.err = errMaxLine(r.max)
 				return nil, off, r.err
 			}
-			line, err = r.br.ReadSlice('\n')
 			r.long = append(r.long, line...)
 		}
 		line = r.long

@@ -15,7 +15,8 @@
 //     integer written in plain digits is read exactly (not through a
 //     float), so an int64 value float64 cannot hold exactly (some beyond
 //     2^53, e.g. 9007199254740993) is refused rather than rounded; beyond
-//     2^53 an integer must be written in plain digits (not 1e18).
+//     2^53 an integer must be written in plain digits (not 1e18). -0 is
+//     stored as 0.
 //   - float32: NaN, ±Inf and values of magnitude up to math.MaxFloat32;
 //     the sensor stores float32 precision (the float32 nearest a decimal
 //     text; a float64 of JSON or MessagePack rounded to float32).
@@ -30,6 +31,12 @@
 // The offset is that of the field, or of the row when Field is "". An
 // exceeded limit wraps ErrLimit; a failure of the body's io.Reader is
 // wrapped too ("read body: …", errors.As reaches it).
+//
+// Limits bound a body: a CSV line may have at most MaxLine bytes (64 KiB
+// by default) without its line end, a JSON or MessagePack point at most
+// MaxPoint bytes (64 KiB) from its first byte to its last, and a body at
+// most MaxRows points (no limit by default). Bodies of any length stream
+// through in this much memory.
 //
 // # CSV: reader csv, format tsPos-valPos-sep
 //
@@ -95,7 +102,8 @@
 //
 // NewWriter writes csv, json or msgp. An answer has one of three shapes
 // (Layout.Shape): Points (extract), Rows (aggregations, with value columns
-// named by the caller, e.g. "min", "max") and Intervals (search). Numbers
+// named by the caller, e.g. "min", "max", but neither "t" nor "metric")
+// and Intervals (search). Numbers
 // are written in the shortest form that reads back to the same float64:
 // fixed-point from 1e-6 to below 1e21, else with an exponent (as
 // encoding/json writes them), except that values from 2^53 to 1e21 are
@@ -137,21 +145,21 @@
 //
 // # Invariants
 //
-//  1. Bounded memory: a Reader holds one point and one buffer: a line of
-//     at most Limits.MaxLine bytes (CSV), or one token or key of at most
-//     Limits.MaxPoint bytes (JSON, MessagePack, whose points may be no
-//     longer), besides a bufio buffer of at most 64 KiB. A longer line or
-//     point is an error before it is buffered. A Writer holds one item and
-//     a 32 KiB bufio buffer.
+//  1. Bounded memory: a Reader holds one point, a read buffer of at most
+//     64 KiB and one line of at most Limits.MaxLine bytes (CSV) or one
+//     token or key of at most Limits.MaxPoint bytes (JSON, MessagePack,
+//     whose points may be no longer). A longer line or point is an error
+//     before it is held; nothing is kept per point. A Writer holds one
+//     item, the current series' labels and a 32 KiB bufio buffer.
 //  2. Every error of a Reader is an *InputError naming the row (≥ 1), the
 //     field where there is one, and a byte offset within the body read so
 //     far; the Reader stops there and reports nothing after it.
 //  3. Round trip: points written by a Writer without series framing and
 //     read back by a Reader of the same format (csv with format 0-1-,)
-//     give the same timestamps and value bits: exactly in msgp, NaN
-//     payloads aside in csv and json. Rows, intervals and framed answers
-//     parse back (encoding/csv, encoding/json, msgpack) to the same
-//     labels, timestamps and values.
+//     give the same timestamps and value bits (-0 too), but for NaN
+//     payloads in csv and json, which have one NaN. Rows, intervals and
+//     framed answers parse back (encoding/csv, encoding/json, msgpack) to
+//     the same labels, timestamps and values.
 //  4. A value a Reader returns has passed Type.Fit: a sensor never stores
 //     what its type cannot hold, and an integer is never rounded on the
 //     way in.

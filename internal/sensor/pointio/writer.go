@@ -36,7 +36,7 @@ func (s Shape) String() string {
 type Layout struct {
 	Shape Shape
 	// Columns names the values of a row (Rows only), e.g. "min", "max":
-	// at least one, unique, not empty and not "t".
+	// at least one, unique, not empty, and neither "t" nor "metric".
 	Columns []string
 	// Series frames the items by series (the native API's answers): every
 	// item is written between BeginSeries and EndSeries.
@@ -165,8 +165,8 @@ func (w *writer) Begin(l Layout) error {
 			switch {
 			case c == "":
 				return w.fail("an empty column name")
-			case c == "t":
-				return w.fail(`column name "t" is the timestamp's`)
+			case c == "t", c == "metric":
+				return w.fail("column name %q is reserved: t is the timestamp, metric the series' labels", c)
 			case seen[c]:
 				return w.fail("column name %q appears twice", c)
 			}

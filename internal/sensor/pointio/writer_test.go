@@ -168,7 +168,8 @@ func TestWriterMisuse(t *testing.T) {
 	}{
 		{"rows without columns", func(w Writer) error { return w.Begin(Layout{Shape: Rows}) }, "pointio: rows without columns"},
 		{"empty column", func(w Writer) error { return w.Begin(Layout{Shape: Rows, Columns: []string{"a", ""}}) }, "pointio: an empty column name"},
-		{"column t", func(w Writer) error { return w.Begin(Layout{Shape: Rows, Columns: []string{"t"}}) }, `pointio: column name "t" is the timestamp's`},
+		{"column t", func(w Writer) error { return w.Begin(Layout{Shape: Rows, Columns: []string{"t"}}) }, `pointio: column name "t" is reserved: t is the timestamp, metric the series' labels`},
+		{"column metric", func(w Writer) error { return w.Begin(Layout{Shape: Rows, Columns: []string{"min", "metric"}}) }, `pointio: column name "metric" is reserved: t is the timestamp, metric the series' labels`},
 		{"duplicate column", func(w Writer) error { return w.Begin(Layout{Shape: Rows, Columns: []string{"a", "a"}}) }, `pointio: column name "a" appears twice`},
 		{"columns for points", func(w Writer) error { return w.Begin(Layout{Columns: []string{"a"}}) }, `pointio: columns ["a"] for shape points, which has none`},
 		{"unknown shape", func(w Writer) error { return w.Begin(Layout{Shape: 7}) }, "pointio: unknown shape Shape(7)"},
