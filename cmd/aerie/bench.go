@@ -19,6 +19,7 @@ func newBenchCmd() *cobra.Command {
 		jsonPath   string
 		cpuProfile string
 		quiet      bool
+		sensors    benchSensorsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -50,6 +51,9 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 				}
 				defer pprof.StopCPUProfile()
 			}
+			if cfg.Workload == sensorsWorkload {
+				return sensors.run(cmd, cfg, jsonPath)
+			}
 			rep, err := bench.Run(cfg)
 			if err != nil {
 				return err
@@ -72,7 +76,7 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Workload, "workload", "node", "node, random (node's series and timestamps, values uniform in [0,1)), tsbs (devops cpu-only) or history (node hosts' history backfilled, then compacted: its own phases)")
+	f.StringVar(&cfg.Workload, "workload", "node", "node, random (node's series and timestamps, values uniform in [0,1)), tsbs (devops cpu-only), history (node hosts' history backfilled, then compacted: its own phases) or sensors (Peregreen's upload, search by value and extraction against VictoriaMetrics over HTTP: bench/sensorbench; small 4 sensors × 6 h, medium 100 × 7 d, large 100 × 30 d)")
 	f.StringVar(&cfg.Input, "input", "", "real data instead of a generated workload: a remote-write dump (.rwpb.zst) or OpenMetrics text with timestamps")
 	f.StringVar(&cfg.Scale, "scale", "small", "small (1 K series, <2 min), medium (10 K series) or large (150 K series, Heracles' scale); history: days of 1 to 4 hosts and 30 days of 1 or 2 (bench/histdata.go)")
 	f.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file")
@@ -87,6 +91,7 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 	f.IntVar(&cfg.QueryRuns, "query-runs", 0, "instances of each TSBS pattern (default: the scale's)")
 	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (both engines: use pprof -focus to split them)")
+	sensors.addFlags(f)
 	cmd.AddCommand(newBenchReportCmd(), newBenchHTTPCmd(), newBenchBucketCmd())
 	return cmd
 }
