@@ -32,14 +32,19 @@ import (
 
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/ingest"
+	"github.com/aerie-db/aerie/internal/sensor"
+	"github.com/aerie-db/aerie/internal/sensor/pointio"
 	"github.com/aerie-db/aerie/internal/tsdb"
 	"github.com/aerie-db/aerie/internal/vmformat"
 )
 
 // importOptions are the flags of `aerie import`.
 type importOptions struct {
-	format          string // auto, influx, prometheus, openmetrics, json, csv
+	format          string // auto, influx, prometheus, openmetrics, json, csv, sensor-csv, sensor-json, sensor-msgp
 	csvFormat       string
+	sensorName      string // sensor-* formats: the sensor (metric name) [the file's base name]
+	sensorFormat    string // sensor-csv: Peregreen's tsPos-valPos-sep
+	sensorType      string // sensor-* formats: int8 … float64
 	influxPrecision string
 	url             string
 	dataDir         string
@@ -64,6 +69,11 @@ const (
 	fmtOpenMetrics = "openmetrics"
 	fmtJSON        = "json"
 	fmtCSV         = "csv"
+	// Peregreen's upload bodies (internal/sensor/pointio): one sensor's
+	// points per file.
+	fmtSensorCSV  = "sensor-csv"
+	fmtSensorJSON = "sensor-json"
+	fmtSensorMsgp = "sensor-msgp"
 )
 
 func newImportCmd() *cobra.Command {
@@ -86,6 +96,15 @@ The format is --format, or else the file name's extension (after .gz or
 .openmetrics → openmetrics; .json .jsonl .ndjson → json; .csv → csv
 (which needs --csv.format, VictoriaMetrics' column spec such as
 1:time:unix_ms,2:label:host,3:metric:cpu). FILE - reads standard input.
+
+Peregreen's sensor files, one sensor per file, as /upload takes them:
+--format=sensor-csv with --sensor.format (tsPos-valPos-sep, e.g. 0-1-,),
+--format=sensor-json or sensor-msgp (points {"t": ms, "v": value}), each
+with --sensor.type (int8 … float64; values are checked against it) and
+--sensor (the sensor id, a metric name; default the file's base name).
+A bad row stops the import before anything is written, naming the row
+and byte offset. With --data.dir the sensor's type is recorded as
+/upload records it; through --url it is not.
 Samples without a timestamp get the time the import started.
 
 It prints progress (a bar on a terminal, a line every --progress.interval
@@ -107,7 +126,10 @@ first bad line of each reason. It fails if any sample was rejected.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.format, "format", fmtAuto, "auto (by extension), influx, prometheus, openmetrics, json or csv")
+	f.StringVar(&o.format, "format", fmtAuto, "auto (by extension), influx, prometheus, openmetrics, json, csv, sensor-csv, sensor-json or sensor-msgp")
+	f.StringVar(&o.sensorName, "sensor", "", "sensor-* formats: the sensor id (metric name) [the file's base name]")
+	f.StringVar(&o.sensorFormat, "sensor.format", "0-1-,", "sensor-csv: Peregreen's tsPos-valPos-sep")
+	f.StringVar(&o.sensorType, "sensor.type", "float64", "sensor-* formats: int8, int16, int32, int64, float32 or float64")
 	f.StringVar(&o.csvFormat, "csv.format", "", "CSV column spec, e.g. 1:time:unix_ms,2:label:host,3:metric:cpu")
 	f.StringVar(&o.influxPrecision, "influx.precision", "ns", "unit of Influx timestamps: ns, us, ms, s, m or h")
 	f.StringVar(&o.url, "url", "", "base URL of a running Aerie server, e.g. http://127.0.0.1:9201")
@@ -153,10 +175,14 @@ func runImport(ctx context.Context, o importOptions, files []string) error {
 	}
 	formats := make([]string, len(files))
 	var csvFormat *vmformat.CSVFormat
+	var err error
 	for i, name := range files {
 		f, err := fileFormat(o.format, name)
 		if err != nil {
 			return err
+		}
+		if isSensorFormat(f) && o.sensorName == "" && name == "-" {
+			return errors.New("a sensor file on standard input needs --sensor")
 		}
 		formats[i] = f
 		if f == fmtCSV && csvFormat == nil {
@@ -168,7 +194,18 @@ func runImport(ctx context.Context, o importOptions, files []string) error {
 			}
 		}
 	}
-	im := &importer{o: o, files: files, formats: formats, csv: csvFormat, sum: newImportSummary()}
+	im := &importer{o: o, files: files, formats: formats, csv: csvFormat, sum: newImportSummary(), sensors: map[string]bool{}}
+	if slices.ContainsFunc(formats, isSensorFormat) {
+		if o.sensorType == "" {
+			o.sensorType = "float64"
+		}
+		if im.sensorType, err = pointio.ParseType(o.sensorType); err != nil {
+			return fmt.Errorf("--sensor.type: %w", err)
+		}
+		if o.sensorFormat == "" {
+			im.o.sensorFormat = "0-1-,"
+		}
+	}
 	var total int64
 	for _, name := range files {
 		if name == "-" {
@@ -253,6 +290,13 @@ func runImport(ctx context.Context, o importOptions, files []string) error {
 	if err != nil {
 		return err
 	}
+	if o.dataDir != "" && im.sum.failed() == 0 {
+		for name := range im.sensors {
+			if err := sensor.RecordType(o.dataDir, name, im.sensorType); err != nil {
+				return fmt.Errorf("sensor %s: record type: %w", name, err)
+			}
+		}
+	}
 	if n := im.sum.failed(); n > 0 {
 		return fmt.Errorf("%d samples rejected", n)
 	}
@@ -262,11 +306,11 @@ func runImport(ctx context.Context, o importOptions, files []string) error {
 // fileFormat is the format of a file: the flag, or its extension.
 func fileFormat(flag, name string) (string, error) {
 	switch flag {
-	case fmtInflux, fmtPrometheus, fmtOpenMetrics, fmtJSON, fmtCSV:
+	case fmtInflux, fmtPrometheus, fmtOpenMetrics, fmtJSON, fmtCSV, fmtSensorCSV, fmtSensorJSON, fmtSensorMsgp:
 		return flag, nil
 	case fmtAuto:
 	default:
-		return "", fmt.Errorf("unknown --format %q: want auto, influx, prometheus, openmetrics, json or csv", flag)
+		return "", fmt.Errorf("unknown --format %q: want auto, influx, prometheus, openmetrics, json, csv, sensor-csv, sensor-json or sensor-msgp", flag)
 	}
 	base := strings.ToLower(filepath.Base(name))
 	for _, z := range []string{".gz", ".gzip", ".zst", ".zstd"} {
@@ -297,6 +341,9 @@ type importer struct {
 	sum     *importSummary
 	sorter  *runSorter
 	prog    *progress
+
+	sensorType pointio.Type
+	sensors    map[string]bool // sensors read from sensor-* files
 
 	read    int64 // bytes of the files read so far (before decompression)
 	samples int64 // samples read
@@ -391,6 +438,8 @@ func (im *importer) readFile(i int) error {
 			}
 		}
 		err = d.Err()
+	case fmtSensorCSV, fmtSensorJSON, fmtSensorMsgp:
+		err = im.readSensor(i, r, emit)
 	case fmtCSV:
 		d := vmformat.NewCSVDecoder(r, im.csv, vmformat.Limits{}, im.o.now.UnixMilli())
 		for d.Next() {
@@ -410,6 +459,49 @@ func (im *importer) readFile(i int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	return nil
+}
+
+func isSensorFormat(f string) bool {
+	return f == fmtSensorCSV || f == fmtSensorJSON || f == fmtSensorMsgp
+}
+
+// readSensor reads file i, one sensor's points in a Peregreen upload
+// format. The first bad row fails the import, before anything is written.
+func (im *importer) readSensor(i int, r io.Reader, emit func(labels.Labels, int64, float64, int64)) error {
+	name := im.o.sensorName
+	if name == "" {
+		name = filepath.Base(im.files[i])
+		for ext := filepath.Ext(name); ext != ""; ext = filepath.Ext(name) {
+			name = strings.TrimSuffix(name, ext)
+		}
+	}
+	if im.o.dataDir != "" {
+		have, ok, err := sensor.TypeOf(im.o.dataDir, name)
+		if err != nil {
+			return err
+		}
+		if ok && have != im.sensorType {
+			return fmt.Errorf("sensor %s holds %s values, --sensor.type says %s (nothing was written)", name, have, im.sensorType)
+		}
+	}
+	reader, format := strings.TrimPrefix(im.formats[i], "sensor-"), "default"
+	if im.formats[i] == fmtSensorCSV {
+		format = im.o.sensorFormat
+	}
+	rd, err := pointio.NewReader(reader, format, im.sensorType, r, pointio.Limits{})
+	if err != nil {
+		return err
+	}
+	l := labels.FromStrings(labels.MetricName, name)
+	for rd.Next() {
+		t, v := rd.At()
+		emit(l, t, v, int64(rd.Row()))
+	}
+	if err := rd.Err(); err != nil {
+		return fmt.Errorf("sensor %s: %w (nothing was written)", name, err)
+	}
+	im.sensors[name] = true
 	return nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/ingest"
+	"github.com/aerie-db/aerie/internal/sensor"
 	"github.com/aerie-db/aerie/internal/tsdb"
 	"github.com/aerie-db/aerie/internal/vmformat"
 )
@@ -273,7 +274,7 @@ func TestFileFormat(t *testing.T) {
 		{"auto", "x.dat", "x.dat: cannot tell the format from the name; give --format"},
 		{"auto", "-", "-: cannot tell the format from the name; give --format"},
 		{"csv", "x.dat", fmtCSV},
-		{"xml", "x.dat", `unknown --format "xml": want auto, influx, prometheus, openmetrics, json or csv`},
+		{"xml", "x.dat", `unknown --format "xml": want auto, influx, prometheus, openmetrics, json, csv, sensor-csv, sensor-json or sensor-msgp`},
 	} {
 		got, err := fileFormat(tc.flag, tc.name)
 		if err != nil {
@@ -475,4 +476,54 @@ func TestImportDataDirOlderData(t *testing.T) {
 	require.NoError(t, runImport(context.Background(), o, []string{path}))
 	require.Equal(t, "stored 400 samples, rejected 0\n", stdout.String())
 	require.Equal(t, map[string]int{"up": 2880 + 400}, countDB(t, dir))
+}
+
+// TestImportSensor imports Peregreen's sensor files (csv by its
+// tsPos-valPos-sep, json and msgp points) into a data directory, records
+// their types as /upload does, and stops before writing at a bad row.
+func TestImportSensor(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+		return path
+	}
+	csvFile := write("temp.csv", "v;t\n2.5;1000\n1.5;3000\n-4;2000\n")
+	jsonFile := write("hum.json", `[{"t":1000,"v":40},{"t":2000,"v":41}]`)
+	o, stdout, _ := testImportOptions(t)
+	o.dataDir = t.TempDir()
+	o.format, o.sensorFormat, o.sensorType = fmtSensorCSV, "1-0-;", "float32"
+	require.NoError(t, runImport(context.Background(), o, []string{csvFile}), stdout.String())
+	o.format, o.sensorType = fmtSensorJSON, "int8"
+	require.NoError(t, runImport(context.Background(), o, []string{jsonFile}), stdout.String())
+
+	// Another type for the same sensor is refused.
+	o.sensorType = "int16"
+	require.ErrorContains(t, runImport(context.Background(), o, []string{jsonFile}), "holds int8 values")
+	// A bad row: nothing written, the row named.
+	o.format, o.sensorType, o.sensorName = fmtSensorJSON, "int8", "bad"
+	err := runImport(context.Background(), o, []string{write("bad.json", `{"t":1,"v":1}`+"\n"+`{"t":2,"v":300}`)})
+	require.ErrorContains(t, err, "row 2")
+
+	typ, ok, err := sensor.TypeOf(o.dataDir, "temp")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "float32", typ.String())
+	db, err := tsdb.Open(o.dataDir, &tsdb.Options{FlushCheckInterval: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	require.NoError(t, err)
+	defer q.Close()
+	got := map[string][]float64{}
+	ss := q.Select(context.Background(), true, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
+	for ss.Next() {
+		it := ss.At().Iterator(nil)
+		for it.Next() != chunkenc.ValNone {
+			_, v := it.At()
+			got[ss.At().Labels().Get("__name__")] = append(got[ss.At().Labels().Get("__name__")], v)
+		}
+	}
+	require.NoError(t, ss.Err())
+	require.Equal(t, map[string][]float64{"temp": {2.5, -4, 1.5}, "hum": {40, 41}}, got)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
-	"github.com/prometheus/prometheus/storage"
 
 	"github.com/aerie-db/aerie/internal/api"
 	"github.com/aerie-db/aerie/internal/sensor/cond"
@@ -358,33 +357,21 @@ func (s *Service) parseNative(r *http.Request) (nativeRequest, error) {
 }
 
 // seriesOf returns the series matching any of the selectors in [mint,
-// maxt], sorted, at most MaxSeries.
+// maxt], from the indexes, sorted, at most MaxSeries.
 func (s *Service) seriesOf(ctx context.Context, sels [][]*labels.Matcher, mint, maxt int64) ([]labels.Labels, error) {
-	q, err := s.db.Querier(mint, maxt)
-	if err != nil {
-		return nil, err
-	}
-	defer q.Close()
-	seen := map[string]labels.Labels{}
+	var out []labels.Labels
 	for _, ms := range sels {
-		ss := q.Select(ctx, false, &storage.SelectHints{Start: mint, End: maxt, Func: "series"}, ms...)
-		for ss.Next() {
-			ls := ss.At().Labels()
-			seen[ls.String()] = ls
-			if len(seen) > s.opts.MaxSeries {
-				return nil, fmt.Errorf("%w: more than %d series match (sensor.max_series)", ErrBadRequest, s.opts.MaxSeries)
-			}
-		}
-		if err := ss.Err(); err != nil {
+		ls, err := s.db.SeriesSets(ctx, mint, maxt, ms...)
+		if err != nil {
 			return nil, err
 		}
-	}
-	out := make([]labels.Labels, 0, len(seen))
-	for _, ls := range seen {
-		out = append(out, ls)
+		out = append(out, ls...)
+		if len(out) > s.opts.MaxSeries {
+			return nil, fmt.Errorf("%w: more than %d series match (sensor.max_series)", ErrBadRequest, s.opts.MaxSeries)
+		}
 	}
 	slices.SortFunc(out, labels.Compare)
-	return out, nil
+	return slices.CompactFunc(out, labels.Equal), nil
 }
 
 func (s *Service) handleNativeSearch(w http.ResponseWriter, r *http.Request) {

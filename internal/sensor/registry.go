@@ -161,3 +161,32 @@ func (r *registry) writeLocked() error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// RecordType records in the data directory dir that sensor name holds
+// values of type typ, as a first upload does (`aerie import` of sensor
+// files into a directory no server holds). A sensor that already has a
+// type keeps it; a different one is an ErrTypeConflict.
+func RecordType(dir, name string, typ pointio.Type) error {
+	r, err := openRegistry(dir)
+	if err != nil {
+		return err
+	}
+	got, err := r.Set(name, typ)
+	if err != nil {
+		return err
+	}
+	if got != typ {
+		return fmt.Errorf("%w: sensor %q holds %s values, the import says %s", ErrTypeConflict, name, got, typ)
+	}
+	return nil
+}
+
+// TypeOf returns the type recorded for sensor name in data directory dir.
+func TypeOf(dir, name string) (pointio.Type, bool, error) {
+	r, err := openRegistry(dir)
+	if err != nil {
+		return 0, false, err
+	}
+	t, ok := r.Type(name)
+	return t, ok, nil
+}

@@ -130,22 +130,14 @@ var ErrAmbiguous = errors.New("sensor id names several series")
 
 // series returns the one series of sensor name in [mint, maxt], checking
 // that the name is not shared by several series (Peregreen's endpoints
-// take one sensor; the native ones take selectors).
+// take one sensor; the native ones take selectors). It reads the indexes
+// only.
 func (s *Service) series(ctx context.Context, name string, mint, maxt int64) (labels.Labels, error) {
 	if err := checkName(name); err != nil {
 		return labels.EmptyLabels(), err
 	}
-	q, err := s.db.Querier(math.MinInt64, math.MaxInt64)
+	found, err := s.db.SeriesSets(ctx, mint, maxt, Matchers(name)...)
 	if err != nil {
-		return labels.EmptyLabels(), err
-	}
-	defer q.Close()
-	ss := q.Select(ctx, false, &storage.SelectHints{Start: mint, End: maxt, Func: "series"}, Matchers(name)...)
-	var found []labels.Labels
-	for ss.Next() {
-		found = append(found, ss.At().Labels())
-	}
-	if err := ss.Err(); err != nil {
 		return labels.EmptyLabels(), err
 	}
 	switch len(found) {

@@ -362,3 +362,68 @@ func (db *DB) BlockDataReads() int64 {
 	}
 	return n
 }
+
+// SeriesSets returns the label sets of the series matching ms whose head
+// partitions or block groups overlap [mint, maxt], from the indexes alone:
+// unlike a Select it reads no block data, so a series whose samples in
+// the range were all deleted may be listed. Sorted.
+func (db *DB) SeriesSets(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]labels.Labels, error) {
+	qq, err := db.Querier(mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	q := qq.(*querier)
+	defer q.Close()
+	seen := map[uint64][]labels.Labels{}
+	var out []labels.Labels
+	add := func(ls labels.Labels) {
+		h := ls.Hash()
+		for _, x := range seen[h] {
+			if labels.Equal(x, ls) {
+				return
+			}
+		}
+		seen[h] = append(seen[h], ls)
+		out = append(out, ls)
+	}
+	hs, err := db.head.Select(mint, maxt, ms...)
+	if err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	q.snaps = append(q.snaps, hs)
+	q.mu.Unlock()
+	for i := range hs {
+		add(hs[i].Labels)
+	}
+	for _, g := range db.generations() {
+		if g.head.MaxTime() < mint || g.head.MinTime() > maxt {
+			continue
+		}
+		guard := g.head.Enter()
+		gs, err := g.head.Select(mint, maxt, ms...)
+		q.mu.Lock()
+		q.gens = append(q.gens, genSnap{h: g.head, guard: guard, snaps: gs})
+		q.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		for i := range gs {
+			add(gs[i].Labels)
+		}
+	}
+	for _, b := range append(q.acquired(), q.moreBlocks()...) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sel, err := b.Select(mint, maxt, ms...)
+		if err != nil {
+			return nil, err
+		}
+		for i := range sel.Series {
+			add(sel.Series[i].Labels)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return labelsLess(out[i], out[j]) })
+	return out, nil
+}
