@@ -50,12 +50,13 @@ func requireSamePoints(t testing.TB, want, got []pt, exactNaN bool) {
 	t.Helper()
 	require.Len(t, got, len(want))
 	for i := range want {
-		require.Equal(t, want[i].T, got[i].T, "point %d", i)
 		w, g := want[i].V, got[i].V
-		if !exactNaN && math.IsNaN(w) && math.IsNaN(g) {
-			continue
+		if want[i].T != got[i].T {
+			t.Fatalf("point %d: want timestamp %d, got %d", i, want[i].T, got[i].T)
 		}
-		require.Equal(t, math.Float64bits(w), math.Float64bits(g), "point %d: want %v, got %v", i, w, g)
+		if math.Float64bits(w) != math.Float64bits(g) && (exactNaN || !math.IsNaN(w) || !math.IsNaN(g)) {
+			t.Fatalf("point %d: want %v (%#x), got %v (%#x)", i, w, math.Float64bits(w), g, math.Float64bits(g))
+		}
 	}
 }
 
