@@ -87,3 +87,23 @@ func TestParseRange(t *testing.T) {
 		require.Equal(t, [2]int64{c.from, c.to}, [2]int64{from, to}, c.in)
 	}
 }
+
+// FuzzParseRange: no panic; an accepted range prints back to itself.
+func FuzzParseRange(f *testing.F) {
+	for _, s := range []string{"0-10", "-10--5", "1700000000000-1700003599999", "-", "5-", "-5", "9223372036854775807-9223372036854775807", "a-b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		from, to, err := parseRange(s)
+		if err != nil {
+			return
+		}
+		if from > to {
+			t.Fatalf("%q: from %d > to %d", s, from, to)
+		}
+		from2, to2, err := parseRange(fmt.Sprintf("%d-%d", from, to))
+		if err != nil || from2 != from || to2 != to {
+			t.Fatalf("%q: %d-%d does not parse back: %v", s, from, to, err)
+		}
+	})
+}
