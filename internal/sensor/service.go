@@ -25,7 +25,8 @@ type Options struct {
 	// TmpDir holds upload spools [Dir/tmp].
 	TmpDir string
 	// SpoolPoints is how many points of an upload are held in memory
-	// before the rest spills to a temporary file [1 << 20].
+	// before the rest spills to a temporary file [1 << 18: 4 MiB, so 256
+	// uploads in flight hold at most 1 GiB].
 	SpoolPoints int
 	// BatchPoints is how many points an upload commits at a time [65536].
 	BatchPoints int
@@ -47,7 +48,7 @@ func (o *Options) fill() {
 		o.TmpDir = filepath.Join(o.Dir, "sensor-spool")
 	}
 	if o.SpoolPoints <= 0 {
-		o.SpoolPoints = 1 << 20
+		o.SpoolPoints = 1 << 18
 	}
 	if o.BatchPoints <= 0 {
 		o.BatchPoints = 1 << 16
