@@ -120,6 +120,8 @@ func TestCSVReader(t *testing.T) {
 		{name: "int64 exact beyond 2^53", format: "0-1-,", typ: Int64, body: "1,1152921504606846976\n2,-9223372036854775808\n3,1e3\n",
 			want: []pt{{1, 1 << 60, 1, 0}, {2, math.MinInt64, 2, 22}, {3, 1000, 3, 45}}},
 		{name: "float32 precision", format: "0-1-,", typ: Float32, body: "1,0.1\n2,3.4028234663852886e38\n", want: []pt{{1, f32, 1, 0}, {2, math.MaxFloat32, 2, 6}}},
+		{name: "blanks after a closing quote", format: "0-1-,", body: `"1" , "2"` + " \n", want: []pt{{1, 2, 1, 0}}},
+		{name: "underflow", format: "0-1-,", typ: Float32, body: "1,1e-46\n2,1e-400\n", want: []pt{{1, 0, 1, 0}, {2, 0, 2, 8}}},
 		{name: "int8 range", format: "0-1-,", typ: Int8, body: "1,127\n2,-128\n3,-0\n", want: []pt{{1, 127, 1, 0}, {2, -128, 2, 6}, {3, 0, 3, 13}}},
 
 		{name: "int8 overflow", format: "0-1-,", typ: Int8, body: "1,1\n2, 300\n",
@@ -152,6 +154,8 @@ func TestCSVReader(t *testing.T) {
 			err: `row 1 (byte 0), field "t": timestamp "1.5" is not an integer (milliseconds)`},
 		{name: "timestamp out of range", format: "0-1-,", body: "1,1\n 99999999999999999999,1\n",
 			want: []pt{{1, 1, 1, 0}}, err: `row 2 (byte 5), field "t": timestamp "99999999999999999999" is out of range of int64 milliseconds`},
+		{name: "empty timestamp", format: "0-1-,", body: "1,1\n ,1\n",
+			want: []pt{{1, 1, 1, 0}}, err: `row 2 (byte 5), field "t": timestamp "" is not an integer (milliseconds)`},
 		{name: "half a header", format: "0-1-,", body: "time,1\n",
 			err: `row 1 (byte 0), field "t": timestamp "time" is not an integer (milliseconds)`},
 		{name: "header on line 2", format: "0-1-,", body: "\ntime,value\n",

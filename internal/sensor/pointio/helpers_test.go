@@ -75,6 +75,11 @@ func (r *errReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// zeroReader returns nothing and no error, forever.
+type zeroReader struct{}
+
+func (zeroReader) Read([]byte) (int, error) { return 0, nil }
+
 // oneByteReader returns one byte per Read, to exercise every buffer
 // boundary.
 type oneByteReader struct{ r io.Reader }

@@ -68,6 +68,10 @@ func TestJSONReader(t *testing.T) {
 			err: `row 1 (byte 11), field "v": want a number, got an object`},
 		{name: "leading zero", body: `{"t":1,"v":01}`,
 			err: `row 1 (byte 11), field "v": "01" is not a JSON number`},
+		{name: "exponent without digits", body: `{"t":1,"v":1e+}`,
+			err: `row 1 (byte 11), field "v": "1e+" is not a JSON number`},
+		{name: "end in an escape", body: `{"\`,
+			err: `row 1 (byte 3): unexpected end of input: the point is not closed with '}'`},
 		{name: "trailing dot", body: `{"t":1,"v":1.}`,
 			err: `row 1 (byte 11), field "v": "1." is not a JSON number`},
 		{name: "bare minus", body: `{"t":-,"v":1}`,
@@ -112,6 +116,10 @@ func TestJSONReader(t *testing.T) {
 			err: `row 1 (byte 13): want a key "t" or "v", got '}'`},
 		{name: "control character in key", body: "{\"t\n\":1}",
 			err: `row 1 (byte 1): control character '\n' in a string: write it as an escape`},
+		{name: "escapes in an unknown key", body: `{"\/t\"\\\b\f\n\r\t\u00e9":1}`,
+			err: `row 1 (byte 1), field "/t\"\\\b\f\n\r\té": unknown key "/t\"\\\b\f\n\r\té": a point has the keys "t" (timestamp) and "v" (value)`},
+		{name: "long unknown key cut in a rune", body: `{"a` + strings.Repeat("é", 50) + `":1}`,
+			err: `row 1 (byte 1), field "a` + strings.Repeat("é", 31) + `…": unknown key "a` + strings.Repeat("é", 31) + `\xc3"…: a point has the keys "t" (timestamp) and "v" (value)`},
 		{name: "bad escape", body: `{"\x":1}`,
 			err: `row 1 (byte 1): bad escape \x in a string`},
 		{name: "bad unicode escape", body: `{"\u12g4":1}`,
@@ -128,6 +136,10 @@ func TestJSONReader(t *testing.T) {
 }
 
 func TestJSONReaderLimitsAndReadErrors(t *testing.T) {
+	// A body that never gives anything is an error, not a hang.
+	_, err := readAll(t, FormatJSON, "default", Float64, zeroReader{}, Limits{})
+	requireInputError(t, err, 1, "", 0, "read body: multiple Read calls return no data or error")
+
 	// A point over MaxPoint is refused before it is read to its end.
 	r, err := NewReader(FormatJSON, "default", Float64, io.MultiReader(strings.NewReader(`{"t":1,"v":2} {"t":`), endless('1')), Limits{MaxPoint: 1000})
 	require.NoError(t, err)
@@ -156,6 +168,12 @@ func TestJSONReaderLimitsAndReadErrors(t *testing.T) {
 		{`{"t":1,"v":12`, 1, "v", 13}, // in a number
 		{`{"t":1,"v":"Na`, 1, "v", 14},
 		{``, 1, "", 0},
+		{`[{"t":1,"v":1}]`, 2, "", 15},    // after the array
+		{`{"t":1,"v":1}`, 2, "", 13},      // after a point of a stream
+		{`{`, 1, "", 1},                   // in a point
+		{`{"t":1 `, 1, "", 7},             // after a value
+		{`{"t":`, 1, "", 5},               // after a colon
+		{`{"t":1,"v":1,"\u00`, 1, "", 18}, // in an escape
 	} {
 		_, err := readAll(t, FormatJSON, "default", Float64, &errReader{tc.body, io.ErrClosedPipe}, Limits{})
 		requireInputError(t, err, tc.row, tc.field, tc.off, "read body: io: read/write on closed pipe")

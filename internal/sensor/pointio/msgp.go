@@ -313,7 +313,7 @@ func (r *msgpReader) fieldFail(row int, field string, off, start int64, err erro
 	case err == io.EOF, err == io.ErrUnexpectedEOF:
 		return r.fail(row, field, r.src.pos, errors.New("unexpected end of input in a point"))
 	case errors.Is(err, errRead):
-		return r.fail(row, field, r.src.pos, readError(errors.Unwrap(err)))
+		return r.fail(row, field, max(off, r.src.pos), readError(errors.Unwrap(err))) // off: after bytes peeked
 	}
 	return r.fail(row, field, off, err)
 }

@@ -101,6 +101,23 @@ func TestMsgpReader(t *testing.T) {
 			err: `row 1 (byte 3), field "t": want an integer timestamp (milliseconds), got nil`},
 		{name: "timestamp out of range", body: mp(t, kv{"t", uint64(math.MaxInt64) + 1, "v", 1}),
 			err: `row 1 (byte 3), field "t": timestamp 9223372036854775808 is out of range of int64 milliseconds`},
+		{name: "float32 timestamp", body: mp(t, arr{float32(1), 1}),
+			err: `row 1 (byte 1), field "t": want an integer timestamp (milliseconds), got a float32`},
+		{name: "truncated timestamp", body: "\x92\xcf\x00\x00",
+			err: `row 1 (byte 4), field "t": unexpected end of input in a point`},
+		{name: "truncated uint64 value", body: "\x92\x01\xcf\x00",
+			err: `row 1 (byte 4), field "v": unexpected end of input in a point`},
+		{name: "truncated int value", body: "\x92\x01\xd1\x00",
+			err: `row 1 (byte 4), field "v": unexpected end of input in a point`},
+		{name: "binary value", body: mp(t, arr{1, []byte("x")}),
+			err: `row 1 (byte 2), field "v": want a number, got binary data`},
+		{name: "array value", body: mp(t, arr{1, arr{}}),
+			err: `row 1 (byte 2), field "v": want a number, got an array`},
+		{name: "map value", body: mp(t, arr{1, kv{}}),
+			err: `row 1 (byte 2), field "v": want a number, got a map`},
+		{name: "extension value", body: "\x92\x01\xd4\x01\x00",
+			err: `row 1 (byte 2), field "v": want a number, got an extension type`},
+		{name: "float32 int8", typ: Int8, body: mp(t, arr{1, float32(-128)}), want: []pt{{1, -128, 1, 0}}},
 		{name: "nil value", body: mp(t, arr{1, nil}),
 			err: `row 1 (byte 2), field "v": want a number, got nil`},
 		{name: "string value", body: mp(t, kv{"t", 1, "v", "NaN"}),
@@ -133,6 +150,8 @@ func TestMsgpReader(t *testing.T) {
 			err: `row 1 (byte 0): unexpected end of input`},
 		{name: "truncated value", body: p1 + p1[:len(p1)-3],
 			want: []pt{{1, 2.5, 1, 0}}, err: `row 2 (byte 27), field "v": unexpected end of input in a point`},
+		{name: "truncated point array header", body: p1 + "\xdc\x00",
+			want: []pt{{1, 2.5, 1, 0}}, err: `row 2 (byte 17): unexpected end of input in a point`},
 		{name: "truncated key", body: "\x82\xa1",
 			err: `row 1 (byte 2): unexpected end of input in a point`},
 		{name: "truncated map header", body: "\xde\x00",
@@ -167,6 +186,17 @@ func TestMsgpReaderLimitsAndReadErrors(t *testing.T) {
 		{"\x82\xa1t\x01\xa1", 1, "", 5},           // in a key
 		{"\x82\xa1t\x01\xa1v\xcb\x00", 1, "v", 8}, // in a value
 		{"", 1, "", 0},
+		{"\x82\xa1t\x01\xa1v\x01", 2, "", 7}, // after a point of a stream
+		{"\x82", 1, "", 1},                   // before a key
+		{"\x82\xa1t", 1, "t", 3},             // before a timestamp
+		{"\x82\xa1t\xcf\x00", 1, "t", 5},     // in a timestamp
+		{"\x92\x01", 1, "v", 2},              // before a value
+		{"\x92\x01\xcf\x00", 1, "v", 4},      // in a value
+		{"\x92\x01\xcb\x00", 1, "v", 4},      // in a float
+		{"\xdc\x00", 1, "", 0},               // in the header of an array
+		{"\x91", 1, "", 1},                   // after the header of an array
+		{"\x91\x92\x01\x02", 2, "", 4},       // after the array
+		{"\x82\xd9", 1, "", 1},               // in the header of a key
 	} {
 		_, err := readAll(t, FormatMsgp, "default", Float64, &errReader{tc.body, io.ErrClosedPipe}, Limits{})
 		requireInputError(t, err, tc.row, tc.field, tc.off, "read body: io: read/write on closed pipe")

@@ -181,12 +181,10 @@ func parseFloat(b []byte, bits int, typ Type) (float64, error) {
 	// keep it, is dropped.
 	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(b), len(b)), bits)
 	if err != nil {
-		ne, ok := err.(*strconv.NumError)
-		switch {
-		case ok && ne.Err == strconv.ErrRange && math.IsInf(v, 0):
+		// ErrRange is overflow to ±Inf; underflow gives the nearest value,
+		// zero or subnormal, without an error.
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
 			return 0, fmt.Errorf("value %s does not fit %s", quoteText(b), typ)
-		case ok && ne.Err == strconv.ErrRange:
-			return v, nil // underflow: the nearest value, zero or subnormal
 		}
 		return 0, fmt.Errorf("value %s is not a number", quoteText(b))
 	}
