@@ -22,6 +22,23 @@
 //     wins. A compaction output (package compact) names the blocks merged
 //     into it in Compaction.Parents; since it exists only once complete
 //     (1), a block named by an existing block is obsolete.
+//  7. Sum and SumSq of an interval are exact sums rounded once while every
+//     value added is a decimal m·10⁻ᵏ (the float64 nearest to it, k ≤ 22,
+//     |m| ≤ 2⁵³) and the integer sums of the mantissas stay within 2⁵³ (for
+//     SumSq: of their squares, with k ≤ 11); from the first value that
+//     breaks this on, each is the float sum of its rounded part and the
+//     later values, as version 1 summed. So |Sum − Σx| ≤ 2⁻⁵³·|Σx| +
+//     2⁻⁵³·Σ|x| for decimals (the second term: the decimals are not the
+//     binary values), never worse than naive summation otherwise.
+//     Count, Min, Max, First and Last are exact.
+//  8. The metrics codec (AppendMetrics, DecodeMetrics; index version 2)
+//     is lossless: every field of every interval round-trips bit for bit,
+//     for any input, and the bytes depend on the input alone. Decoding
+//     computes the same floats on every platform: predictions use no
+//     fusable multiply-add and map NaN to 0, decimal mantissas become
+//     floats through explicit FMAs, and the writer keeps a field decimal
+//     only after decoding it back bit for bit (else it is an exception
+//     stored raw). Version 1 indexes are still read.
 //
 // Readers give series by label matchers (Select) or by local id
 // (SelectIDs, which compaction uses to walk a block a group at a time).

@@ -20,7 +20,7 @@ const (
 	DataMagic    uint32 = 0xAE1BDA7A
 	DataVersion  uint8  = 1
 	IndexMagic   uint32 = 0xAE1B1D8C
-	IndexVersion uint8  = 1
+	IndexVersion uint8  = 2 // reads 1 too (metrics section of version 1)
 	MetaMagic           = "aerie-block"
 	MetaVersion         = 1
 	HeaderLen           = 8  // magic(4) version(1) reserved(3)

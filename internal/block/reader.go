@@ -52,7 +52,9 @@ type Reader struct {
 	bi      *index.BlockIndex
 	groups  []groupInfo
 	series  [][]loc
+	version uint8  // of the index file
 	metrics []byte // metrics section, decoded on demand
+	mAt     int    // metrics section's offset in the index file
 	mOffs   []int  // per series offset into metrics
 	f       *os.File
 	data    io.ReaderAt
@@ -258,8 +260,11 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 	if binary.BigEndian.Uint32(b) != IndexMagic {
 		return &CorruptionError{Offset: 0, Err: fmt.Errorf("bad magic %#x", binary.BigEndian.Uint32(b))}
 	}
-	if b[4] != IndexVersion {
-		return &CorruptionError{Offset: 4, Err: fmt.Errorf("unsupported index version %d", b[4])}
+	switch b[4] {
+	case 1, IndexVersion:
+		r.version = b[4]
+	default:
+		return &CorruptionError{Offset: 4, Err: fmt.Errorf("unsupported index version %d (this code reads 1 and %d)", b[4], IndexVersion)}
 	}
 	if b[5]|b[6]|b[7] != 0 {
 		return &CorruptionError{Offset: 5, Err: fmt.Errorf("reserved header bytes not zero")}
@@ -358,18 +363,44 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 	if iv := int64(d.uvarint()); d.err == nil && iv != r.meta.MetricInterval {
 		return &CorruptionError{Offset: int64(d.at), Err: fmt.Errorf("section metrics: interval %d, meta says %d", iv, r.meta.MetricInterval)}
 	}
-	r.metrics = d.b
+	r.metrics, r.mAt = d.b, d.at
 	r.mOffs = make([]int, ns)
 	base := floorDiv(r.meta.MinTime, r.meta.MetricInterval)
+	var scratch []IntervalMetrics
 	for i := 0; i < ns && d.err == nil; i++ {
 		r.mOffs[i] = d.pos
-		_, n, err := decodeMetrics(d.b[d.pos:], base)
+		var n int
+		var err error
+		// Every series' metrics are decoded once here, so that Metrics
+		// never meets a record the checksum passed but the decoder
+		// refuses (a writer's bug).
+		switch r.version {
+		case 1:
+			_, n, err = decodeMetricsV1(d.b[d.pos:], base)
+		default:
+			scratch, n, err = DecodeMetrics(scratch[:0], d.b[d.pos:], base)
+		}
 		if err != nil {
-			return &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section metrics: %w", err)}
+			return r.metricsError(i, err)
 		}
 		d.pos += n
 	}
+	if d.err == nil && d.pos != len(d.b) {
+		return &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section metrics: %d trailing bytes", len(d.b)-d.pos)}
+	}
 	return d.err
+}
+
+// metricsError turns an error decoding the metrics of series id into a
+// *CorruptionError at its offset in the index file.
+func (r *Reader) metricsError(id int, err error) error {
+	off := int64(r.mAt + r.mOffs[id])
+	var ce *CorruptionError
+	if errors.As(err, &ce) {
+		off += ce.Offset
+		err = ce.Err
+	}
+	return &CorruptionError{File: filepath.Join(r.dir, IndexFilename), Offset: off, Err: fmt.Errorf("section metrics, series %d: %w", id, err)}
 }
 
 // Meta returns the block's meta.json content.
@@ -381,13 +412,31 @@ func (r *Reader) Dir() string { return r.dir }
 // Index returns the block's label index.
 func (r *Reader) Index() *index.BlockIndex { return r.bi }
 
-// Metrics returns the block metrics of local series id.
+// Metrics returns the block metrics of local series id, in interval
+// order. An error decoding them is a *CorruptionError.
 func (r *Reader) Metrics(id uint32) ([]IntervalMetrics, error) {
+	return r.AppendMetrics(nil, id)
+}
+
+// AppendMetrics appends the block metrics of local series id to dst, so a
+// scan over many series can reuse one slice.
+func (r *Reader) AppendMetrics(dst []IntervalMetrics, id uint32) ([]IntervalMetrics, error) {
 	if int(id) >= len(r.mOffs) {
-		return nil, fmt.Errorf("series %d out of range", id)
+		return dst, fmt.Errorf("series %d out of range", id)
 	}
-	ms, _, err := decodeMetrics(r.metrics[r.mOffs[id]:], floorDiv(r.meta.MinTime, r.meta.MetricInterval))
-	return ms, err
+	base := floorDiv(r.meta.MinTime, r.meta.MetricInterval)
+	var err error
+	if r.version == 1 {
+		var ms []IntervalMetrics
+		ms, _, err = decodeMetricsV1(r.metrics[r.mOffs[id]:], base)
+		dst = append(dst, ms...)
+	} else {
+		dst, _, err = DecodeMetrics(dst, r.metrics[r.mOffs[id]:], base)
+	}
+	if err != nil {
+		return dst, r.metricsError(int(id), err)
+	}
+	return dst, nil
 }
 
 // Acquire takes a reference; it returns false if the block is closed.

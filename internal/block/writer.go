@@ -386,7 +386,7 @@ func (w *Writer) appendIndex(dst []byte) []byte {
 	base := floorDiv(w.mint, w.opts.MetricInterval)
 	dst = binary.AppendUvarint(dst, uint64(w.opts.MetricInterval))
 	for _, ms := range w.metrics {
-		dst = appendMetrics(dst, ms, base)
+		dst = AppendMetrics(dst, ms, base)
 	}
 	mark(SectionMetrics, start)
 
