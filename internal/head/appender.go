@@ -394,7 +394,9 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 			slices.SortFunc(ps, cmpPendingIdx)
 		}
 		lastT, lastV, seen := sc.bySlot(assigned)
-		var rows []row
+		// At least len(ps)/width rows: a narrow group's long batch (one
+		// sensor's history) would otherwise grow the slice many times.
+		rows := make([]row, 0, len(ps)/max(assigned, 1)+1)
 		rowStart := len(sc.slots) // the arena index of the last row's first sample
 		closeRow := func() {
 			if n := len(rows); n > 0 {
@@ -498,8 +500,14 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 // rejects the rows whose partition cannot be opened (too many older ones
 // are unflushed), unless spill takes their samples.
 func (h *Head) reserveRows(rows []row, rej *AppendError, spill SpillFunc) []row {
+	// Rows come in time order: reserve each partition once, not per row
+	// (a long batch past the partition window fails for most of its rows).
+	lastPid, lastErr := int64(math.MinInt64), error(nil)
 	return slices.DeleteFunc(rows, func(r row) bool {
-		err := h.reserve(h.partitionOf(r.t))
+		if pid := h.partitionOf(r.t); pid != lastPid {
+			lastPid, lastErr = pid, h.reserve(pid)
+		}
+		err := lastErr
 		if err == nil {
 			return false
 		}
