@@ -1,6 +1,8 @@
 package block
 
 import (
+	"encoding/binary"
+	"errors"
 	"flag"
 	"math"
 	"math/big"
@@ -153,6 +155,20 @@ var fixtureV1Metrics = map[string][]IntervalMetrics{
 	},
 }
 
+// fixtureV2Metrics are the block metrics of the version 2 fixture: the
+// same but for Sum and SumSq of the decimal series, exact sums rounded
+// once (invariant 7).
+var fixtureV2Metrics = map[string][]IntervalMetrics{
+	"temp_celsius": {
+		{Interval: 472222, Count: 60, Min: 21.5, Max: 24.5, Sum: 1417.25, SumSq: 33528.1015, First: 21.5, Last: 24.18},
+		{Interval: 472223, Count: 60, Min: 19.04, Max: 24.14, Sum: 1298.27, SumSq: 28246.6807, First: 24.14, Last: 19.04},
+		{Interval: 472224, Count: 60, Min: 18.5, Max: 21.17, Sum: 1154.83, SumSq: 22265.3585, First: 18.98, Last: 21.17},
+	},
+	"requests_total": fixtureV1Metrics["requests_total"],
+	"ratio":          fixtureV1Metrics["ratio"], // not decimal: summed as in version 1
+	"late":           fixtureV1Metrics["late"],
+}
+
 var negZero = math.Copysign(0, -1)
 
 // TestFixtureV1 opens the version 1 fixture (written by the code of
@@ -169,6 +185,15 @@ func TestFixtureV1(t *testing.T) {
 // version, that Select gives the samples of fixtureWant and that Metrics
 // follows the exactness rule (checkMetricsOf) against those samples and, if
 // want is not nil, equals want bit for bit.
+// TestFixtureV2 opens the version 2 fixture; -update rewrites it.
+func TestFixtureV2(t *testing.T) {
+	const dir = "testdata/index_format_v2"
+	if *update && IndexVersion == 2 {
+		writeFixture(t, dir, 2)
+	}
+	checkFixture(t, dir, 2, fixtureV2Metrics)
+}
+
 func checkFixture(t *testing.T, dir string, version uint8, want map[string][]IntervalMetrics) {
 	t.Helper()
 	ib, err := os.ReadFile(filepath.Join(dir, "block", IndexFilename))
@@ -328,5 +353,59 @@ func checkSum(t testing.TB, got float64, xs []float64, sq bool) {
 	if diff.Cmp(tol) > 0 {
 		df, _ := diff.Float64()
 		t.Fatalf("sum (sq %v) of %d values: got %v, exact %v, error %g", sq, len(xs), got, s.Text('g', 20), df)
+	}
+}
+
+// TestMetricsDamageBehindChecksum damages a metrics record and fixes the
+// section's checksums, as a writer's bug would leave it: Open must refuse
+// the index with a *CorruptionError naming the file and the record's
+// damaged byte, not hand out metrics that do not decode.
+func TestMetricsDamageBehindChecksum(t *testing.T) {
+	r := openFixture(t, "testdata/index_format_v2")
+	ipath := filepath.Join(r.Dir(), IndexFilename)
+	orig, err := os.ReadFile(ipath)
+	require.NoError(t, err)
+	fstart := len(orig) - FooterLen
+	p := fstart + SectionMetrics*20
+	off := int(binary.LittleEndian.Uint64(orig[p:]))
+	ln := int(binary.LittleEndian.Uint64(orig[p+8:]))
+	require.Equal(t, off, r.mAt)
+
+	// Series 0's record: its n, then b0 (the value domain) made invalid.
+	rec := off + r.mOffs[0]
+	_, k := binary.Uvarint(orig[rec:])
+	_, k2 := binary.Uvarint(orig[rec+k:])
+	_, k3 := binary.Uvarint(orig[rec+k+k2:])
+	b0 := rec + k + k2 + k3
+	b := append([]byte(nil), orig...)
+	b[b0] = 30
+	binary.LittleEndian.PutUint32(b[p+16:], crc(b[off:off+ln]))
+	binary.LittleEndian.PutUint32(b[len(b)-8:], crc(b[fstart:len(b)-8]))
+	require.NoError(t, os.WriteFile(ipath, b, 0o644))
+	r.Close()
+
+	dict, err := index.OpenTagDict(filepath.Join(filepath.Dir(r.Dir()), "tagdict"))
+	require.NoError(t, err)
+	defer dict.Close()
+	_, err = Open(r.Dir(), dict, ReaderOptions{})
+	var ce *CorruptionError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	require.Equal(t, ipath, ce.File)
+	require.Greater(t, ce.Offset, int64(b0), "%v", ce) // the header's checks fail after its last byte
+	require.Less(t, ce.Offset, int64(b0+8), "%v", ce)
+	require.ErrorContains(t, err, "bad value domain 30")
+
+	// Undamaged, every series' metrics decode, also into a reused slice.
+	require.NoError(t, os.WriteFile(ipath, orig, 0o644))
+	r2, err := Open(r.Dir(), dict, ReaderOptions{})
+	require.NoError(t, err)
+	defer r2.Close()
+	var buf []IntervalMetrics
+	for id := range uint32(r2.Index().NumSeries()) {
+		ms, err := r2.Metrics(id)
+		require.NoError(t, err)
+		buf, err = r2.AppendMetrics(buf[:0], id)
+		require.NoError(t, err)
+		require.Equal(t, ms, buf)
 	}
 }

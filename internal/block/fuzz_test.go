@@ -19,6 +19,13 @@ func FuzzIndexFile(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
+	for _, v := range []string{"v1", "v2"} { // every index version
+		b, err := os.ReadFile(filepath.Join("testdata", "index_format_"+v, "block", IndexFilename))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	dict, err := index.OpenTagDict(filepath.Join(f.TempDir(), "tagdict"))
 	if err != nil {
 		f.Fatal(err)

@@ -148,10 +148,10 @@ func (d *mdec) locateCol(n, mode int) colReader {
 	case colFOR, colDeltaFOR:
 		for i := 0; i < n && d.err == nil; i += forBlock {
 			w := int(d.byte())
-			d.uvarint()
 			if d.err == nil && w > 64 {
 				d.fail("bit width %d", w)
 			}
+			d.uvarint()
 			d.take((min(forBlock, n-i)*w + 7) / 8)
 		}
 	default:

@@ -256,15 +256,21 @@ func (e *metricsEncoder) appendRecord(dst []byte, ms []IntervalMetrics, base int
 	parity := p.sqDec
 	if p.sqDec {
 		qs := growInts(&e.qs, n)
+		odd := 0 // intervals whose sums break parity (a substituted Sum)
 		for i := range ms {
-			m := &ms[i]
-			q, ok := mantissaAt(m.SumSq, 2*p.domain)
-			if !ok {
-				exc[fSq] = append(exc[fSq], i)
-			} else if (q-sums[i])&1 != 0 {
-				parity = false
+			q, ok := mantissaAt(ms[i].SumSq, 2*p.domain)
+			if ok && (q-sums[i])&1 != 0 {
+				odd++
 			}
 			qs[i] = q
+		}
+		// Parity saves a bit per interval; an interval that breaks it
+		// costs an exception (about 10 bytes).
+		parity = odd*10*8 < n
+		for i := range ms {
+			if _, ok := mantissaAt(ms[i].SumSq, 2*p.domain); !ok || parity && (qs[i]-sums[i])&1 != 0 {
+				exc[fSq] = append(exc[fSq], i)
+			}
 		}
 		if n >= minScaled {
 			scale = bestSqScale(ms, qs, sums, vals, exc[fSq], parity, res)
