@@ -23,7 +23,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	p("## Sensor histories: Peregreen's operations (%s scale)\n\n", rep.Scale)
-	p("`aerie bench --workload=sensors --scale=%s` (bench/sensorbench/doc.go) at `%s`, %s; the run took %.0f s. ", rep.Scale, rep.Commit, rep.Date, rep.Seconds)
+	p("`aerie bench --workload=sensors --scale=%s` (bench/sensorbench/doc.go) at `%s`, %s; the run took %.0f s; load averages (1, 5, 15 min) %s at the start, %s at the end (the machine is shared). ", rep.Scale, rep.Commit, rep.Date, rep.Seconds, c["loadavg_start"], c["loadavg_end"])
 	p("Peregreen §4 (seed 004) scaled to this machine: %d sensors × %s at %s from %s (%d records, %s of raw CSV `t,v` rows, %.1f B a record); values %s. ",
 		rep.Sensors, rep.Span, c["rate"], c["start"], rep.Records, bytesStr(rep.RawCSV), float64(rep.RawCSV)/float64(max(rep.Records, 1)), c["values"])
 	p("Peer: VictoriaMetrics single-node (`%s`) on loopback. **Durability differs:** Aerie answers an upload after its WAL records are fsync'd; VictoriaMetrics acknowledges before anything is fsync'd.\n\n", vmVersion)
@@ -57,9 +57,10 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	}
 	p("\nFrom `GET /meta/{sensor}` summed over the sensors: the block metrics (index) and the value and timestamp columns (data) of the sensors' blocks; per sensor-year is index bytes ÷ intervals × 8766. Peregreen's index: 110 KB per sensor-year.\n\n")
 
-	p("### Search by value (index only)\n\n| query | condition | intervals | runs | Aerie median ms | p99 | VM median ms | p99 | ratio |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("### Search by value (index only)\n\n| query | condition | intervals | runs | Aerie median ms | p99 | VM median ms | p99 | ratio | Aerie's bucket data GETs / cached windows / intervals from data |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range rep.Search {
-		p("| %s | `%s` | %d | %d | %s | %s | %s | %s | %.3f |\n", s.Query, s.Condition, s.Intervals, s.Runs, num(s.Aerie.MedianMs), num(s.Aerie.P99Ms), num(s.VM.MedianMs), num(s.VM.P99Ms), s.Ratio)
+		p("| %s | `%s` | %d | %d | %s | %s | %s | %s | %.3f | %d / %d / %d |\n", s.Query, s.Condition, s.Intervals, s.Runs, num(s.Aerie.MedianMs), num(s.Aerie.P99Ms), num(s.VM.MedianMs), num(s.VM.P99Ms), s.Ratio,
+			s.AerieReads.BucketGets, s.AerieReads.WindowCacheHits, s.AerieReads.DataIntervals)
 	}
 	p("\nOver every sensor's whole range: per sensor `POST /search/{sensor}/{from}-{to}/json` with the condition as body, against VictoriaMetrics' `/api/v1/query_range` at step 1h of the equivalent PromQL; all sensors at once through `/api/v1/sensor/search`, against the same PromQL over `{__name__=~\"sensor_.*\"}`. Examples:\n\n")
 	seen := map[string]bool{}
@@ -70,7 +71,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		seen[s.Query] = true
 		p("- %s: `%s`; PromQL `%s`\n", s.Query, s.AerieURL, s.PromQL)
 	}
-	p("\nBoth answers are checked against the hours of the generated data that meet the condition (the amplitude condition is Peregreen's: every hour). Latency is from sending the request to reading the last byte, one client, the peers taking turns.\n\n")
+	p("\nBoth answers are checked against the hours of the generated data that meet the condition (the amplitude condition is Peregreen's: every hour). Latency is from sending the request to reading the last byte, one client, the peers taking turns. The last column counts Aerie's reads of block data in the bucket tier over all runs of the row (its counters; local blocks' data reads are not counted): an index-only search reads none.\n\n")
 
 	p("### Extraction\n\n| peer | mode | range | writer | requests | records | records/s | records per CPU s |\n|---|---|---|---|---:|---:|---:|---:|\n")
 	for _, e := range rep.Extract {

@@ -117,6 +117,23 @@ type SearchResult struct {
 	Aerie     Latency `json:"aerie_latency"`
 	VM        Latency `json:"vm_latency"`
 	Ratio     float64 `json:"ratio"` // median Aerie ÷ median VM
+	// AerieReads is what Aerie's counters say it read over the kind's
+	// runs (warm-up and timed): search answers from block metrics, so
+	// any data read is a finding.
+	AerieReads DataReads `json:"aerie_reads"`
+}
+
+// DataReads are deltas of Aerie's counters of data reads.
+type DataReads struct {
+	// BucketGets and WindowCacheHits are reads of block data in the
+	// bucket tier (aerie_bucket_data_gets_total, and windows answered
+	// from its cache: aerie_bucket_window_cache_hits_total). Reads of
+	// local blocks' data have no counter.
+	BucketGets      int64 `json:"bucket_data_gets"`
+	WindowCacheHits int64 `json:"bucket_window_cache_hits"`
+	// DataIntervals are metric intervals search recomputed from data
+	// (aerie_sensor_search_data_intervals_total).
+	DataIntervals int64 `json:"search_data_intervals"`
 }
 
 // Latency is the median and 99th percentile of a query's timed runs, from

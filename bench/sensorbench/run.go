@@ -59,6 +59,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("generate data: %w", err)
 	}
 	r.rep = r.newReport()
+	r.rep.Config["loadavg_start"] = loadavg()
 	for _, phase := range []struct {
 		name string
 		fn   func() error
@@ -75,6 +76,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("%s: %w", phase.name, err)
 		}
 	}
+	r.rep.Config["loadavg_end"] = loadavg()
 	r.rep.Ratios = r.rep.ratios()
 	r.rep.Seconds = time.Since(start).Seconds()
 	return r.rep, nil
@@ -135,6 +137,17 @@ func vmVersion(bin string) string {
 		return "unknown"
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// loadavg returns the 1, 5 and 15 min load averages: the machine is
+// shared, and they say how much.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 func (r *runner) logf(format string, args ...any) {

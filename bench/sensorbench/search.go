@@ -359,6 +359,10 @@ func (r *runner) search(a, v *server) error {
 				m, err := vmIntervals(b)
 				return m, dur, err
 			}
+			readsBefore, err := r.dataReads(a)
+			if err != nil {
+				return err
+			}
 			// Warm-up and checks.
 			gotA, gotV := map[string][]interval{}, map[string][]interval{}
 			for _, q := range qs {
@@ -415,6 +419,11 @@ func (r *runner) search(a, v *server) error {
 					}
 				}
 			}
+			readsAfter, err := r.dataReads(a)
+			if err != nil {
+				return err
+			}
+			res.AerieReads = readsAfter.sub(readsBefore)
 			res.Runs = len(la)
 			res.Aerie = latency(la)
 			res.VM = latency(lv)
@@ -422,11 +431,29 @@ func (r *runner) search(a, v *server) error {
 				res.Ratio = res.Aerie.MedianMs / res.VM.MedianMs
 			}
 			r.rep.Search = append(r.rep.Search, res)
-			r.logf("search %-11s %-9s (%d intervals): aerie median %.3f ms p99 %.3f ms, vm median %.3f ms p99 %.3f ms: ratio %.3f",
-				kind, c.name, res.Intervals, res.Aerie.MedianMs, res.Aerie.P99Ms, res.VM.MedianMs, res.VM.P99Ms, res.Ratio)
+			r.logf("search %-11s %-9s (%d intervals): aerie median %.3f ms p99 %.3f ms, vm median %.3f ms p99 %.3f ms: ratio %.3f; aerie read %+v",
+				kind, c.name, res.Intervals, res.Aerie.MedianMs, res.Aerie.P99Ms, res.VM.MedianMs, res.VM.P99Ms, res.Ratio, res.AerieReads)
 		}
 	}
 	return nil
+}
+
+// dataReads reads Aerie's counters of data reads.
+func (r *runner) dataReads(a *server) (DataReads, error) {
+	m, err := get(r.ctx, a, "/metrics")
+	if err != nil {
+		return DataReads{}, err
+	}
+	val := func(name string) int64 { v, _ := metricValue(m, name); return int64(v) }
+	return DataReads{
+		BucketGets:      val("aerie_bucket_data_gets_total"),
+		WindowCacheHits: val("aerie_bucket_window_cache_hits_total"),
+		DataIntervals:   val("aerie_sensor_search_data_intervals_total"),
+	}, nil
+}
+
+func (d DataReads) sub(o DataReads) DataReads {
+	return DataReads{d.BucketGets - o.BucketGets, d.WindowCacheHits - o.WindowCacheHits, d.DataIntervals - o.DataIntervals}
 }
 
 func latency(ds []time.Duration) Latency {

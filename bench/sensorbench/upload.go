@@ -102,6 +102,9 @@ func (r *runner) load(srv *server, path string, send func(ctx context.Context, s
 // fresh Aerie, checks every answer and /meta, waits for the flush,
 // measures the disk and stops the server.
 func (r *runner) uploadAerie() error {
+	if err := os.RemoveAll(r.dir(dirUpload)); err != nil { // a previous run's, in --dir
+		return err
+	}
 	srv, err := r.start(aerie, r.dir(dirUpload))
 	if err != nil {
 		return err
@@ -264,6 +267,9 @@ func (r *runner) disk(dir, peer, load string, since time.Time, note string) erro
 // through /api/v1/import/csv, the same bodies as Aerie's uploads, checks
 // the counts, measures the disk once flushed and stops the server.
 func (r *runner) uploadVM() error {
+	if err := os.RemoveAll(r.dir(dirVM)); err != nil {
+		return err
+	}
 	srv, err := r.start(vm, r.dir(dirVM))
 	if err != nil {
 		return err
