@@ -6,7 +6,9 @@
 # compaction) takes ~5 of the ~11 minutes of the engine runs on 2 cores,
 # the http run ~8 more. SCALE=small or WORKLOADS="node" shorten it; HTTP=0
 # skips the http run; BUCKET=0 skips `aerie bench bucket` (the object-storage
-# tier against a Thanos-style layout, ~5 min); LARGE=1 also runs node at Heracles' 150 K-series
+# tier against a Thanos-style layout, ~5 min); SENSORS=0 skips `aerie bench
+# --workload=sensors` (Peregreen's upload, search and extraction against
+# VictoriaMetrics, ~20 min); LARGE=1 also runs node at Heracles' 150 K-series
 # scale and history at its large scale (~30 more minutes). Large reports
 # already in bench/results/ are included either way.
 set -euo pipefail
@@ -30,6 +32,11 @@ if [ "${BUCKET:-1}" = 1 ]; then
   echo "=== bucket ($SCALE)" >&2
   bench/results/aerie bench bucket --scale="$SCALE" --json="bench/results/bucket-$SCALE.json"
   files+=("bench/results/bucket-$SCALE.json")
+fi
+if [ "${SENSORS:-1}" = 1 ]; then
+  echo "=== sensors ($SCALE)" >&2
+  bench/results/aerie bench --workload=sensors --scale="$SCALE" --out="bench/results/sensors-$SCALE.json"
+  files+=("bench/results/sensors-$SCALE.json")
 fi
 if [ "${LARGE:-0}" = 1 ] && [ "$SCALE" = medium ]; then
   for w in node history; do

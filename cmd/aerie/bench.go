@@ -11,6 +11,7 @@ import (
 	"github.com/aerie-db/aerie/bench"
 	"github.com/aerie-db/aerie/bench/bucketbench"
 	"github.com/aerie-db/aerie/bench/httpbench"
+	"github.com/aerie-db/aerie/bench/sensorbench"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -100,7 +101,7 @@ func newBenchReportCmd() *cobra.Command {
 	var out, notes, command string
 	cmd := &cobra.Command{
 		Use:   "report FILE.json...",
-		Short: "Write docs/BENCHMARKS.md from bench, bench http and bench bucket --json reports",
+		Short: "Write docs/BENCHMARKS.md from bench, bench http, bench bucket and bench --workload=sensors JSON reports",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var (
@@ -111,6 +112,14 @@ func newBenchReportCmd() *cobra.Command {
 				b, err := os.ReadFile(a)
 				if err != nil {
 					return err
+				}
+				if sensorbench.IsReport(b) { // aerie bench --workload=sensors --out
+					r, err := sensorbench.ReadReport(a)
+					if err != nil {
+						return err
+					}
+					sections = append(sections, r)
+					continue
 				}
 				if bucketbench.IsReport(b) { // aerie bench bucket --json
 					r, err := bucketbench.ReadReport(a)
