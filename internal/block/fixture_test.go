@@ -114,7 +114,7 @@ func writeFixture(t *testing.T, dir string, version uint8) {
 
 // openFixture copies the fixture in dir to a temporary directory (opening
 // a tagdict may repair it) and opens it.
-func openFixture(t *testing.T, dir string) *Reader {
+func openFixture(t *testing.T, dir string) (*Reader, *index.TagDict) {
 	t.Helper()
 	tmp := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(tmp, "block"), 0o755))
@@ -129,7 +129,7 @@ func openFixture(t *testing.T, dir string) *Reader {
 	r, err := Open(filepath.Join(tmp, "block"), dict, ReaderOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
-	return r
+	return r, dict
 }
 
 // fixtureV1Metrics are the block metrics of the version 1 fixture, as the
@@ -199,7 +199,7 @@ func checkFixture(t *testing.T, dir string, version uint8, want map[string][]Int
 	ib, err := os.ReadFile(filepath.Join(dir, "block", IndexFilename))
 	require.NoError(t, err)
 	require.Equal(t, version, ib[4], "index version of %s", dir)
-	r := openFixture(t, dir)
+	r, dict := openFixture(t, dir)
 	samples := fixtureWant()
 	require.Equal(t, len(samples), r.Index().NumSeries())
 
@@ -233,6 +233,21 @@ func checkFixture(t *testing.T, dir string, version uint8, want map[string][]Int
 				requireSameMetrics(t, wm[i], ms[i], "%s interval %d", s.Labels, i)
 			}
 		}
+	}
+
+	// Opened as the bucket tier opens it (its metadata object carries
+	// meta.json and index unchanged), the block gives the same metrics.
+	mb, err := os.ReadFile(filepath.Join(dir, "block", MetaFilename))
+	require.NoError(t, err)
+	remote, err := OpenRemote("remote", mb, ib, dict, r.f)
+	require.NoError(t, err)
+	defer remote.Close()
+	for id := range uint32(r.Index().NumSeries()) {
+		want, err := r.Metrics(id)
+		require.NoError(t, err)
+		got, err := remote.Metrics(id)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
 	}
 
 	// A narrower range: the hour in the middle, one instance.
@@ -361,7 +376,7 @@ func checkSum(t testing.TB, got float64, xs []float64, sq bool) {
 // the index with a *CorruptionError naming the file and the record's
 // damaged byte, not hand out metrics that do not decode.
 func TestMetricsDamageBehindChecksum(t *testing.T) {
-	r := openFixture(t, "testdata/index_format_v2")
+	r, _ := openFixture(t, "testdata/index_format_v2")
 	ipath := filepath.Join(r.Dir(), IndexFilename)
 	orig, err := os.ReadFile(ipath)
 	require.NoError(t, err)

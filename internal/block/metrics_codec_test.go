@@ -267,7 +267,10 @@ func TestMetricsCodecCases(t *testing.T) {
 		contiguous bool
 		flags      byte // b1
 	}{
-		{"one interval", regular(1, nil), 2, true, 1 | 2 | 4},
+		{"one interval", regular(1, nil), 2, true, 1 | 2 | 4}, // 2000…2004: a unit of 4 but not for SumSq
+		{"a unit", regular(40, func(i int, m *IntervalMetrics) {
+			m.First, m.Last, m.Min, m.Max, m.Sum, m.SumSq = 8*m.First, 8*m.Last, 8*m.Min, 8*m.Max, 8*m.Sum, 64*m.SumSq
+		}), 2, true, 1 | 2 | 4 | 16},
 		{"two intervals", regular(2, nil), 2, true, 1 | 2 | 4},
 		{"regular", regular(300, nil), 2, true, 1 | 2 | 4},
 		{"gaps", regular(300, func(i int, m *IntervalMetrics) { m.Interval += int64(i * i) }), 2, false, 1 | 2 | 4},
@@ -354,9 +357,14 @@ func TestDecodeMetricsCorrupt(t *testing.T) {
 		}, 4, "bad interval count 100000"},
 		{"bad domain", set(b0, 23), afterHeader, "bad value domain 23"},
 		{"bad predictor", set(b0, good[b0]|3<<6), afterHeader, "bad sum predictor 3"},
-		{"reserved flags", set(b1, good[b1]|16), afterHeader, "reserved flags"},
+		{"reserved flags", set(b1, good[b1]|32), afterHeader, "reserved flags"},
 		{"sum of squares without sum", set(b1, 2), afterHeader, "bad sum domains"},
 		{"bad width", set(b1+4, 65), int64(b1 + 5), "bit width 65"},
+		{"bad unit", func(b []byte) []byte {
+			body := append(append([]byte(nil), b[hdr:b1]...), b[b1]|16, 1) // unit 1
+			body = append(body, b[b1+1:]...)
+			return append(binary.AppendUvarint(nil, uint64(len(body))), body...)
+		}, -1, "bad unit 1"},
 		{"truncated column", func(b []byte) []byte {
 			body := b[hdr : len(b)-5]
 			return append(binary.AppendUvarint(nil, uint64(len(body))), body...)

@@ -22,7 +22,11 @@ var edgeFloats = []float64{
 }
 
 // fuzzReader hands out the fuzzer's bytes; past their end it gives zeros.
-type fuzzReader struct{ b []byte }
+// Its decimals are multiples of unit (values in pages, say).
+type fuzzReader struct {
+	b    []byte
+	unit int64
+}
 
 func (r *fuzzReader) byte() byte {
 	if len(r.b) == 0 {
@@ -50,14 +54,14 @@ func (r *fuzzReader) float(digits int) float64 {
 		return math.Float64frombits(r.u64())
 	default:
 		m := int64(r.u64()>>(11+c%50)) - int64(r.byte())<<8
-		return toDecimal(m, digits)
+		return toDecimal(m*r.unit, digits)
 	}
 }
 
 // fuzzMetrics builds metrics from b: arbitrary fields, or fields computed
 // by add from arbitrary samples, in sorted or arbitrary interval order.
 func fuzzMetrics(b []byte) (ms []IntervalMetrics, base int64) {
-	r := &fuzzReader{b}
+	r := &fuzzReader{b: b, unit: 1}
 	n := int(r.byte())
 	if n&0x80 != 0 {
 		n = n<<2 + int(r.byte()) // up to ~600: several column blocks
@@ -65,6 +69,9 @@ func fuzzMetrics(b []byte) (ms []IntervalMetrics, base int64) {
 	n &= 0x3ff
 	style := r.byte()
 	digits := int(style>>3) % (maxDigits + 1)
+	if style&4 != 0 {
+		r.unit = 1 << (r.byte() % 13)
+	}
 	base = int64(r.u64())
 	iv := base + int64(int8(r.byte()))
 	for range n {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/aerie-db/aerie/bench/workload"
 )
 
@@ -161,20 +163,43 @@ func roundTrip(t testing.TB, ms []IntervalMetrics, base int64) []byte {
 }
 
 // TestMetricsSize reports the bytes per interval of the version 1 and 2
-// encodings for a sensor-year of each sensorSpec and for the node capture.
+// encodings: for a sensor-year at 1 h of each sensorSpec, as one record
+// and as the records of blocks of each compaction level's window (2 h
+// flushes, then 12 h, 2 d, 8 d, 32 d), and with zstd over each record;
+// and for every series of the node capture at 10 s, 60 s and 1 h.
+//
+//	go test ./internal/block -run TestMetricsSize -v
 func TestMetricsSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates a year of 1 Hz samples per sensor")
 	}
+	zw, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zw.Close()
 	for _, spec := range sensorSpecs {
 		ms := sensorMetrics(spec, hoursPerYear)
 		base := ms[0].Interval
 		b := roundTrip(t, ms, base)
-		t.Logf("sensor %s: %d intervals: v1 %d B (%.2f B/interval), v2 %d B (%.2f B/interval)",
-			spec.name, len(ms), v1Size(ms, base), float64(v1Size(ms, base))/float64(len(ms)), len(b), float64(len(b))/float64(len(ms)))
+		z := len(zw.EncodeAll(b, nil))
+		t.Logf("sensor %s, 1 Hz, a year at 1 h (%d intervals): v1 %d B (%.2f B/interval); v2 %d B (%.2f B/interval), %.1f KB/sensor-year; v2+zstd %d B",
+			spec.name, len(ms), v1Size(ms, base), float64(v1Size(ms, base))/float64(len(ms)), len(b), float64(len(b))/float64(len(ms)), float64(len(b))/1000, z)
+		for _, w := range []int{2, 12, 48, 192, 768} {
+			var s1, s2, sz int
+			for i := 0; i < len(ms); i += w {
+				rec := ms[i:min(i+w, len(ms))]
+				b := roundTrip(t, rec, rec[0].Interval)
+				s1 += v1Size(rec, rec[0].Interval)
+				s2 += len(b)
+				sz += min(len(b), len(zw.EncodeAll(b, nil)))
+			}
+			t.Logf("  in blocks of %3d h: v1 %.1f KB, v2 %.1f KB (%.2f B/interval), v2 or zstd, the smaller per record: %.1f KB",
+				w, float64(s1)/1000, float64(s2)/1000, float64(s2)/float64(len(ms)), float64(sz)/1000)
+		}
 	}
 	for _, iv := range []int64{10_000, 60_000, 3600_000} {
-		var n, s1, s2 int
+		var n, s1, s2, sz int
 		for _, ms := range nodeMetrics(t, iv) {
 			if len(ms) == 0 {
 				continue
@@ -184,9 +209,10 @@ func TestMetricsSize(t *testing.T) {
 			n += len(ms)
 			s1 += v1Size(ms, base)
 			s2 += len(b)
+			sz += min(len(b), len(zw.EncodeAll(b, nil)))
 		}
-		t.Logf("node, interval %d s: %d series-intervals: v1 %.2f B/interval, v2 %.2f B/interval",
-			iv/1000, n, float64(s1)/float64(n), float64(s2)/float64(n))
+		t.Logf("node capture at %d s: %d series-intervals: v1 %.2f B/interval, v2 %.2f B/interval, v2 or zstd %.2f B/interval",
+			iv/1000, n, float64(s1)/float64(n), float64(s2)/float64(n), float64(sz)/float64(n))
 	}
 }
 

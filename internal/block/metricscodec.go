@@ -52,9 +52,69 @@ const (
 
 // metricsPlan is how one series is encoded.
 type metricsPlan struct {
-	domain int  // value fields: digits or domainOrdered
-	sumDec bool // Sum as a mantissa at domain digits
-	sqDec  bool // SumSq as a mantissa at 2·domain digits
+	domain int   // value fields: digits or domainOrdered
+	sumDec bool  // Sum as a mantissa at domain digits
+	sqDec  bool  // SumSq as a mantissa at 2·domain digits
+	unit   int64 // ≥ 1: decimal mantissas are stored divided by unit (SumSq's by unit²)
+}
+
+// maxUnit bounds a plan's unit so that unit² fits an int64.
+const maxUnit = 1 << 31
+
+// value returns the integer of value field v (false: an exception).
+func (p *metricsPlan) value(v float64) (int64, bool) {
+	if p.domain == domainOrdered {
+		return ordered(v), true
+	}
+	return p.reduce(mantissaAt(v, p.domain))
+}
+
+// sum returns the integer of a Sum (false: an exception).
+func (p *metricsPlan) sum(v float64) (int64, bool) { return p.reduce(mantissaAt(v, p.domain)) }
+
+// sq returns the integer of a SumSq (false: an exception).
+func (p *metricsPlan) sq(v float64) (int64, bool) {
+	m, ok := mantissaAt(v, 2*p.domain)
+	if !ok || m%(p.unit*p.unit) != 0 {
+		return 0, false
+	}
+	return m / (p.unit * p.unit), true
+}
+
+func (p *metricsPlan) reduce(m int64, ok bool) (int64, bool) {
+	if !ok || m%p.unit != 0 {
+		return 0, false
+	}
+	return m / p.unit, true
+}
+
+// allSq reports whether every SumSq of ms has an integer under p.
+func allSq(ms []IntervalMetrics, p *metricsPlan) bool {
+	for i := range ms {
+		if _, ok := p.sq(ms[i].SumSq); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// unitOf returns the greatest common divisor of the mantissas at k digits
+// of the fields f gives (those that have one), capped to 1 above maxUnit.
+func unitOf(ms []IntervalMetrics, k int, g uint64, f func(*IntervalMetrics) []float64) uint64 {
+	for i := range ms {
+		for _, v := range f(&ms[i]) {
+			if m, ok := mantissaAt(v, k); ok {
+				u := uint64(m)
+				if m < 0 {
+					u = -u
+				}
+				for u != 0 {
+					g, u = u, g%u
+				}
+			}
+		}
+	}
+	return g
 }
 
 // AppendMetrics appends the version 2 encoding of one series' block
@@ -128,17 +188,35 @@ func metricsPlans(ms []IntervalMetrics) []metricsPlan {
 	}
 	var plans []metricsPlan
 	for _, dom := range domains {
-		sums := []bool{false}
-		if dom != domainOrdered {
-			sums = decOptions(ms, func(m *IntervalMetrics) float64 { return m.Sum }, dom)
+		if dom == domainOrdered {
+			plans = append(plans, metricsPlan{domain: dom, unit: 1})
+			continue
 		}
-		for _, sumDec := range sums {
+		// The values' common unit, and the sums' if they are decimal
+		// (exact sums of values in a unit are in that unit).
+		gv := unitOf(ms, dom, 0, func(m *IntervalMetrics) []float64 { return []float64{m.First, m.Last, m.Min, m.Max} })
+		for _, sumDec := range decOptions(ms, func(m *IntervalMetrics) float64 { return m.Sum }, dom) {
+			g := gv
+			if sumDec {
+				g = unitOf(ms, dom, g, func(m *IntervalMetrics) []float64 { return []float64{m.Sum} })
+			}
+			unit := int64(1)
+			if g > 1 && g <= maxUnit {
+				unit = int64(g)
+			}
 			sqs := []bool{false}
 			if sumDec && 2*dom <= maxDigits {
 				sqs = decOptions(ms, func(m *IntervalMetrics) float64 { return m.SumSq }, 2*dom)
 			}
 			for _, sqDec := range sqs {
-				plans = append(plans, metricsPlan{domain: dom, sumDec: sumDec, sqDec: sqDec})
+				p := metricsPlan{domain: dom, sumDec: sumDec, sqDec: sqDec, unit: unit}
+				plans = append(plans, p)
+				// A unit the samples between min and max need not share
+				// shows in SumSq; in a short series it may not pay.
+				if unit > 1 && (len(ms) < 16 || sqDec && !allSq(ms, &p)) {
+					p.unit = 1
+					plans = append(plans, p)
+				}
 			}
 		}
 	}
@@ -184,12 +262,7 @@ func (e *metricsEncoder) appendRecord(dst []byte, ms []IntervalMetrics, base int
 
 	// Value fields: first from the last before it, last from first, min
 	// and max as excursions below and above them.
-	toInt := func(v float64) (int64, bool) {
-		if p.domain == domainOrdered {
-			return ordered(v), true
-		}
-		return mantissaAt(v, p.domain)
-	}
+	toInt := p.value
 	if cap(e.vals) < n {
 		e.vals = make([][4]int64, n)
 	}
@@ -227,7 +300,7 @@ func (e *metricsEncoder) appendRecord(dst []byte, ms []IntervalMetrics, base int
 	res := growInts(&e.res, n)
 	for sel := range numPreds {
 		for i := range ms {
-			res[i] = sumResidual(&ms[i], &vals[i], sel, p)
+			res[i] = sumResidual(&ms[i], &vals[i], sel, &p)
 		}
 		if _, sz := bestColMode(res); size < 0 || sz < size {
 			pred, size = sel, sz
@@ -239,7 +312,7 @@ func (e *metricsEncoder) appendRecord(dst []byte, ms []IntervalMetrics, base int
 		if !p.sumDec {
 			continue
 		}
-		s, ok := mantissaAt(ms[i].Sum, p.domain)
+		s, ok := p.sum(ms[i].Sum)
 		if !ok {
 			exc[fSum] = append(exc[fSum], i)
 			s = sumPredDec(pred, int64(ms[i].Count), &vals[i])
@@ -258,7 +331,7 @@ func (e *metricsEncoder) appendRecord(dst []byte, ms []IntervalMetrics, base int
 		qs := growInts(&e.qs, n)
 		odd := 0 // intervals whose sums break parity (a substituted Sum)
 		for i := range ms {
-			q, ok := mantissaAt(ms[i].SumSq, 2*p.domain)
+			q, ok := p.sq(ms[i].SumSq)
 			if ok && (q-sums[i])&1 != 0 {
 				odd++
 			}
@@ -268,7 +341,7 @@ func (e *metricsEncoder) appendRecord(dst []byte, ms []IntervalMetrics, base int
 		// costs an exception (about 10 bytes).
 		parity = odd*10*8 < n
 		for i := range ms {
-			if _, ok := mantissaAt(ms[i].SumSq, 2*p.domain); !ok || parity && (qs[i]-sums[i])&1 != 0 {
+			if _, ok := p.sq(ms[i].SumSq); !ok || parity && (qs[i]-sums[i])&1 != 0 {
 				exc[fSq] = append(exc[fSq], i)
 			}
 		}
@@ -299,7 +372,7 @@ func (e *metricsEncoder) appendRecord(dst []byte, ms []IntervalMetrics, base int
 			excFlags |= 1 << f
 		}
 	}
-	for bit, on := range [...]bool{p.sumDec, p.sqDec, parity, excFlags != 0} {
+	for bit, on := range [...]bool{p.sumDec, p.sqDec, parity, excFlags != 0, p.unit > 1} {
 		if on {
 			b1 |= 1 << bit
 		}
@@ -316,6 +389,9 @@ func (e *metricsEncoder) appendRecord(dst []byte, ms []IntervalMetrics, base int
 		mbits |= uint16(modes[c]) << (2 * c)
 	}
 	dst = append(dst, b0, b1)
+	if p.unit > 1 {
+		dst = binary.AppendUvarint(dst, uint64(p.unit))
+	}
 	if p.sqDec && n >= minScaled {
 		dst = append(dst, byte(scale))
 	}
@@ -346,11 +422,11 @@ func (e *metricsEncoder) appendRecord(dst []byte, ms []IntervalMetrics, base int
 }
 
 // sumResidual is the Sum column's value for m under predictor sel.
-func sumResidual(m *IntervalMetrics, v *[4]int64, sel int, p metricsPlan) int64 {
+func sumResidual(m *IntervalMetrics, v *[4]int64, sel int, p *metricsPlan) int64 {
 	if !p.sumDec {
 		return ordered(m.Sum) - ordered(sumPredFloat(sel, m))
 	}
-	s, ok := mantissaAt(m.Sum, p.domain)
+	s, ok := p.sum(m.Sum)
 	if !ok {
 		return 0 // an exception
 	}
@@ -578,6 +654,12 @@ func decodeRecord(dst []IntervalMetrics, d *mdec, base int64) []IntervalMetrics 
 	sumDec, sqDec, parity := b1&1 != 0, b1&2 != 0, b1&4 != 0
 	var scale int
 	var excFlags byte
+	unit := uint64(1)
+	if b1&16 != 0 {
+		if unit = d.uvarint(); d.err == nil && (unit < 2 || unit > maxUnit) {
+			d.fail("bad unit %d", unit)
+		}
+	}
 	if sqDec && n >= minScaled {
 		scale = int(d.byte())
 	}
@@ -594,8 +676,10 @@ func decodeRecord(dst []IntervalMetrics, d *mdec, base int64) []IntervalMetrics 
 		return dst
 	}
 	switch {
-	case b1 >= 16:
+	case b1 >= 32:
 		d.fail("reserved flags %#x set", b1)
+	case unit > 1 && !(domain <= maxDigits):
+		d.fail("a unit in the ordered domain")
 	case scale > maxSqScale:
 		d.fail("sum of squares scale %d", scale)
 	case parity && !sqDec:
@@ -666,6 +750,7 @@ func decodeRecord(dst []IntervalMetrics, d *mdec, base int64) []IntervalMetrics 
 	ms := dst[len(out):]
 	var ex [numFloats]int // per float field, its next exception
 	var buf [numCols][forBlock]int64
+	u := int64(unit)
 	iv, prevL := base+first, int64(0)
 	lastCnt, inv := uint64(0), 0.0 // 1/lastCnt for sqPred
 	for i0 := 0; i0 < len(ms); i0 += forBlock {
@@ -692,7 +777,7 @@ func decodeRecord(dst []IntervalMetrics, d *mdec, base int64) []IntervalMetrics 
 			if domain == domainOrdered {
 				m.First, m.Last, m.Min, m.Max = fromOrdered(v[0]), fromOrdered(v[1]), fromOrdered(v[2]), fromOrdered(v[3])
 			} else {
-				m.First, m.Last, m.Min, m.Max = toDecimal(v[0], domain), toDecimal(v[1], domain), toDecimal(v[2], domain), toDecimal(v[3], domain)
+				m.First, m.Last, m.Min, m.Max = toDecimal(v[0]*u, domain), toDecimal(v[1]*u, domain), toDecimal(v[2]*u, domain), toDecimal(v[3]*u, domain)
 			}
 			if i == next {
 				patch(sc, ex[:], m, i, fFirst, fMax)
@@ -703,12 +788,12 @@ func decodeRecord(dst []IntervalMetrics, d *mdec, base int64) []IntervalMetrics 
 			var s int64
 			if sumDec {
 				s = sumPredDec(pred, int64(cnt), &v) + buf[colSum][j]
-				m.Sum = toDecimal(s, domain)
+				m.Sum = toDecimal(s*u, domain)
 			} else {
 				m.Sum = fromOrdered(ordered(sumPredFloat(pred, m)) + buf[colSum][j])
 			}
 			if sqDec {
-				m.SumSq = toDecimal(sqFromResidual(buf[colSq][j], s, cnt, inv, &v, scale, parity), 2*domain)
+				m.SumSq = toDecimal(sqFromResidual(buf[colSq][j], s, cnt, inv, &v, scale, parity)*u*u, 2*domain)
 			} else {
 				if i == next {
 					patch(sc, ex[:], m, i, fSum, fSum)
