@@ -35,8 +35,8 @@
 //     is lossless: every field of every interval round-trips bit for bit,
 //     for any input, and the bytes depend on the input alone. Decoding
 //     computes the same floats on every platform: predictions use no
-//     fusable multiply-add and map NaN to 0, decimal mantissas become
-//     floats through explicit FMAs, and the writer keeps a field decimal
+//     fusable multiply-add and map NaN to 0, a decimal mantissa becomes a
+//     float by one IEEE division, and the writer keeps a field decimal
 //     only after decoding it back bit for bit (else it is an exception
 //     stored raw). Version 1 indexes are still read.
 //

@@ -220,8 +220,17 @@ func TestMetricsSize(t *testing.T) {
 // sensorSpec and, when the capture is present, its series at 60 s.
 func metricsBenchData(b *testing.B) (names []string, data [][][]IntervalMetrics) {
 	for _, spec := range sensorSpecs {
+		ms := sensorMetrics(spec, hoursPerYear)
 		names = append(names, "sensor-"+spec.name)
-		data = append(data, [][]IntervalMetrics{sensorMetrics(spec, hoursPerYear)})
+		data = append(data, [][]IntervalMetrics{ms})
+		if spec.quantum == 0.01 { // as 32-day blocks hold it
+			var recs [][]IntervalMetrics
+			for i := 0; i < len(ms); i += 768 {
+				recs = append(recs, ms[i:min(i+768, len(ms))])
+			}
+			names = append(names, "sensor-"+spec.name+"-32d")
+			data = append(data, recs)
+		}
 	}
 	if _, err := os.Stat(nodeCapture); err == nil {
 		names = append(names, "node-60s")
@@ -286,4 +295,64 @@ func cpuSeconds() float64 {
 		return math.NaN()
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// naiveAdd is IntervalMetrics.add as index version 1's writer summed:
+// float sums only, the baseline of BenchmarkIntervalMetricsAdd.
+func naiveAdd(m *IntervalMetrics, t int64, v float64) {
+	if math.IsNaN(v) {
+		return
+	}
+	if m.Count == 0 {
+		m.Min, m.Max, m.First, m.Last, m.firstT, m.lastT = v, v, v, v, t, t
+	} else {
+		m.Min = math.Min(m.Min, v)
+		m.Max = math.Max(m.Max, v)
+		if t < m.firstT {
+			m.First, m.firstT = v, t
+		}
+		if t > m.lastT {
+			m.Last, m.lastT = v, t
+		}
+	}
+	m.Count++
+	m.Sum += v
+	m.SumSq += v * v
+}
+
+// BenchmarkIntervalMetricsAdd measures the writer's per-sample cost of
+// block metrics: exact decimal sums (add) against the float sums of
+// version 1 (naive), on 0.01-resolution values and on values that are
+// not decimal.
+//
+//	go test ./internal/block -run '^$' -bench IntervalMetricsAdd -count 6
+func BenchmarkIntervalMetricsAdd(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	vals := map[string][]float64{"decimal": make([]float64, 3600), "float": make([]float64, 3600)}
+	for i := range 3600 {
+		v := 20 + 5*math.Sin(float64(i)/600) + rng.NormFloat64()
+		vals["decimal"][i], vals["float"][i] = quantize(v, 0.01), v
+	}
+	for _, kind := range []string{"decimal", "float"} {
+		for _, path := range []string{"exact", "naive"} {
+			b.Run("values="+kind+"/sums="+path, func(b *testing.B) {
+				vs := vals[kind]
+				var m IntervalMetrics
+				for b.Loop() {
+					m = IntervalMetrics{}
+					for i, v := range vs {
+						if path == "exact" {
+							m.add(int64(i), v)
+						} else {
+							naiveAdd(&m, int64(i), v)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(vs)), "ns/sample")
+				if m.Count != uint64(len(vs)) {
+					b.Fatal(m.Count)
+				}
+			})
+		}
+	}
 }

@@ -758,6 +758,11 @@ func decodeRecord(dst []IntervalMetrics, d *mdec, base int64) []IntervalMetrics 
 		for c := colCount; c < numCols; c++ {
 			rd[c].next(buf[c][:len(blk)])
 		}
+		if next >= i0+len(blk) && gaps == nil && sumDec && sqDec {
+			// The common case, without exceptions or gaps, in one pass.
+			iv, prevL, lastCnt, inv = decodeDecimalBlock(blk, &buf, i0 > 0, iv, prevL, lastCnt, inv, domain, pred, scale, parity, u)
+			continue
+		}
 		for j := range blk {
 			i := i0 + j
 			if i > 0 {
@@ -812,6 +817,39 @@ func decodeRecord(dst []IntervalMetrics, d *mdec, base int64) []IntervalMetrics 
 		}
 	}
 	return dst
+}
+
+// decodeDecimalBlock decodes the intervals of blk, none of which has an
+// exception, from columns buf of a contiguous series whose fields are all
+// decimal: decodeRecord's loop without its branches. It returns the
+// running state (last interval, last last value, last count, 1/count).
+func decodeDecimalBlock(blk []IntervalMetrics, buf *[numCols][forBlock]int64, after bool, iv, prevL int64, lastCnt uint64, inv float64,
+	domain, pred, scale int, parity bool, u int64) (int64, int64, uint64, float64) {
+	if !after {
+		iv-- // the first interval is iv itself
+	}
+	counts, firsts, lasts := buf[colCount][:len(blk)], buf[colFirst][:len(blk)], buf[colLast][:len(blk)]
+	mins, maxs, sums, sqs := buf[colMin][:len(blk)], buf[colMax][:len(blk)], buf[colSum][:len(blk)], buf[colSq][:len(blk)]
+	uu := u * u
+	for j := range blk {
+		iv++
+		cnt := uint64(counts[j])
+		v := [4]int64{prevL + firsts[j]}
+		v[1] = v[0] + lasts[j]
+		v[2] = min(v[0], v[1]) - mins[j]
+		v[3] = max(v[0], v[1]) + maxs[j]
+		prevL = v[1]
+		if cnt != lastCnt {
+			lastCnt, inv = cnt, 1/float64(cnt)
+		}
+		s := sumPredDec(pred, int64(cnt), &v) + sums[j]
+		q := sqFromResidual(sqs[j], s, cnt, inv, &v, scale, parity)
+		blk[j] = IntervalMetrics{Interval: iv, Count: cnt,
+			First: toDecimal(v[0]*u, domain), Last: toDecimal(v[1]*u, domain),
+			Min: toDecimal(v[2]*u, domain), Max: toDecimal(v[3]*u, domain),
+			Sum: toDecimal(s*u, domain), SumSq: toDecimal(q*uu, 2*domain)}
+	}
+	return iv, prevL, lastCnt, inv
 }
 
 func growInts(p *[]int64, n int) []int64 {
