@@ -1,6 +1,7 @@
 package block
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -66,6 +67,23 @@ func quantize(v, q float64) float64 {
 	}
 	k := math.Round(-math.Log10(q))
 	return math.Round(v*math.Pow(10, k)) / math.Pow(10, k)
+}
+
+// appendMetricsV1 is version 1's encoder (the writer's until index
+// version 2), for comparisons: uvarint n, then per interval uvarint
+// deltas of index and count and six raw float64s.
+func appendMetricsV1(dst []byte, ms []IntervalMetrics, base int64) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(ms)))
+	prev := base
+	for _, m := range ms {
+		dst = binary.AppendUvarint(dst, uint64(m.Interval-prev))
+		prev = m.Interval
+		dst = binary.AppendUvarint(dst, m.Count)
+		for _, f := range [...]float64{m.Min, m.Max, m.Sum, m.SumSq, m.First, m.Last} {
+			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f))
+		}
+	}
+	return dst
 }
 
 // v1Size is the bytes ms took in a version 1 index.
@@ -270,6 +288,23 @@ func BenchmarkMetricsCodec(b *testing.B) {
 			b.ReportMetric(float64(intervals)*float64(b.N)/b.Elapsed().Seconds(), "intervals/s")
 			b.ReportMetric(float64(intervals)*float64(b.N)/(cpuSeconds()-cpu0), "intervals/cpu-s")
 			b.ReportMetric(float64(size)/float64(intervals), "B/interval")
+		})
+		b.Run("data="+names[k]+"/op=decode-v1", func(b *testing.B) {
+			var v1 [][]byte
+			for _, ms := range series {
+				v1 = append(v1, appendMetricsV1(nil, ms, 0))
+			}
+			b.ReportAllocs()
+			cpu0 := cpuSeconds()
+			for b.Loop() {
+				for _, enc := range v1 {
+					if _, _, err := decodeMetricsV1(enc, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(intervals)*float64(b.N)/b.Elapsed().Seconds(), "intervals/s")
+			b.ReportMetric(float64(intervals)*float64(b.N)/(cpuSeconds()-cpu0), "intervals/cpu-s")
 		})
 		b.Run("data="+names[k]+"/op=encode", func(b *testing.B) {
 			b.ReportAllocs()

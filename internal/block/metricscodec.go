@@ -14,27 +14,29 @@ import (
 //
 // Columns, in order: interval gaps, count, first, last, min, max, sum,
 // sum of squares.
+// Persisted (the bit positions of a record's modes): explicit numbers.
 const (
-	colGaps = iota
-	colCount
-	colFirst
-	colLast
-	colMin
-	colMax
-	colSum
-	colSq
-	numCols
+	colGaps  = 0
+	colCount = 1
+	colFirst = 2
+	colLast  = 3
+	colMin   = 4
+	colMax   = 5
+	colSum   = 6
+	colSq    = 7
+	numCols  = 8
 )
 
-// Float fields, in the order of the exception flags (byte 1, bits 2–7).
+// Float fields, in the order of the exception flags (the exc byte's bits
+// 0–5) and of the exception lists. Persisted: explicit numbers.
 const (
-	fFirst = iota
-	fLast
-	fMin
-	fMax
-	fSum
-	fSq
-	numFloats
+	fFirst    = 0
+	fLast     = 1
+	fMin      = 2
+	fMax      = 3
+	fSum      = 4
+	fSq       = 5
+	numFloats = 6
 )
 
 // domainOrdered (byte 0, bits 0–4) says the value fields are stored as
