@@ -42,8 +42,8 @@ type Scale struct {
 // machine (`make benchmarks`), large a month of the same sensors.
 var Scales = map[string]Scale{
 	"small":  {Name: "small", Sensors: 4, Span: 6 * time.Hour, Repeats: 3, ExtractRecords: 20_000, MinRequests: 2, MaxRequests: 6, FlushWait: 5 * time.Second, Rest: time.Second},
-	"medium": {Name: "medium", Sensors: 100, Span: 7 * 24 * time.Hour, Repeats: 5, ExtractRecords: 3_000_000, MinRequests: 10, MaxRequests: 200, FlushWait: 90 * time.Second, Rest: 5 * time.Second},
-	"large":  {Name: "large", Sensors: 100, Span: 30 * 24 * time.Hour, Repeats: 5, ExtractRecords: 5_000_000, MinRequests: 10, MaxRequests: 200, FlushWait: 90 * time.Second, Rest: 5 * time.Second},
+	"medium": {Name: "medium", Sensors: 100, Span: 7 * 24 * time.Hour, Repeats: 5, ExtractRecords: 5_000_000, MinRequests: 20, MaxRequests: 1000, FlushWait: 90 * time.Second, Rest: 5 * time.Second},
+	"large":  {Name: "large", Sensors: 100, Span: 30 * 24 * time.Hour, Repeats: 5, ExtractRecords: 10_000_000, MinRequests: 20, MaxRequests: 1000, FlushWait: 90 * time.Second, Rest: 5 * time.Second},
 }
 
 // defaultClients is the upload clients: a few, as Peregreen's benchmark

@@ -109,7 +109,10 @@
 //     aggregated) and that they lie in the range. records/s is over the
 //     case's wall time; records per CPU second divides by the server's
 //     CPU seconds over the case: the rate per core (goal for the full
-//     mode: Aerie ≥ VictoriaMetrics' export).
+//     mode: Aerie ≥ VictoriaMetrics' export). The kernel counts CPU time
+//     in 10 ms ticks, so the rates of cases that cost the server less than
+//     a second (short ranges at small scale; sampling and aggregation,
+//     whose answers are small) are coarse.
 //
 // # Invariants
 //
