@@ -216,6 +216,15 @@ func TestMetricsSize(t *testing.T) {
 				w, float64(s1)/1000, float64(s2)/1000, float64(s2)/float64(len(ms)), float64(sz)/1000)
 		}
 	}
+	// How the 0.01-resolution sensor-year depends on the signal: the
+	// walk moves walk/6 in an hour; walk 0 is a daily cycle plus noise.
+	for _, walk := range []float64{0, 0.5, 2} {
+		for _, noise := range []float64{0.005, 0.02, 0.05} {
+			ms := sensorMetrics(sensorSpec{quantum: 0.01, noise: noise, walk: walk}, hoursPerYear)
+			b := AppendMetrics(nil, ms, ms[0].Interval)
+			t.Logf("sensor q=0.01 walk=%v noise=%v: %.1f KB/sensor-year (%.2f B/interval)", walk, noise, float64(len(b))/1000, float64(len(b))/float64(len(ms)))
+		}
+	}
 	for _, iv := range []int64{10_000, 60_000, 3600_000} {
 		var n, s1, s2, sz int
 		for _, ms := range nodeMetrics(t, iv) {
