@@ -148,3 +148,42 @@ func TestTierRetention(t *testing.T) {
 		require.GreaterOrEqual(t, s[0][0], float64(3*3600_000-3600_000), "samples past retention still answered")
 	}
 }
+
+// TestTierShipsCompacted: blocks that a compaction would still merge (an
+// upload of history written twice over one range) stay local until they
+// are merged; the bucket gets the merged block.
+func TestTierShipsCompacted(t *testing.T) {
+	tier := NewTier(newMemStore(), 4096, 1<<20)
+	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{FlushCheckInterval: -1, PartitionRange: 3600_000, Remote: tier, LocalRetention: 3600_000})
+	require.NoError(t, err)
+	defer db.Close()
+	write := func(name string, from, to, step int64) {
+		app := db.Appender(context.Background())
+		for ts := from; ts < to; ts += step {
+			_, err := app.Append(0, labels.FromStrings("__name__", name), ts, float64(ts/1000))
+			require.NoError(t, err)
+		}
+		require.NoError(t, app.Commit())
+	}
+	const day = 24 * 3600_000
+	write("now", 10*day, 10*day+3600_000, 60_000)
+	require.NoError(t, db.FlushHead())
+	// Two uploads over the same old hours: overlapping backfill blocks.
+	write("old", day, day+4*3600_000, 60_000)
+	require.NoError(t, db.FlushBackfill())
+	write("old", day+30_000, day+4*3600_000, 60_000)
+	require.NoError(t, db.FlushBackfill())
+	want := dbSamples(t, db, math.MinInt64, math.MaxInt64)
+
+	require.NoError(t, db.ShipBlocks(context.Background()))
+	require.Zero(t, db.RemoteStats().Blocks, "blocks due for a merge were shipped")
+	require.NoError(t, db.CompactBlocks())
+	require.NoError(t, db.ShipBlocks(context.Background()))
+	require.Positive(t, db.RemoteStats().Blocks)
+	for _, m := range db.Blocks() {
+		if m.MaxTime < 5*day {
+			require.Positive(t, m.Compaction.Level+len(m.Compaction.Parents), "block %s of the old range is not a merge", m.ULID)
+		}
+	}
+	require.Equal(t, want, dbSamples(t, db, math.MinInt64, math.MaxInt64))
+}

@@ -119,11 +119,22 @@ func (db *DB) shipBlocks(ctx context.Context) error {
 	db.compactMu.Lock()
 	defer db.compactMu.Unlock()
 	cutoff := newest - db.opts.LocalRetention
+	// A block a compaction would still merge (overlapping blocks of an
+	// upload of history, a level window not yet merged) stays local until
+	// it is merged: the bucket gets the compacted block, not its inputs
+	// (which take more bytes, and several sources per interval make value
+	// search read data).
+	merging := map[string]bool{}
+	for _, j := range db.planCompactions(0) {
+		for _, id := range j.Inputs {
+			merging[id] = true
+		}
+	}
 	db.mu.RLock()
 	var due []*block.Reader
 	for _, b := range db.blocks {
 		m := b.Meta()
-		if m.MaxTime <= cutoff && !b.Remote() && b.Acquire() {
+		if m.MaxTime <= cutoff && !b.Remote() && !merging[m.ULID] && b.Acquire() {
 			due = append(due, b)
 		}
 	}
