@@ -41,11 +41,10 @@
 //     /upload/{sensor}/csv/0-1-,/float64` into a fresh server (each answer
 //     must report the sensor's points, first and last time), and
 //     VictoriaMetrics' `POST /api/v1/import/csv?format=1:time:unix_ms,
-//     2:metric:{sensor}` into another, the same bytes. Then `aerie import
-//     --format=csv --csv.format=1:time:unix_ms,2:metric:{sensor}
-//     --data.dir=DIR` into a third directory, one process per sensor, one
-//     after the other (the directory takes one writer; aerie import has no
-//     Peregreen reader, so the CSV column spec names the metric). records/s
+//     2:metric:{sensor}` into another, the same bytes. Then one `aerie
+//     import --format=sensor-csv --sensor.format=0-1-, --sensor.type=float64
+//     --data.dir=DIR` of every file (NAME.csv is sensor NAME) into a third
+//     directory. records/s
 //     is records over the wall time from the first request (process start)
 //     to the last answer (exit); CPU is the server's utime+stime from
 //     /proc/PID/stat over that interval, or the import processes' own.

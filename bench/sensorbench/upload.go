@@ -16,7 +16,7 @@ import (
 // Loads, as UploadResult.Path names them.
 const (
 	loadUpload   = "POST /upload/{sensor}/csv/0-1-,/float64"
-	loadImport   = "aerie import --format=csv --data.dir"
+	loadImport   = "aerie import --format=sensor-csv --data.dir"
 	loadVMImport = "POST /api/v1/import/csv"
 )
 
@@ -360,10 +360,9 @@ func (r *runner) checkVMCounts(srv *server) error {
 	return nil
 }
 
-// importAerie imports every sensor's CSV file with `aerie import` into a
-// fresh data directory, one process per sensor (the CSV column spec
-// names the metric), one after the other (the directory takes one
-// writer).
+// importAerie imports every sensor's CSV file with one `aerie import
+// --format=sensor-csv` into a fresh data directory (each file NAME.csv is
+// sensor NAME, read as Peregreen's 0-1-, with type float64).
 func (r *runner) importAerie() error {
 	d := r.d
 	dir := r.dir(dirImport)
@@ -373,19 +372,20 @@ func (r *runner) importAerie() error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	res := UploadResult{Peer: aerie, Path: loadImport, Clients: 1, Requests: len(d.Sensors), Records: d.totalPoints(), Bytes: d.RawBytes,
-		Note: "one process per sensor (--csv.format=1:time:unix_ms,2:metric:SENSOR), each opening the directory and flushing its head into blocks at the end"}
+	res := UploadResult{Peer: aerie, Path: loadImport, Clients: 1, Requests: 1, Records: d.totalPoints(), Bytes: d.RawBytes,
+		Note: "one process over every file (--sensor.format=0-1-, --sensor.type=float64), sorting in bounded memory and flushing its head into blocks at the end"}
+	args := []string{"import", "--data.dir=" + dir, "--format=sensor-csv", "--sensor.format=0-1-,", "--sensor.type=float64", "--progress=none"}
+	for _, s := range d.Sensors {
+		args = append(args, d.path(s))
+	}
 	var cpu time.Duration
 	t0 := time.Now()
-	for _, s := range d.Sensors {
-		cmd := exec.CommandContext(r.ctx, r.cfg.Aerie, "import", "--data.dir="+dir, "--format=csv",
-			"--csv.format=1:time:unix_ms,2:metric:"+s.Name, "--progress=none", d.path(s))
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("aerie import %s: %w\n%s", s.Name, err, out)
-		}
-		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	cmd := exec.CommandContext(r.ctx, r.cfg.Aerie, args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("aerie import: %w\n%s", err, out)
 	}
+	cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	res.Seconds = time.Since(t0).Seconds()
 	res.RecordsPerSecond = float64(res.Records) / res.Seconds
 	res.CPUSeconds = cpu.Seconds()
