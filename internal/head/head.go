@@ -238,6 +238,11 @@ func (h *Head) Options() Options { return h.opts }
 // MaxTime returns the greatest timestamp in the head, math.MinInt64 if empty.
 func (h *Head) MaxTime() int64 { return h.maxT.Load() }
 
+// InOrderBound returns the time below which the head refuses a sample of a
+// series that has none newer (a new series' first sample): the head's
+// newest time minus half a partition, or the minimum valid time.
+func (h *Head) InOrderBound() int64 { return h.limits().minInOrder }
+
 // MinTime returns the least timestamp in the head, math.MaxInt64 if empty.
 func (h *Head) MinTime() int64 { return h.minT.Load() }
 

@@ -50,7 +50,10 @@ var ErrTypeConflict = errors.New("sensor type conflict")
 // passes so that a bad row stores nothing: the first reads, checks and
 // spools every point (in memory up to Options.SpoolPoints, then to a
 // temporary file), the second appends them in batches of
-// Options.BatchPoints. Points may be of any age and order; where the
+// Options.BatchPoints, through the engine's HistoryAppender (a partition
+// reaching below the head's in-order bound goes to the backfill whole, so
+// no metric interval gets two sources). Points may be of any age and
+// order; where the
 // sensor holds data at a timestamp already, the engine's rule decides (a
 // duplicate keeps the first write). An error of the second pass (the
 // engine failing) says how many points were stored.
@@ -97,7 +100,7 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 		return res, &UploadError{Err: err}
 	}
 	var ref storage.SeriesRef
-	app := s.db.Appender(ctx)
+	app := s.db.HistoryAppender(ctx)
 	var inBatch int
 	for it.next() {
 		r, err := app.Append(ref, lset, it.t, it.v)
@@ -115,7 +118,7 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 			}
 			res.Points += int64(inBatch)
 			inBatch = 0
-			app = s.db.Appender(ctx)
+			app = s.db.HistoryAppender(ctx)
 		}
 	}
 	if err := it.err; err != nil {

@@ -3,6 +3,7 @@ package tsdb
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -35,21 +36,54 @@ var ErrNativeHistogram = errors.New("native histograms are not supported by Aeri
 // series' next samples, it skips the label lookup, as in Prometheus, and
 // the labels may then be empty.
 func (db *DB) Appender(ctx context.Context) storage.Appender {
-	a := &appender{db: db, app: db.head.Appender()}
+	a := &appender{db: db, app: db.head.Appender(), below: math.MinInt64}
 	a.app.SetSpill(a.spill)
 	return a
 }
 
+// HistoryAppender is Appender for bulk writes of history (sensor
+// uploads): a sample of a partition that reaches below the head's in-order
+// bound (Head.InOrderBound, as it was when the appender was made) goes to
+// the backfill whatever the head would say. A series written after others
+// moved the head on would otherwise split that partition between the
+// backfill (its older samples) and the head (its newer ones), and the
+// partition's metric intervals would have two sources, so value search
+// would read their data, until compaction merged them.
+func (db *DB) HistoryAppender(ctx context.Context) storage.Appender {
+	a := db.Appender(ctx).(*appender)
+	if db.backfillOn() {
+		if b := db.head.InOrderBound(); b != math.MinInt64 {
+			pr := db.opts.PartitionRange
+			a.below = floorDiv(b, pr)*pr + pr
+		}
+	}
+	return a
+}
+
 type appender struct {
-	db   *DB
-	app  *head.Appender
-	bf   []bfSample // bound for the backfill
-	opts storage.AppendOptions
+	db    *DB
+	app   *head.Appender
+	bf    []bfSample // bound for the backfill
+	opts  storage.AppendOptions
+	below int64 // HistoryAppender: samples before go to the backfill
 }
 
 func (a *appender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
 	if err := a.db.checkFuture(t); err != nil {
 		return 0, err
+	}
+	if t < a.below {
+		if err := a.db.checkRetention(t); err != nil {
+			return 0, err
+		}
+		if l.IsEmpty() && ref != 0 {
+			l, _ = a.db.head.SeriesLabels(model.SeriesRef(ref))
+		}
+		if l.IsEmpty() {
+			return 0, head.ErrUnknownRef
+		}
+		a.bf = append(a.bf, bfSample{l: l, t: t, v: v})
+		return ref, nil
 	}
 	if ref != 0 {
 		return a.appendRef(ref, l, t, v)

@@ -2,6 +2,7 @@ package tsdb
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -125,4 +126,39 @@ func TestSeriesMetrics(t *testing.T) {
 	require.NoError(t, db.Delete(context.Background(), 12_000_000, 14_000_000, labels.MustNewMatcher(labels.MatchEqual, "s", "c")))
 	st = checkMetrics(t, "deleted", db, 0, math.MaxInt64/2, all)
 	require.Positive(t, st.Data, "%+v", st)
+}
+
+// TestHistoryAppenderNoSplit: series written one after another over more
+// than the head's partition window. Through Appender, a later series'
+// partition at the head's in-order bound is split between the backfill
+// and the head, so an interval has two sources and value search reads
+// its data; through HistoryAppender it goes to the backfill whole.
+func TestHistoryAppenderNoSplit(t *testing.T) {
+	for _, history := range []bool{false, true} {
+		db, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1, PartitionRange: 2 * 3600_000})
+		require.NoError(t, err)
+		t0 := int64(1_700_000_000_000) / 3600_000 * 3600_000
+		for _, s := range []string{"s1", "s2", "s3"} {
+			l := labels.FromStrings("__name__", s)
+			app := db.Appender(context.Background())
+			if history {
+				app = db.HistoryAppender(context.Background())
+			}
+			for i := int64(0); i < 3*24*60; i++ {
+				_, err := app.Append(0, l, t0+17_000+i*60_000, float64(i))
+				require.NoError(t, err)
+			}
+			require.NoError(t, app.Commit())
+		}
+		require.NoError(t, db.FlushHead())
+		require.NoError(t, db.FlushBackfill())
+		all := labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")
+		st := checkMetrics(t, fmt.Sprintf("history=%v", history), db, math.MinInt64/2, math.MaxInt64/2, all)
+		if history {
+			require.Zero(t, st.Data, "%+v", st)
+		} else {
+			require.Positive(t, st.Data, "the split this test guards against no longer happens: %+v", st)
+		}
+		require.NoError(t, db.Close())
+	}
 }
