@@ -17,7 +17,6 @@ import (
 type ExtractStats struct {
 	Points         int64
 	IndexIntervals int64
-	Series         int
 }
 
 // extractSeries runs one series' extraction p into out. An aggregation

@@ -275,6 +275,7 @@ func (s *Service) handleExtract(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var st ExtractStats
+	defer func() { s.m.extractPoints.Add(float64(st.Points)); s.m.extractIndex.Add(float64(st.IndexIntervals)) }()
 	if err := s.extractSeries(r.Context(), q, lset, p, emitter{pw}, &st); err != nil {
 		// The answer has begun: it is left unclosed, so a client sees it
 		// is incomplete.
@@ -463,6 +464,7 @@ func (s *Service) handleNativeExtract(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", pw.ContentType())
 	err = pw.Begin(layoutOf(fn, true))
 	var st ExtractStats
+	defer func() { s.m.extractPoints.Add(float64(st.Points)); s.m.extractIndex.Add(float64(st.IndexIntervals)) }()
 	for _, ls := range series {
 		if err == nil {
 			err = pw.BeginSeries(ls)

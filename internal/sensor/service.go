@@ -74,6 +74,7 @@ type Service struct {
 
 type serviceMetrics struct {
 	uploaded                            prometheus.Counter
+	extractPoints, extractIndex         prometheus.Counter
 	searchIndex, searchHead, searchData prometheus.Counter
 }
 
@@ -89,13 +90,15 @@ func New(db *tsdb.DB, opts Options) (*Service, error) {
 	}
 	s := &Service{db: db, reg: reg, opts: opts}
 	s.m = serviceMetrics{
-		uploaded:    prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_uploaded_points_total", Help: "Points stored through /upload."}),
-		searchIndex: prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_search_index_intervals_total", Help: "Metric intervals value search answered from block indexes."}),
-		searchHead:  prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_search_head_intervals_total", Help: "Metric intervals value search summed from the in-memory head."}),
-		searchData:  prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_search_data_intervals_total", Help: "Metric intervals value search recomputed from data (several sources or a deletion)."}),
+		uploaded:      prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_uploaded_points_total", Help: "Points stored through /upload."}),
+		searchIndex:   prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_search_index_intervals_total", Help: "Metric intervals value search answered from block indexes."}),
+		searchHead:    prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_search_head_intervals_total", Help: "Metric intervals value search summed from the in-memory head."}),
+		extractPoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_extract_points_total", Help: "Points extractions read from the engine."}),
+		extractIndex:  prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_extract_index_intervals_total", Help: "Metric intervals aggregations took from block metrics instead of data."}),
+		searchData:    prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_search_data_intervals_total", Help: "Metric intervals value search recomputed from data (several sources or a deletion)."}),
 	}
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{s.m.uploaded, s.m.searchIndex, s.m.searchHead, s.m.searchData} {
+		for _, c := range []prometheus.Collector{s.m.uploaded, s.m.searchIndex, s.m.searchHead, s.m.searchData, s.m.extractPoints, s.m.extractIndex} {
 			if err := opts.Registerer.Register(c); err != nil {
 				return nil, err
 			}
