@@ -105,4 +105,3 @@ func offsetUnit(u string) (int64, bool) {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-
