@@ -24,6 +24,10 @@ fi
 need=()
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v prometheus-node-exporter >/dev/null 2>&1 || need+=(prometheus-node-exporter)
+# Debian 12's graphite-carbon 1.1.7 and graphite-web 1.1.8: the peer of the
+# Graphite differential test (internal/graphite/graphitetest starts them).
+command -v carbon-cache >/dev/null 2>&1 || need+=(graphite-carbon)
+command -v graphite-manage >/dev/null 2>&1 || need+=(graphite-web)
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "warning: no apt-get: not installing ${need[*]}; the end-to-end tests will skip" >&2
