@@ -24,6 +24,10 @@ fi
 need=()
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v prometheus-node-exporter >/dev/null 2>&1 || need+=(prometheus-node-exporter)
+# PostgreSQL for the archive tests (internal/pgarchive/pgtest runs initdb and
+# postgres from /usr/lib/postgresql/*/bin; they skip without it, or fail
+# under CI or AERIE_REQUIRE_PG).
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 # Debian 12's graphite-carbon 1.1.7 and graphite-web 1.1.8: the peer of the
 # Graphite differential test (internal/graphite/graphitetest starts them).
 command -v carbon-cache >/dev/null 2>&1 || need+=(graphite-carbon)
