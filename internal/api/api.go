@@ -85,6 +85,13 @@ type Options struct {
 	// Appendable, if set, receives remote writes instead of the DB (the
 	// server counts samples per protocol with it) [the DB].
 	Appendable storage.Appendable
+	// Rollups, if set, lets queries read a rollup level (internal/rollup)
+	// instead of the raw data: a request with `rollup=<level>` (e.g. 1m)
+	// on any query or series endpoint reads that level's engine, where
+	// each series holds one consolidated point per step. Levels lists the
+	// names for the error an unknown one gets.
+	Rollups func(level string) (storage.Queryable, bool)
+	Levels  []string
 
 	// DisableRemoteWrite turns the /write receiver off [on, accepting
 	// remote write 1.0 and 2.0 messages].
@@ -238,9 +245,12 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 	}
 	opts = opts.withDefaults()
 	engine := NewEngine(db.Dir(), opts)
-	s := &Storage{DB: db, App: opts.Appendable}
+	s := &Storage{DB: db, App: opts.Appendable, Rollups: opts.Rollups}
 	quarantined := func() int64 { return db.Stats().Quarantined }
 	h := newHandler(QueryEngine(engine, opts), s, s, s, s, NewAdminStats(db), db.Dir(), db, quarantined, opts)
+	if opts.Rollups != nil {
+		h = withRollup(h, opts.Rollups, opts.Levels)
+	}
 	return h, engine, nil
 }
 

@@ -19,6 +19,9 @@ type Storage struct {
 	// App, if set, takes the writes (remote write, OTLP) instead of DB:
 	// the server passes a wrapper that counts samples per protocol.
 	App storage.Appendable
+	// Rollups resolves the rollup level a request asked for (see
+	// Options.Rollups); nil: raw data only.
+	Rollups func(level string) (storage.Queryable, bool)
 }
 
 var (
@@ -30,6 +33,9 @@ var (
 
 // Querier returns the DB's querier.
 func (s *Storage) Querier(mint, maxt int64) (storage.Querier, error) {
+	if s.Rollups != nil {
+		return &levelQuerier{s: s, mint: mint, maxt: maxt}, nil
+	}
 	return s.DB.Querier(mint, maxt)
 }
 

@@ -195,7 +195,7 @@ func (db *DB) runCompaction(j compact.Job) error {
 		TupleSize: db.blockTupleSize(), MetricInterval: db.opts.MetricInterval,
 		GroupKey: func(l labels.Labels) string { return head.GroupKey(l, ho.GroupBy, ho.GraphiteGroupDepth) },
 		Deleted: func(l labels.Labels) [][2]int64 {
-			ivs := db.tomb.intervals(l)
+			ivs := db.deletedIntervals(l)
 			out := make([][2]int64, len(ivs))
 			for i, iv := range ivs {
 				out[i] = [2]int64{iv.Mint, iv.Maxt}

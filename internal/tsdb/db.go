@@ -35,6 +35,15 @@ type Options struct {
 	BlockTupleSize int      // [TupleSize] rows per tuple in blocks, 1..32
 	MetricInterval int64    // [1h] ms, block metrics
 
+	// SeriesRetention, when set, is a per-series retention on top of
+	// Retention: it returns the time (ms) before which a series' samples
+	// are gone, math.MinInt64 for none (the rollup schemas' raw archives,
+	// internal/rollup). Queries hide those samples as if deleted,
+	// compaction drops them, and ApplySeriesRetention rewrites the blocks
+	// that still hold a series wholly past it. It must be cheap (it is
+	// called per series per query) and safe for concurrent use.
+	SeriesRetention func(labels.Labels) int64
+
 	WALSync         wal.SyncMode  // [wal.SyncBatch]
 	WALSyncInterval time.Duration // [1s], SyncInterval mode
 	WALSegmentSize  int64         // [128 MiB]

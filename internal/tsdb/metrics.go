@@ -199,7 +199,7 @@ func (db *DB) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*labels
 				dirty[k] = true
 			}
 		}
-		for _, d := range db.tomb.intervals(e.lset) {
+		for _, d := range db.deletedIntervals(e.lset) {
 			if d.Maxt < amin || d.Mint > amax {
 				continue
 			}

@@ -243,7 +243,7 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	it := *ip
 	defer func() { *ip = releaseIterator(it) }()
 	for _, e := range all {
-		s := &series{lset: e.lset, sources: e.sources, deleted: q.db.tomb.intervals(e.lset)}
+		s := &series{lset: e.lset, sources: e.sources, deleted: q.db.deletedIntervals(e.lset)}
 		if err := ctx.Err(); err != nil {
 			return storage.ErrSeriesSet(err)
 		}

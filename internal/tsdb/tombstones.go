@@ -9,9 +9,11 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/aerie-db/aerie/internal/checksum"
+	"github.com/aerie-db/aerie/internal/compact"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -320,4 +322,58 @@ func (d *deletedIterator) Seek(t int64) chunkenc.ValueType {
 
 func (d *deletedIterator) AtHistogram(h *histogram.Histogram) (int64, *histogram.Histogram) {
 	return d.Iterator.AtHistogram(h)
+}
+
+// deletedIntervals are the series' tombstones and, with
+// Options.SeriesRetention, everything before its cutoff.
+func (db *DB) deletedIntervals(lset labels.Labels) []Interval {
+	ivs := db.tomb.intervals(lset)
+	if db.opts.SeriesRetention == nil {
+		return ivs
+	}
+	if c := db.opts.SeriesRetention(lset); c != math.MinInt64 {
+		ivs = append(slices.Clip(ivs), Interval{math.MinInt64, c - 1})
+	}
+	return ivs
+}
+
+// ApplySeriesRetention rewrites each local block holding a series whose
+// Options.SeriesRetention cutoff is past the block's end, without the
+// samples the cutoff removes (compaction drops the rest as it merges
+// blocks). It returns how many blocks it rewrote.
+func (db *DB) ApplySeriesRetention() (int, error) {
+	if db.opts.SeriesRetention == nil {
+		return 0, nil
+	}
+	db.compactMu.Lock()
+	defer db.compactMu.Unlock()
+	var jobs []compact.Job
+	db.mu.RLock()
+	for _, b := range db.blocks {
+		if b.Remote() {
+			continue
+		}
+		m := b.Meta()
+		bi := b.Index()
+		var sb labels.ScratchBuilder
+		for id := 0; id < bi.NumSeries(); id++ {
+			if db.opts.SeriesRetention(bi.Labels(uint32(id), &sb)) > m.MaxTime {
+				jobs = append(jobs, compact.Job{Inputs: []string{m.ULID}, MinTime: m.MinTime, MaxTime: m.MaxTime, Level: m.Compaction.Level})
+				break
+			}
+		}
+	}
+	db.mu.RUnlock()
+	for i, j := range jobs {
+		select {
+		case <-db.stop:
+			return i, nil
+		default:
+		}
+		if err := db.runCompaction(j); err != nil {
+			db.cstats.failures.Add(1)
+			return i, fmt.Errorf("apply series retention: %w", err)
+		}
+	}
+	return len(jobs), nil
 }

@@ -1,0 +1,142 @@
+package rollup
+
+import (
+	"context"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/aerie-db/aerie/internal/graphite/archive"
+)
+
+var _ archive.Store = (*Manager)(nil)
+
+// Series implements archive.Store: the series of the raw engine and of
+// every level, by labels, sorted and without repeats.
+func (m *Manager) Series(ctx context.Context, from, until int64, ms ...*labels.Matcher) ([]labels.Labels, error) {
+	out, err := m.raw.SeriesSets(ctx, from, until, ms...)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range m.levels {
+		ls, err := l.DB.SeriesSets(ctx, from, until, ms...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ls...)
+	}
+	slices.SortFunc(out, labels.Compare)
+	return slices.CompactFunc(out, labels.Equal), nil
+}
+
+// Archive returns the archive graphite-web reads for a series over a range
+// starting at from (Unix seconds), now being now: the finest whose
+// retention covers from, else the coarsest; and its index in the schema.
+func (m *Manager) Archive(name string, from, now int64) (Retention, int) {
+	s, _ := m.rules.Match(name)
+	diff := time.Duration(now-from) * time.Second
+	for i, rt := range s.Retentions {
+		if rt.Duration == 0 || rt.Duration >= diff {
+			return rt, i
+		}
+	}
+	return s.Retentions[len(s.Retentions)-1], len(s.Retentions) - 1
+}
+
+// Points implements archive.Store with whisper's fetch: the archive as
+// Archive picks it, from clamped to the oldest time the schema keeps and
+// until to now, the range widened to the archive's grid as whisper does
+// (both ends to the step after them), raw data consolidated on the
+// finest grid as a rollup would (AppendSlots), levels read as stored.
+func (m *Manager) Points(ctx context.Context, lset labels.Labels, from, until, now int64) (archive.Points, error) {
+	name := lset.Get(labels.MetricName)
+	s, agg := m.rules.Match(name)
+	p := archive.Points{Method: string(agg.Method), XFilesFactor: agg.XFilesFactor}
+	if oldest := s.Retentions[len(s.Retentions)-1].Duration; oldest > 0 {
+		from = max(from, now-int64(oldest/time.Second))
+	}
+	until = min(until, now)
+	if from > until {
+		return p, nil
+	}
+	rt, idx := m.Archive(name, from, now)
+	step := int64(rt.Step / time.Second)
+	start := from - floorMod(from, step) + step
+	end := until - floorMod(until, step) + step
+	if start == end {
+		end += step
+	}
+	n := int((end - start) / step)
+	p.Start, p.Step = start, step
+	if idx == 0 {
+		hb := s.Heartbeat.Milliseconds()
+		ts, vs, err := m.read(ctx, m.raw, lset, start*1000-hb, end*1000-1)
+		if err != nil {
+			return p, err
+		}
+		p.Values = AppendSlots(make([]float64, 0, n), ts, vs, start*1000, step*1000, n, agg.Method, hb)
+		return p, nil
+	}
+	p.Values = make([]float64, n)
+	for i := range p.Values {
+		p.Values[i] = math.NaN()
+	}
+	var l *Level
+	for _, lv := range m.levels {
+		if lv.Step == rt.Step {
+			l = lv
+		}
+	}
+	if l == nil {
+		return p, nil
+	}
+	ts, vs, err := m.read(ctx, l.DB, lset, start*1000, end*1000-1)
+	if err != nil {
+		return p, err
+	}
+	for i, t := range ts {
+		if j := (t/1000 - start) / step; j >= 0 && j < int64(n) && t%(step*1000) == 0 {
+			p.Values[j] = vs[i]
+		}
+	}
+	return p, nil
+}
+
+// read returns the samples of exactly the series lset in [mint, maxt].
+func (m *Manager) read(ctx context.Context, q storage.Queryable, lset labels.Labels, mint, maxt int64) ([]int64, []float64, error) {
+	qr, err := q.Querier(mint, maxt)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer qr.Close()
+	ms := make([]*labels.Matcher, 0, lset.Len())
+	lset.Range(func(l labels.Label) {
+		ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, l.Name, l.Value))
+	})
+	ss := qr.Select(ctx, false, &storage.SelectHints{Start: mint, End: maxt}, ms...)
+	var (
+		ts []int64
+		vs []float64
+	)
+	for ss.Next() {
+		s := ss.At()
+		if !labels.Equal(s.Labels(), lset) {
+			continue
+		}
+		it := s.Iterator(nil)
+		for it.Next() == chunkenc.ValFloat {
+			t, v := it.At()
+			ts, vs = append(ts, t), append(vs, v)
+		}
+		if err := it.Err(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ts, vs, ss.Err()
+}
+
+func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
