@@ -1,0 +1,103 @@
+package expr
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+)
+
+// ParamInfo describes one parameter of a function in the shape of
+// graphite-web's /functions output (Param.toJSON).
+type ParamInfo struct {
+	Name        string   `json:"name"`
+	Type        string   `json:"type"` // graphite-web's: seriesList, float, integer, interval, aggFunc …
+	Required    bool     `json:"required,omitempty"`
+	Default     any      `json:"default,omitempty"` // int64, float64 (maybe +Inf, see Infinity), string or bool
+	Multiple    bool     `json:"multiple,omitempty"`
+	Options     []string `json:"options,omitempty"`
+	Suggestions []any    `json:"suggestions,omitempty"`
+}
+
+// Infinity is the default of parameters whose graphite-web default is
+// float('inf'). It marshals to the JSON number 1e9999, which parses back
+// as +Inf in JavaScript (graphite-web writes Python's non-JSON Infinity,
+// which Grafana rewrites to 1e9999 before parsing).
+type Infinity struct{}
+
+// MarshalJSON implements json.Marshaler.
+func (Infinity) MarshalJSON() ([]byte, error) { return []byte("1e9999"), nil }
+
+// FuncInfo describes a supported function as graphite-web's /functions
+// endpoint does.
+type FuncInfo struct {
+	Name   string      `json:"name"`
+	Group  string      `json:"group"` // Combine, Transform, Calculate, Filter Series, Filter Data, Sorting, Alias, Graph, Special
+	Params []ParamInfo `json:"params"`
+}
+
+// Functions describes every function Eval supports, sorted by name.
+func Functions() []FuncInfo {
+	out := make([]FuncInfo, 0, len(funcs)+1)
+	for _, d := range funcs {
+		fi := d.FuncInfo
+		fi.Params = append([]ParamInfo(nil), fi.Params...)
+		for i := range fi.Params {
+			if f, ok := fi.Params[i].Default.(float64); ok && math.IsInf(f, 1) {
+				fi.Params[i].Default = Infinity{}
+			}
+		}
+		out = append(out, fi)
+	}
+	out = append(out, FuncInfo{Name: "seriesByTag", Group: "Special", Params: []ParamInfo{
+		{Name: "tagExpressions", Type: "string", Required: true, Multiple: true},
+	}})
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+var _ json.Marshaler = Infinity{}
+
+type funcDef struct {
+	FuncInfo
+	params []ParamInfo
+	fn     func(c *callCtx) ([]*Series, error)
+}
+
+// funcs is the function table, filled by init so that functions can call
+// each other through it.
+var funcs = map[string]*funcDef{}
+
+func register(name, group string, fn func(c *callCtx) ([]*Series, error), params ...ParamInfo) {
+	funcs[name] = &funcDef{FuncInfo: FuncInfo{Name: name, Group: group, Params: params}, params: params, fn: fn}
+}
+
+// Parameter constructors.
+
+func req(name, typ string) ParamInfo { return ParamInfo{Name: name, Type: typ, Required: true} }
+
+func opt(name, typ string, def any) ParamInfo { return ParamInfo{Name: name, Type: typ, Default: def} }
+
+func multi(p ParamInfo) ParamInfo { p.Multiple = true; return p }
+
+func withOptions(p ParamInfo, options ...string) ParamInfo { p.Options = options; return p }
+
+func suggest(p ParamInfo, s ...any) ParamInfo { p.Suggestions = s; return p }
+
+var (
+	pSeriesList  = req("seriesList", "seriesList")
+	pSeriesLists = multi(req("seriesLists", "seriesList"))
+)
+
+func aggFuncParam(name string, def any) ParamInfo {
+	p := ParamInfo{Name: name, Type: "aggFunc", Options: aggFuncNames}
+	if def == nil {
+		p.Required = true
+	} else {
+		p.Default = def
+	}
+	return p
+}
+
+var intervalSuggestions = []any{"10min", "1h", "1d"}
+var shiftSuggestions = []any{"1h", "6h", "12h", "1d", "2d", "7d", "14d", "30d"}
+var intOrIntervalSuggestions = []any{int64(5), int64(7), int64(10), "1min", "5min", "10min", "30min", "1hour"}
