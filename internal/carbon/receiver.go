@@ -299,6 +299,10 @@ func (p *producer) bad(err error, what []byte) {
 		return
 	}
 	p.r.m.malformed.WithLabelValues(p.listener).Inc()
+	if what == nil {
+		p.r.log.warn("graphite: malformed input ignored", "listener", p.listener, "src", p.src, "err", err.Error())
+		return
+	}
 	p.r.log.warn("graphite: malformed input ignored", "listener", p.listener, "src", p.src, "err", err.Error(), "line", quoteTrunc(what))
 }
 
