@@ -89,18 +89,30 @@ func ParseLine(line []byte, nowMs int64, lim Limits) (Sample, error) {
 	var off [3]int
 	n := 0
 	for i := 0; i < len(line); {
-		w, size := spaceAt(line, i)
-		if w {
-			i += size
+		if c := charClass[line[i]]; c == cSpace {
+			i++
 			continue
+		} else if c == cHigh {
+			if w, size := spaceAt(line, i); w {
+				i += size
+				continue
+			}
 		}
 		start := i
 		for i < len(line) {
-			if w, size := spaceAt(line, i); w {
-				break
-			} else {
-				i += size
+			c := charClass[line[i]]
+			if c == cOther {
+				i++
+				continue
 			}
+			if c == cSpace {
+				break
+			}
+			w, size := spaceAt(line, i)
+			if w {
+				break
+			}
+			i += size
 		}
 		if n == 3 {
 			return Sample{}, &ParseError{Field: "line", Offset: start, Msg: "more than 3 fields (want \"path value timestamp\")"}
@@ -201,7 +213,8 @@ func NormalizePath(path []byte, lim Limits) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var tags []tag
+	var buf [8]tag
+	tags := buf[:0]
 	for off := semi + 1; ; {
 		end := bytes.IndexByte(path[off:], ';')
 		if end < 0 {
@@ -226,7 +239,40 @@ func NormalizePath(path []byte, lim Limits) (string, error) {
 	return formatPath(name, tags), nil
 }
 
-type tag struct{ name, value string }
+// tag aliases the parsed path (or, in the OpenMetrics form, an unescaped
+// copy).
+type tag struct{ name, value []byte }
+
+// compareTags orders tags as carbon sorts their ";name=value" strings,
+// without building them.
+func compareTags(a, b tag) int {
+	at, bt := [3][]byte{a.name, eqSign, a.value}, [3][]byte{b.name, eqSign, b.value}
+	ai, bi := 0, 0 // part
+	ao, bo := 0, 0 // offset in part
+	for {
+		for ai < 3 && ao == len(at[ai]) {
+			ai, ao = ai+1, 0
+		}
+		for bi < 3 && bo == len(bt[bi]) {
+			bi, bo = bi+1, 0
+		}
+		switch {
+		case ai == 3 && bi == 3:
+			return 0
+		case ai == 3:
+			return -1
+		case bi == 3:
+			return 1
+		}
+		if c, d := at[ai][ao], bt[bi][bo]; c != d {
+			return int(c) - int(d)
+		}
+		ao++
+		bo++
+	}
+}
+
+var eqSign = []byte("=")
 
 func addTag(tags []tag, name, value []byte, off int, lim Limits) ([]tag, error) {
 	if err := validateTag(name, value, off, lim); err != nil {
@@ -236,15 +282,15 @@ func addTag(tags []tag, name, value []byte, off int, lim Limits) ([]tag, error) 
 		return tags, nil
 	}
 	for i := range tags {
-		if tags[i].name == string(name) {
-			tags[i].value = string(value)
+		if bytes.Equal(tags[i].name, name) {
+			tags[i].value = value
 			return tags, nil
 		}
 	}
 	if len(tags) == lim.MaxTags {
 		return nil, &ParseError{Field: "tag", Offset: off, Msg: fmt.Sprintf("more than %d tags", lim.MaxTags)}
 	}
-	return append(tags, tag{string(name), string(value)}), nil
+	return append(tags, tag{name, value}), nil
 }
 
 // validateTag is carbon's TaggedSeries.validateTagAndValue plus Aerie's
@@ -284,9 +330,7 @@ func sanitizeName(name []byte, off int) ([]byte, error) {
 // formatPath is carbon's TaggedSeries.format: the name, then the
 // ";tag=value" strings sorted.
 func formatPath(name []byte, tags []tag) string {
-	slices.SortFunc(tags, func(a, b tag) int {
-		return strings.Compare(";"+a.name+"="+a.value, ";"+b.name+"="+b.value)
-	})
+	slices.SortFunc(tags, compareTags)
 	n := len(name)
 	for _, t := range tags {
 		n += 2 + len(t.name) + len(t.value)
@@ -296,9 +340,9 @@ func formatPath(name []byte, tags []tag) string {
 	sb.Write(name)
 	for _, t := range tags {
 		sb.WriteByte(';')
-		sb.WriteString(t.name)
+		sb.Write(t.name)
 		sb.WriteByte('=')
-		sb.WriteString(t.value)
+		sb.Write(t.value)
 	}
 	return sb.String()
 }
@@ -387,6 +431,27 @@ func Labels(path string) labels.Labels {
 	return b.Labels()
 }
 
+// Character classes of bytes for splitting fields: cSpace is what
+// Python's str.split() splits on among ASCII, cHigh starts a multi-byte
+// character (spaceAt decides).
+const (
+	cOther = iota
+	cSpace
+	cHigh
+)
+
+var charClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = cHigh
+		case c == ' ' || c >= '\t' && c <= '\r' || c >= 0x1c && c <= 0x1f:
+			t[c] = cSpace
+		}
+	}
+	return t
+}()
+
 // spaceAt reports whether line[i:] starts with a character Python's
 // str.split() splits on, and its length.
 func spaceAt(line []byte, i int) (bool, int) {
@@ -422,14 +487,17 @@ func parsePyFloat(b []byte) (float64, bool) {
 	if b[0] == '+' || b[0] == '-' {
 		i++
 	}
-	switch strings.ToLower(string(b[i:])) {
-	case "inf", "infinity":
-		if b[0] == '-' {
-			return math.Inf(-1), true
+	if i < len(b) && (b[i]|0x20 == 'i' || b[i]|0x20 == 'n') {
+		switch strings.ToLower(string(b[i:])) {
+		case "inf", "infinity":
+			if b[0] == '-' {
+				return math.Inf(-1), true
+			}
+			return math.Inf(1), true
+		case "nan":
+			return math.NaN(), true
 		}
-		return math.Inf(1), true
-	case "nan":
-		return math.NaN(), true
+		return 0, false
 	}
 	digits := func() (int, bool) { // digitpart: digit (["_"] digit)*
 		n := 0

@@ -171,3 +171,19 @@ func FuzzParseLine(f *testing.F) {
 		}
 	})
 }
+
+func TestCompareTags(t *testing.T) {
+	words := []string{"", "a", "a.b", "a=", "ab", "b", "=", "a=b", "\xff", "é"}
+	sign := func(x int) int { return min(max(x, -1), 1) }
+	for _, an := range words {
+		for _, av := range words {
+			for _, bn := range words {
+				for _, bv := range words {
+					want := strings.Compare(";"+an+"="+av, ";"+bn+"="+bv)
+					got := compareTags(tag{[]byte(an), []byte(av)}, tag{[]byte(bn), []byte(bv)})
+					require.Equal(t, want, sign(got), "%q=%q vs %q=%q", an, av, bn, bv)
+				}
+			}
+		}
+	}
+}
