@@ -50,6 +50,7 @@ func (f *fakeFetcher) cut(s *Series, from, until int64) *Series {
 	lo = max(lo, 0)
 	hi = min(hi, int64(len(s.Values)))
 	if hi < lo {
+		lo = max(hi, 0)
 		hi = lo
 	}
 	c.Values = append([]float64(nil), s.Values[lo:hi]...)
