@@ -29,6 +29,9 @@ type CallExpr struct {
 	Args   []Expr
 	Kwargs []Kwarg
 	At     int
+	// Raw is the call's text in the target; graphite-web uses it as the
+	// path expression of seriesByTag's series.
+	Raw string
 }
 
 // Kwarg is a keyword argument name=value.

@@ -43,7 +43,9 @@
 // RE2: lookaround and backreferences in patterns are rejected as bad
 // arguments; aliasSub's \1 and \g<name> replacements are translated.
 // Times of day (timeSlice, smartSummarize's alignTo, hitcount's
-// alignToInterval) are in UTC.
+// alignToInterval) are in Options.Location, UTC by default. As in
+// graphite-web, fetched series carry the request's xFilesFactor
+// (Options.XFilesFactor), not the one of the archive they came from.
 //
 // None is NaN throughout: Series.Values holds NaN for a missing point and
 // functions treat NaN exactly as graphite-web treats None.

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Evaluation limits, on top of the parser's.
@@ -30,10 +31,22 @@ const (
 // are the target's fault (IsBadRequest); a Fetcher's errors are returned
 // wrapped.
 func Eval(ctx context.Context, e Expr, from, until, now int64, f Fetcher) ([]*Series, error) {
+	return EvalOptions(ctx, e, from, until, now, f, Options{})
+}
+
+// EvalOptions is Eval with request options.
+func EvalOptions(ctx context.Context, e Expr, from, until, now int64, f Fetcher, opts Options) ([]*Series, error) {
 	if until <= from {
 		return nil, &ArgError{Func: "render", Param: "until", Msg: fmt.Sprintf("until (%d) is not after from (%d)", until, from)}
 	}
-	ev := &evaluator{ctx: ctx, f: f, now: now, fetches: new(int)}
+	loc := opts.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	if opts.XFilesFactor < 0 || opts.XFilesFactor > 1 || opts.XFilesFactor != opts.XFilesFactor {
+		return nil, &ArgError{Func: "render", Param: "xFilesFactor", Msg: fmt.Sprintf("%v is not between 0 and 1", opts.XFilesFactor)}
+	}
+	ev := &evaluator{ctx: ctx, f: f, now: now, xff: opts.XFilesFactor, loc: loc, fetches: new(int)}
 	v, err := ev.eval(e, from, until)
 	if err != nil {
 		return nil, err
@@ -51,7 +64,19 @@ type evaluator struct {
 	ctx     context.Context
 	f       Fetcher
 	now     int64
-	fetches *int // shared by the evaluators of re-fetches
+	xff     float64        // the request's xFilesFactor
+	loc     *time.Location // for times of day
+	fetches *int           // shared by the evaluators of re-fetches
+}
+
+// Options are render request settings that change evaluation.
+type Options struct {
+	// XFilesFactor is graphite-web's request xFilesFactor (default 0):
+	// fetched series get it, and aggregates use it unless given one.
+	XFilesFactor float64
+	// Location is the time zone of times of day in timeSlice,
+	// smartSummarize's alignTo and hitcount's alignToInterval (nil = UTC).
+	Location *time.Location
 }
 
 // eval evaluates e over [from, until); a series list is []*Series, a
@@ -111,6 +136,7 @@ func (ev *evaluator) fetch(pathExpr string, from, until int64, tagged []string) 
 		seen[s.Name] = true
 		c := *s
 		c.PathExpression = pathExpr
+		c.XFilesFactor = ev.xff
 		c.End = c.Start + int64(len(c.Values))*c.Step
 		if c.Tags == nil {
 			c.Tags = tagsFromName(c.Name)
@@ -176,7 +202,11 @@ func (ev *evaluator) seriesByTag(e *CallExpr, from, until int64) (any, error) {
 		}
 		exprs[i] = s.Value
 	}
-	return ev.fetch(e.String(), from, until, exprs)
+	raw := e.Raw
+	if raw == "" {
+		raw = e.String()
+	}
+	return ev.fetch(raw, from, until, exprs)
 }
 
 // callCtx is one function call being evaluated: its bound arguments and

@@ -62,6 +62,7 @@ func TestEvalRefetch(t *testing.T) {
 			w("asPercent(srv.b.used,sumSeries(srv.*.*))", 20, 20)}, nil},
 		{"seriesByTag('name=cpu','dc=x')", 0, 20, []want{w("cpu;dc=x;host=h1", 1, 2), w("cpu;dc=x;host=h2", 10, 20)}, nil},
 		{"sumSeries(seriesByTag('name=cpu','dc=x'))", 0, 20, []want{w("sumSeries(seriesByTag('name=cpu','dc=x'))", 11, 22)}, nil},
+		{"sumSeries(seriesByTag('name=cpu', \"dc=x\" ))", 0, 20, []want{w(`sumSeries(seriesByTag('name=cpu', "dc=x" ))`, 11, 22)}, nil},
 		{"groupByTags(seriesByTag('name=cpu'),'sum','dc')", 0, 20, []want{w("cpu;dc=x", 11, 22), w("cpu;dc=y", 100, 100)}, nil},
 		{"aliasByTags(seriesByTag('name=cpu','dc=x'),'host','dc')", 0, 20, []want{w("h1.x", 1, 2), w("h2.x", 10, 20)}, nil},
 		{"groupByNode(seriesByTag('name=cpu'),'dc','max')", 0, 20, []want{w("x", 10, 20), w("y", 100, 100)}, nil},
@@ -333,5 +334,23 @@ func TestParseATTime(t *testing.T) {
 		if _, err := ParseATTime(bad, now, nil); err == nil {
 			t.Errorf("ParseATTime(%q) succeeded", bad)
 		}
+	}
+}
+
+func TestEvalOptions(t *testing.T) {
+	e, err := Parse("sumSeries(a.b.*)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := EvalOptions(context.Background(), e, 0, 60, 60, testStore(), Options{XFilesFactor: 0.6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeries(t, "sumSeries(a.b.*) with xFilesFactor 0.6", got, []want{w("sumSeries(a.b.*)", 3, N, 9, 12, N, 18)})
+	if got[0].XFilesFactor != 0.6 {
+		t.Errorf("xFilesFactor %v; want 0.6", got[0].XFilesFactor)
+	}
+	if _, err := EvalOptions(context.Background(), e, 0, 60, 60, testStore(), Options{XFilesFactor: 2}); !IsBadRequest(err) {
+		t.Errorf("xFilesFactor 2: error %v; want a bad request", err)
 	}
 }

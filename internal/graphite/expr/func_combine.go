@@ -15,7 +15,7 @@ func init() {
 	} {
 		fn := a.fn
 		register(a.name, "Combine", func(c *callCtx) ([]*Series, error) {
-			return aggregate(c.seriesLists(0), fn, null)
+			return aggregate(c.seriesLists(0), fn, c.ev.xff)
 		}, pSeriesLists)
 	}
 	register("multiplySeries", "Combine", func(c *callCtx) ([]*Series, error) {
@@ -23,12 +23,12 @@ func init() {
 		if len(lists) == 1 && len(lists[0]) == 1 {
 			return lists[0], nil
 		}
-		return aggregate(lists, "multiply", null)
+		return aggregate(lists, "multiply", c.ev.xff)
 	}, pSeriesLists)
 	register("aggregate", "Combine", func(c *callCtx) ([]*Series, error) {
 		fn := c.str(1)
 		if !c.has(2) {
-			return aggregate([][]*Series{c.series(0)}, fn, null)
+			return aggregate([][]*Series{c.series(0)}, fn, c.ev.xff)
 		}
 		return aggregate([][]*Series{c.series(0)}, fn, c.float(2))
 	}, pSeriesList, aggFuncParam("func", nil), opt("xFilesFactor", "float", nil))
@@ -147,7 +147,7 @@ func countSeries(c *callCtx) ([]*Series, error) {
 		values[i] = float64(len(nz.values))
 	}
 	name := fmt.Sprintf("countSeries(%s)", formatPathExpressions(nz.series))
-	return []*Series{newSeries(name, nz.start, nz.step, values, 0)}, nil
+	return []*Series{newSeries(name, nz.start, nz.step, values, c.ev.xff)}, nil
 }
 
 func safeDiv(a, b float64) float64 {
@@ -181,7 +181,7 @@ func divideSeries(c *callCtx) ([]*Series, error) {
 			row = nz.row(i, row)
 			values[i] = safeDiv(row[0], row[1])
 		}
-		out = append(out, newSeries(fmt.Sprintf("divideSeries(%s,%s)", s.Name, d.Name), nz.start, nz.step, values, 0))
+		out = append(out, newSeries(fmt.Sprintf("divideSeries(%s,%s)", s.Name, d.Name), nz.start, nz.step, values, c.ev.xff))
 	}
 	return out, nil
 }
@@ -196,7 +196,7 @@ func percentOf(v, t float64) float64 {
 }
 
 // sumTotal sums series point by point for asPercent's totals.
-func sumTotal(series []*Series) *Series {
+func sumTotal(series []*Series, xff float64) *Series {
 	if len(series) == 1 {
 		return series[0]
 	}
@@ -206,11 +206,11 @@ func sumTotal(series []*Series) *Series {
 	for i := range values {
 		values[i] = safeSum(nz.row(i, row))
 	}
-	return newSeries(fmt.Sprintf("sumSeries(%s)", formatPathExpressions(series)), nz.start, nz.step, values, 0)
+	return newSeries(fmt.Sprintf("sumSeries(%s)", formatPathExpressions(series)), nz.start, nz.step, values, xff)
 }
 
 // percentPair divides s by total point by point after normalizing them.
-func percentPair(name string, s, total *Series) *Series {
+func percentPair(name string, s, total *Series, xff float64) *Series {
 	nz := normalize([]*Series{s, total})
 	values := make([]float64, nz.n)
 	row := make([]float64, 0, 2)
@@ -218,7 +218,7 @@ func percentPair(name string, s, total *Series) *Series {
 		row = nz.row(i, row)
 		values[i] = percentOf(row[0], row[1])
 	}
-	return newSeries(name, nz.start, nz.step, values, 0)
+	return newSeries(name, nz.start, nz.step, values, xff)
 }
 
 func asPercent(c *callCtx) ([]*Series, error) {
@@ -241,7 +241,7 @@ func asPercent(c *callCtx) ([]*Series, error) {
 		}
 		text := fmt.Sprintf("sumSeries(%s)", formatPathExpressions(series))
 		for k, s := range series {
-			out = append(out, percentValues(s, nz, k, totals, text))
+			out = append(out, percentValues(s, nz, k, totals, text, c.ev.xff))
 		}
 	case []*Series:
 		switch {
@@ -249,7 +249,7 @@ func asPercent(c *callCtx) ([]*Series, error) {
 			nz = normalize(series, t)
 			tv := nz.values[len(series)]
 			for k, s := range series {
-				out = append(out, percentValues(s, nz, k, tv, t[0].Name))
+				out = append(out, percentValues(s, nz, k, tv, t[0].Name, c.ev.xff))
 			}
 		case len(t) == len(series):
 			a := append([]*Series(nil), series...)
@@ -257,7 +257,7 @@ func asPercent(c *callCtx) ([]*Series, error) {
 			sort.SliceStable(a, func(i, j int) bool { return a[i].Name < a[j].Name })
 			sort.SliceStable(b, func(i, j int) bool { return b[i].Name < b[j].Name })
 			for i := range a {
-				out = append(out, percentPair(fmt.Sprintf("asPercent(%s,%s)", a[i].Name, b[i].Name), a[i], b[i]))
+				out = append(out, percentPair(fmt.Sprintf("asPercent(%s,%s)", a[i].Name, b[i].Name), a[i], b[i], c.ev.xff))
 			}
 		default:
 			return nil, c.errf("total", "asPercent second argument must be missing, a single digit, reference exactly 1 series or reference the same number of series as the first argument")
@@ -269,7 +269,7 @@ func asPercent(c *callCtx) ([]*Series, error) {
 			totals[i] = tf
 		}
 		for k, s := range series {
-			out = append(out, percentValues(s, nz, k, totals, pyStr(t)))
+			out = append(out, percentValues(s, nz, k, totals, pyStr(t), c.ev.xff))
 		}
 	default:
 		return nil, c.errf("total", "total must be None, a number or a seriesList, not %s", typeName(t))
@@ -278,7 +278,7 @@ func asPercent(c *callCtx) ([]*Series, error) {
 }
 
 // percentValues is series k of nz as a percentage of totals.
-func percentValues(s *Series, nz *normalized, k int, totals []float64, totalText string) *Series {
+func percentValues(s *Series, nz *normalized, k int, totals []float64, totalText string, xff float64) *Series {
 	v := nz.values[k]
 	n := len(v)
 	if len(totals) > n {
@@ -298,7 +298,7 @@ func percentValues(s *Series, nz *normalized, k int, totals []float64, totalText
 	if totalText == "" {
 		totalText = s.PathExpression
 	}
-	return newSeries(fmt.Sprintf("asPercent(%s,%s)", s.Name, totalText), s.Start, nz.step, values, 0)
+	return newSeries(fmt.Sprintf("asPercent(%s,%s)", s.Name, totalText), s.Start, nz.step, values, xff)
 }
 
 func asPercentNodes(c *callCtx, series []*Series, total any, nodes []any) ([]*Series, error) {
@@ -315,7 +315,7 @@ func asPercentNodes(c *callCtx, series []*Series, total any, nodes []any) ([]*Se
 	switch t := total.(type) {
 	case nil:
 		for _, k := range keys {
-			totals[k] = sumTotal(meta[k])
+			totals[k] = sumTotal(meta[k], c.ev.xff)
 		}
 	case []*Series:
 		groups := map[string][]*Series{}
@@ -329,7 +329,7 @@ func asPercentNodes(c *callCtx, series []*Series, total any, nodes []any) ([]*Se
 			groups[k] = append(groups[k], s)
 		}
 		for k, g := range groups {
-			totals[k] = sumTotal(g)
+			totals[k] = sumTotal(g, c.ev.xff)
 		}
 	default:
 		return nil, c.errf("total", "total must be None or a seriesList")
@@ -340,17 +340,17 @@ func asPercentNodes(c *callCtx, series []*Series, total any, nodes []any) ([]*Se
 		if !ok {
 			t := totals[k]
 			values := mapValues(t, func(float64) float64 { return null })
-			out = append(out, newSeries(fmt.Sprintf("asPercent(MISSING,%s)", t.Name), t.Start, t.Step, values, 0))
+			out = append(out, newSeries(fmt.Sprintf("asPercent(MISSING,%s)", t.Name), t.Start, t.Step, values, c.ev.xff))
 			continue
 		}
 		for _, s := range ss {
 			t, ok := totals[k]
 			if !ok {
 				values := mapValues(s, func(float64) float64 { return null })
-				out = append(out, newSeries(fmt.Sprintf("asPercent(%s,MISSING)", s.Name), s.Start, s.Step, values, 0))
+				out = append(out, newSeries(fmt.Sprintf("asPercent(%s,MISSING)", s.Name), s.Start, s.Step, values, c.ev.xff))
 				continue
 			}
-			out = append(out, percentPair(fmt.Sprintf("asPercent(%s,%s)", s.Name, t.Name), s, t))
+			out = append(out, percentPair(fmt.Sprintf("asPercent(%s,%s)", s.Name, t.Name), s, t, c.ev.xff))
 		}
 	}
 	return out, nil
@@ -426,24 +426,24 @@ func applyCallback(c *callCtx, callback string, group []*Series) (*Series, error
 	var err error
 	switch callback {
 	case "sumSeries", "sum":
-		out, err = aggregate([][]*Series{group}, "sum", null)
+		out, err = aggregate([][]*Series{group}, "sum", c.ev.xff)
 	case "averageSeries", "avg":
-		out, err = aggregate([][]*Series{group}, "average", null)
+		out, err = aggregate([][]*Series{group}, "average", c.ev.xff)
 	case "maxSeries":
-		out, err = aggregate([][]*Series{group}, "max", null)
+		out, err = aggregate([][]*Series{group}, "max", c.ev.xff)
 	case "minSeries":
-		out, err = aggregate([][]*Series{group}, "min", null)
+		out, err = aggregate([][]*Series{group}, "min", c.ev.xff)
 	case "diffSeries":
-		out, err = aggregate([][]*Series{group}, "diff", null)
+		out, err = aggregate([][]*Series{group}, "diff", c.ev.xff)
 	case "stddevSeries":
-		out, err = aggregate([][]*Series{group}, "stddev", null)
+		out, err = aggregate([][]*Series{group}, "stddev", c.ev.xff)
 	case "rangeOfSeries":
-		out, err = aggregate([][]*Series{group}, "rangeOf", null)
+		out, err = aggregate([][]*Series{group}, "rangeOf", c.ev.xff)
 	case "multiplySeries":
 		if len(group) == 1 {
 			out = group
 		} else {
-			out, err = aggregate([][]*Series{group}, "multiply", null)
+			out, err = aggregate([][]*Series{group}, "multiply", c.ev.xff)
 		}
 	case "countSeries":
 		nz := normalize(group)
@@ -451,13 +451,13 @@ func applyCallback(c *callCtx, callback string, group []*Series) (*Series, error
 		for i := range values {
 			values[i] = float64(len(group))
 		}
-		out = []*Series{newSeries(fmt.Sprintf("countSeries(%s)", formatPathExpressions(group)), nz.start, nz.step, values, 0)}
+		out = []*Series{newSeries(fmt.Sprintf("countSeries(%s)", formatPathExpressions(group)), nz.start, nz.step, values, c.ev.xff)}
 	case "asPercent", "pct":
 		sub := &callCtx{ev: c.ev, expr: c.expr, def: funcs["asPercent"], from: c.from, until: c.until,
 			vals: []any{group, nil, nil}, set: []bool{true, false, false}}
 		out, err = asPercent(sub)
 	default:
-		out, err = aggregate([][]*Series{group}, callback, null)
+		out, err = aggregate([][]*Series{group}, callback, c.ev.xff)
 	}
 	if err != nil {
 		return nil, err
@@ -650,7 +650,7 @@ func percentileOfSeries(c *callCtx) ([]*Series, error) {
 		values[i] = percentile(nz.row(i, row), n, interp)
 	}
 	name := fmt.Sprintf("percentileOfSeries(%s,%s)", series[0].PathExpression, pyG(n))
-	return []*Series{newSeries(name, nz.start, nz.step, values, 0)}, nil
+	return []*Series{newSeries(name, nz.start, nz.step, values, c.ev.xff)}, nil
 }
 
 func aggregateWithWildcards(c *callCtx, series []*Series, fn string, positions []any) ([]*Series, error) {
@@ -685,7 +685,7 @@ func aggregateWithWildcards(c *callCtx, series []*Series, fn string, positions [
 	}
 	out := make([]*Series, 0, len(keys))
 	for _, k := range keys {
-		r, err := aggregate([][]*Series{groups[k]}, fn, null)
+		r, err := aggregate([][]*Series{groups[k]}, fn, c.ev.xff)
 		if err != nil {
 			return nil, err
 		}

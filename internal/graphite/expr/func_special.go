@@ -261,7 +261,7 @@ func constantLine(c *callCtx, v float64, text string) *Series {
 	if step < 1 {
 		step = 1
 	}
-	s := newSeries(text, c.from, step, []float64{v, v, v}, 0)
+	s := newSeries(text, c.from, step, []float64{v, v, v}, c.ev.xff)
 	s.PathExpression = fmt.Sprintf("constantLine(%s)", text)
 	return s
 }

@@ -523,18 +523,18 @@ func summarize(c *callCtx) ([]*Series, error) {
 }
 
 // alignStart truncates t to the unit alignTo names (graphite-web's
-// getUnitString), in UTC; weeks align to Monday or to the ISO weekday
+// getUnitString), in loc; weeks align to Monday or to the ISO weekday
 // given as alignTo's last digit.
-func alignStart(t int64, alignTo string) (int64, bool) {
-	d := time.Unix(t, 0).UTC()
-	day := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, time.UTC)
+func alignStart(t int64, alignTo string, loc *time.Location) (int64, bool) {
+	d := time.Unix(t, 0).In(loc)
+	day := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, loc)
 	switch {
 	case strings.HasPrefix(alignTo, "s"):
 		return t, true
 	case strings.HasPrefix(alignTo, "min"):
-		return d.Truncate(time.Minute).Unix(), true
+		return time.Date(d.Year(), d.Month(), d.Day(), d.Hour(), d.Minute(), 0, 0, loc).Unix(), true
 	case strings.HasPrefix(alignTo, "h"):
-		return d.Truncate(time.Hour).Unix(), true
+		return time.Date(d.Year(), d.Month(), d.Day(), d.Hour(), 0, 0, 0, loc).Unix(), true
 	case strings.HasPrefix(alignTo, "d"):
 		return day.Unix(), true
 	case strings.HasPrefix(alignTo, "w"):
@@ -552,9 +552,9 @@ func alignStart(t int64, alignTo string) (int64, bool) {
 		}
 		return day.AddDate(0, 0, -back).Unix(), true
 	case strings.HasPrefix(alignTo, "mon"):
-		return time.Date(d.Year(), d.Month(), 1, 0, 0, 0, 0, time.UTC).Unix(), true
+		return time.Date(d.Year(), d.Month(), 1, 0, 0, 0, 0, loc).Unix(), true
 	case strings.HasPrefix(alignTo, "y"):
-		return time.Date(d.Year(), 1, 1, 0, 0, 0, 0, time.UTC).Unix(), true
+		return time.Date(d.Year(), 1, 1, 0, 0, 0, 0, loc).Unix(), true
 	}
 	return 0, false
 }
@@ -568,7 +568,7 @@ func smartSummarize(c *callCtx) ([]*Series, error) {
 	agg := aggFuncs[fn]
 	series := c.series(0)
 	if a, ok := c.arg(3).(string); ok {
-		start, ok := alignStart(c.from, a)
+		start, ok := alignStart(c.from, a, c.ev.loc)
 		if !ok {
 			return nil, c.errf("alignTo", "invalid offset unit %s", pyRepr(a))
 		}
@@ -606,11 +606,11 @@ func hitcount(c *callCtx) ([]*Series, error) {
 		start := c.from
 		switch {
 		case interval >= 86400:
-			start, _ = alignStart(start, "d")
+			start, _ = alignStart(start, "d", c.ev.loc)
 		case interval >= 3600:
-			start, _ = alignStart(start, "h")
+			start, _ = alignStart(start, "h", c.ev.loc)
 		case interval >= 60:
-			start, _ = alignStart(start, "min")
+			start, _ = alignStart(start, "min", c.ev.loc)
 		}
 		if series, err = c.refetch(start, c.until); err != nil {
 			return nil, err
@@ -755,11 +755,11 @@ func timeStack(c *callCtx) ([]*Series, error) {
 }
 
 func timeSlice(c *callCtx) ([]*Series, error) {
-	start, err := ParseATTime(c.str(1), c.ev.now, time.UTC)
+	start, err := ParseATTime(c.str(1), c.ev.now, c.ev.loc)
 	if err != nil {
 		return nil, c.errf("startSliceAt", "%v", err)
 	}
-	end, err := ParseATTime(c.str(2), c.ev.now, time.UTC)
+	end, err := ParseATTime(c.str(2), c.ev.now, c.ev.loc)
 	if err != nil {
 		return nil, c.errf("endSliceAt", "%v", err)
 	}

@@ -165,6 +165,7 @@ func (p *parser) call(depth int) (Expr, error) {
 	p.ws()
 	if p.peek() == ')' {
 		p.i++
+		c.Raw = p.s[at:p.i]
 		return c, nil
 	}
 	for {
@@ -196,6 +197,7 @@ func (p *parser) call(depth int) (Expr, error) {
 			p.i++
 		case ')':
 			p.i++
+			c.Raw = p.s[at:p.i]
 			return c, nil
 		default:
 			return nil, p.errf("',' or ')'")

@@ -30,7 +30,7 @@ func stripPos(e Expr) Expr {
 	case *NoneExpr:
 		return &NoneExpr{}
 	case *CallExpr:
-		c := &CallExpr{Name: e.Name}
+		c := &CallExpr{Name: e.Name} // Raw and At dropped
 		for _, a := range e.Args {
 			c.Args = append(c.Args, stripPos(a))
 		}
