@@ -37,7 +37,7 @@ type Options struct {
 	MaxTargetLen     int // bytes per target (default 8192)
 	MaxSeries        int // series read per request (default 10000)
 	MaxPoints        int // values read per request, and series×points rendered (default 10,000,000)
-	MaxDataPoints    int // cap on a request's maxDataPoints, and the default when it has none (default 0: none)
+	MaxDataPoints    int // cap on a request's maxDataPoints (default 0: none); without maxDataPoints a request is not consolidated
 	MaxFindResults   int // nodes per find/expand/index.json answer, values per tags answer (default 100000)
 	MaxRequestBytes  int64
 	AutoCompleteSize int // default limit of /tags/autoComplete (graphite-web's TAGDB_AUTOCOMPLETE_LIMIT, 100)

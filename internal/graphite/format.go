@@ -25,6 +25,11 @@ func AppendPyFloat(dst []byte, v float64) []byte {
 		}
 		return append(dst, "0.0"...)
 	}
+	// away from the bounds of positional notation, the shortest digits
+	// cannot round across them: no need to look at the exponent
+	if a := math.Abs(v); a >= 1.001e-4 && a < 9.99e15 {
+		return appendPositional(dst, v)
+	}
 	var buf [32]byte
 	e := strconv.AppendFloat(buf[:0], v, 'e', -1, 64)
 	// exponent is after the 'e'
@@ -34,16 +39,22 @@ func AppendPyFloat(dst []byte, v float64) []byte {
 	}
 	exp, _ := strconv.Atoi(string(e[i+1:]))
 	if exp >= -4 && exp < 16 {
-		start := len(dst)
-		dst = strconv.AppendFloat(dst, v, 'f', -1, 64)
-		for _, c := range dst[start:] {
-			if c == '.' {
-				return dst
-			}
-		}
-		return append(dst, ".0"...)
+		return appendPositional(dst, v)
 	}
 	return append(dst, e...)
+}
+
+// appendPositional appends the shortest digits of v without exponent,
+// with ".0" if they are an integer.
+func appendPositional(dst []byte, v float64) []byte {
+	start := len(dst)
+	dst = strconv.AppendFloat(dst, v, 'f', -1, 64)
+	for _, c := range dst[start:] {
+		if c == '.' {
+			return dst
+		}
+	}
+	return append(dst, ".0"...)
 }
 
 // appendJSONValue appends a value as graphite-web's render JSON: null for

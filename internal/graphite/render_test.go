@@ -3,6 +3,7 @@ package graphite
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aerie-db/aerie/internal/graphite/expr"
@@ -111,6 +112,23 @@ func TestAppendPyJSONString(t *testing.T) {
 	} {
 		if got := string(appendPyJSONString(nil, tc.in)); got != tc.want {
 			t.Errorf("appendPyJSONString(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestAppendPyFloatBounds compares the fast path with the exponent rule
+// around the bounds of positional notation.
+func TestAppendPyFloatBounds(t *testing.T) {
+	for _, c := range []float64{1e-4, 1e16} {
+		for _, f := range []float64{0.998, 0.999, 0.9999999999, 1, 1.0000000001, 1.001, 1.002} {
+			for _, v := range []float64{c * f, -c * f, math.Nextafter(c, 0), math.Nextafter(c, 2*c)} {
+				e := strconv.FormatFloat(v, 'e', -1, 64)
+				exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
+				got := string(AppendPyFloat(nil, v))
+				if positional := !strings.Contains(got, "e"); positional != (exp >= -4 && exp < 16) {
+					t.Errorf("AppendPyFloat(%v) = %s, but its shortest digits have exponent %d", v, got, exp)
+				}
+			}
 		}
 	}
 }
