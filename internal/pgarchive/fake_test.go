@@ -64,7 +64,6 @@ func (f *fakeSource) SetReady(level string, t int64) {
 	f.ready[level] = t
 }
 
-
 func (f *fakeSource) Read(ctx context.Context, l Level, from, to int64, fn func(labels.Labels, []int64, []float64) error) error {
 	f.reads.Add(1)
 	type snap struct {
