@@ -17,6 +17,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/memory"
+	"github.com/aerie-db/aerie/internal/rollup"
 	"github.com/aerie-db/aerie/internal/tsdb"
 	"github.com/aerie-db/aerie/internal/wal"
 )
@@ -90,12 +91,18 @@ type AerieConfig struct {
 		// answers [100000].
 		MaxSeries int `yaml:"max_series,omitempty"`
 	} `yaml:"sensor,omitempty"`
+	Graphite GraphiteConfig `yaml:"graphite,omitempty"`
+	Statsd   StatsdConfig   `yaml:"statsd,omitempty"`
+	Rollup   RollupConfig   `yaml:"rollup,omitempty"`
+	Archive  ArchiveConfig  `yaml:"archive,omitempty"`
 }
 
 // Config is the whole configuration file.
 type Config struct {
 	Prom  *config.Config
 	Aerie AerieConfig
+	// Rules are the rollup schemas and aggregations (aerie.rollup).
+	Rules *rollup.Rules
 	// Warnings are settings that were accepted but are ignored.
 	Warnings []string
 }
@@ -110,7 +117,7 @@ func LoadConfig(path string, logger *slog.Logger) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := ParseConfig(b, logger)
+	c, err := parseConfig(b, logger, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
@@ -122,6 +129,12 @@ func LoadConfig(path string, logger *slog.Logger) (*Config, error) {
 // split off and parsed strictly; the rest goes to Prometheus' own loader,
 // so a prometheus.yml is accepted as Prometheus would accept it.
 func ParseConfig(b []byte, logger *slog.Logger) (*Config, error) {
+	return parseConfig(b, logger, "")
+}
+
+// parseConfig is ParseConfig with the directory relative file names in the
+// aerie section are in ("": the working directory).
+func parseConfig(b []byte, logger *slog.Logger, dir string) (*Config, error) {
 	var doc yaml.MapSlice
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, err
@@ -183,6 +196,23 @@ func ParseConfig(b []byte, logger *slog.Logger) (*Config, error) {
 	if c.Aerie.Sensor.MaxUploadSize < 0 || c.Aerie.Sensor.MaxSeries < 0 {
 		return nil, errors.New("aerie section: sensor.max_upload_size and sensor.max_series must not be negative")
 	}
+	if c.Rules, err = c.Aerie.Rollup.rules(dir); err != nil {
+		return nil, fmt.Errorf("aerie section: %w", err)
+	}
+	if d := c.Aerie.Graphite.GroupDepth; d < 0 || d > 64 {
+		return nil, fmt.Errorf("aerie section: graphite.group_depth %d: must be in [1, 64]", d)
+	}
+	if fi := time.Duration(c.Aerie.Statsd.FlushInterval); fi != 0 && fi < time.Millisecond {
+		return nil, fmt.Errorf("aerie section: statsd.flush_interval %v: must be at least 1ms", fi)
+	}
+	if pg := c.Aerie.Archive.Postgres; pg != nil {
+		if pg.DSN == "" {
+			return nil, errors.New("aerie section: archive.postgres.dsn is empty")
+		}
+		if len(c.Rules.Levels()) == 0 {
+			return nil, errNoLevels
+		}
+	}
 	return c, nil
 }
 
@@ -229,6 +259,7 @@ func (a *AerieConfig) EngineOptions() tsdb.Options {
 		Retention:       int64(time.Duration(a.Retention) / time.Millisecond),
 		PartitionRange:  int64(time.Duration(a.PartitionRange) / time.Millisecond),
 		GroupBy:         a.GroupBy,
+		GraphiteDepth:   a.Graphite.GroupDepth,
 		MaxSeries:       a.Limits.MaxSeries,
 		MaxGroupWidth:   a.Limits.MaxGroupWidth,
 		WALSync:         sync,

@@ -26,11 +26,17 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/rules"
 	"github.com/prometheus/prometheus/scrape"
+	"github.com/prometheus/prometheus/storage"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/aerie-db/aerie/internal/api"
+	"github.com/aerie-db/aerie/internal/carbon"
+	"github.com/aerie-db/aerie/internal/graphite"
 	"github.com/aerie-db/aerie/internal/ingest"
+	"github.com/aerie-db/aerie/internal/pgarchive"
+	"github.com/aerie-db/aerie/internal/rollup"
 	"github.com/aerie-db/aerie/internal/sensor"
+	"github.com/aerie-db/aerie/internal/statsd"
 	"github.com/aerie-db/aerie/internal/tsdb"
 	"github.com/aerie-db/aerie/internal/vmformat"
 )
@@ -71,6 +77,10 @@ type Server struct {
 	rules   *rules.Manager
 	httpSrv *http.Server
 	ln      net.Listener
+	rollups *rollup.Manager     // rollup levels (aerie.rollup)
+	archive *pgarchive.Archiver // PostgreSQL archive (aerie.archive.postgres), or nil
+	carbon  *carbon.Receiver
+	statsd  *statsd.Server
 	ready   atomic.Bool
 
 	cancel context.CancelFunc
@@ -131,6 +141,10 @@ func New(opts Options) (*Server, error) {
 		}
 		eo.Remote = tier
 	}
+	retainer := rollup.NewRetainer(cfg.Rules, nil)
+	if len(cfg.Rules.Schemas) > 0 {
+		eo.SeriesRetention = retainer.Cutoff
+	}
 	start := time.Now()
 	s.db, err = tsdb.Open(opts.DataDir, &eo)
 	if err != nil {
@@ -144,7 +158,36 @@ func New(opts Options) (*Server, error) {
 	if t, ok := eo.Remote.(*bucket.Tier); ok {
 		s.m.registerTier(s.db, t)
 	}
+	ro := cfg.Aerie.EngineOptions()
+	ro.Remote = nil
+	s.rollups, err = rollup.Open(filepath.Join(opts.DataDir, "rollup"), s.db, cfg.Rules, retainer, rollup.Options{
+		Engine:     ro,
+		Interval:   time.Duration(cfg.Aerie.Rollup.Interval),
+		Logger:     s.log.With("component", "rollup"),
+		Registerer: s.m.reg,
+	})
+	if err != nil {
+		s.db.Close()
+		if s.bkt != nil {
+			s.bkt.Close()
+		}
+		return nil, fmt.Errorf("rollup levels: %w", err)
+	}
+	if pg := cfg.Aerie.Archive.Postgres; pg != nil {
+		s.archive, err = pgarchive.New(pgarchive.Config{
+			DSN: pg.DSN, SegmentWidth: pg.SegmentWidth, MaxFlushesPerSecond: pg.MaxFlushesPerSecond, QueueSize: pg.QueueSize,
+		}, archiveSource{s.rollups}, s.log.With("component", "pgarchive"), s.m.reg)
+		if err != nil {
+			s.rollups.Close()
+			s.db.Close()
+			if s.bkt != nil {
+				s.bkt.Close()
+			}
+			return nil, fmt.Errorf("aerie section: archive.postgres: %w", err)
+		}
+	}
 	if err := s.build(); err != nil {
+		s.rollups.Close()
 		s.db.Close()
 		if s.bkt != nil {
 			s.bkt.Close()
@@ -189,6 +232,13 @@ func (s *Server) build() error {
 		EnableAdmin:          true,
 		Appendable:           countingAppendable{Appendable: s.db, m: s.m, protocol: "remote_write"},
 		StorageRetention:     retentionString(s.cfg.Aerie.Retention),
+		Rollups: func(name string) (storage.Queryable, bool) {
+			if l := s.rollups.Level(name); l != nil {
+				return l.DB, true
+			}
+			return nil, false
+		},
+		Levels: levelNames(s.rollups),
 	})
 	if err != nil {
 		return err
@@ -239,6 +289,15 @@ func (s *Server) build() error {
 		}
 		return s.m.instrument(name, h)
 	})
+	// graphite-web's API under its own paths; /metrics stays Prometheus'
+	// (graphite-web's bare /metrics is its find).
+	gmux := http.NewServeMux()
+	graphite.New(s.rollups, graphite.Options{}).Register(gmux, func(name string, h http.Handler) http.Handler {
+		return s.m.instrument(name, limitBody(h, s.opts.MaxBody))
+	})
+	for _, p := range []string{"/render", "/metrics/", "/functions", "/functions/", "/version", "/tags", "/tags/"} {
+		mux.Handle(p, gmux)
+	}
 	mux.Handle("/metrics", s.m.instrument("metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Aerie is Healthy.")
@@ -301,6 +360,17 @@ func (s *Server) Run(ctx context.Context) error {
 		s.shutdown()
 		return err
 	}
+	s.rollups.Start()
+	if s.archive != nil {
+		if err := s.archive.Start(); err != nil {
+			s.shutdown()
+			return fmt.Errorf("archive.postgres: %w", err)
+		}
+	}
+	if err := s.startGraphite(); err != nil {
+		s.shutdown()
+		return err
+	}
 	go func() {
 		if err := s.httpSrv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
@@ -357,12 +427,21 @@ func (s *Server) shutdown() {
 	if err := s.httpSrv.Shutdown(sctx); err != nil {
 		s.log.Warn("http shutdown", "err", err)
 	}
+	s.stopGraphite()
 	s.scrape.Stop()
 	s.rules.Stop()
 	s.cancel() // stops discovery
 	s.wg.Wait()
 	if err := s.engine.Close(); err != nil {
 		s.log.Warn("close query engine", "err", err)
+	}
+	if s.archive != nil {
+		if err := s.archive.Close(); err != nil {
+			s.log.Warn("close postgres archive", "err", err)
+		}
+	}
+	if err := s.rollups.Close(); err != nil {
+		s.log.Error("close rollup levels", "err", err)
 	}
 	if err := s.db.Close(); err != nil {
 		s.log.Error("close data directory", "err", err)
@@ -373,6 +452,14 @@ func (s *Server) shutdown() {
 		}
 	}
 	s.log.Info("Aerie stopped")
+}
+
+func levelNames(m *rollup.Manager) []string {
+	var out []string
+	for _, l := range m.Levels() {
+		out = append(out, l.Name)
+	}
+	return out
 }
 
 func retentionString(d model.Duration) string {

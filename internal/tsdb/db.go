@@ -29,6 +29,7 @@ type Options struct {
 	NoOOO          bool     // out-of-order rows off (OOOWindow ignored)
 	Retention      int64    // [0 = keep forever] ms
 	GroupBy        []string // [job, instance]
+	GraphiteDepth  int      // [2] path components forming a Graphite group
 	MaxGroupWidth  int      // [20000]
 	MaxSeries      int      // [0 = unlimited]
 	TupleSize      int      // [8] rows per head tuple, 1..head.MaxTupleSize
@@ -108,13 +109,14 @@ type Options struct {
 
 func (o *Options) headOptions() head.Options {
 	ho := head.Options{
-		GroupBy:        o.GroupBy,
-		MaxGroupWidth:  o.MaxGroupWidth,
-		MaxSeries:      o.MaxSeries,
-		PartitionRange: o.PartitionRange,
-		OOOWindow:      o.OOOWindow,
-		TupleSize:      o.TupleSize,
-		Memory:         o.Memory,
+		GroupBy:            o.GroupBy,
+		GraphiteGroupDepth: o.GraphiteDepth,
+		MaxGroupWidth:      o.MaxGroupWidth,
+		MaxSeries:          o.MaxSeries,
+		PartitionRange:     o.PartitionRange,
+		OOOWindow:          o.OOOWindow,
+		TupleSize:          o.TupleSize,
+		Memory:             o.Memory,
 	}
 	if o.NoOOO {
 		ho.OOOWindow, ho.NoOOODefault = 0, true
