@@ -66,7 +66,7 @@ aerie:
 	require.NotEqual(t, int64(0), s.rollups.Done("1m"))
 
 	type series struct {
-		Target     string       `json:"target"`
+		Target     string        `json:"target"`
 		Datapoints [][2]*float64 `json:"datapoints"`
 	}
 	render := func(q string) []series {
