@@ -263,7 +263,7 @@ func (c *callCtx) bind(args []any, kwargs map[string]any) error {
 			used++
 		}
 		if !ok || a == nil {
-			if p.Required {
+			if p.Required && p.fallback == nil {
 				return c.errf(p.Name, "missing required parameter")
 			}
 			continue
@@ -293,6 +293,10 @@ func (c *callCtx) bind(args []any, kwargs map[string]any) error {
 	}
 	for pi, p := range ps {
 		if p.Required && !c.set[pi] {
+			if p.fallback != nil {
+				c.vals[pi], c.set[pi] = p.fallback, true
+				continue
+			}
 			return c.errf(p.Name, "missing required parameter")
 		}
 	}
@@ -323,8 +327,12 @@ func (c *callCtx) check(p ParamInfo, v any) (any, error) {
 	bad := func() error {
 		return c.errf(p.Name, "invalid %q value %s", p.Type, reprArg(v))
 	}
-	if len(p.Options) > 0 {
+	if len(p.Options) > 0 && !p.lenient {
 		s, ok := v.(string)
+		if ok && p.Type == "aggFunc" && c.def.deprecatedAgg && strings.HasSuffix(s, "Series") {
+			// Logged as deprecated by graphite-web, and stripped.
+			s = strings.TrimSuffix(s, "Series")
+		}
 		if !ok || !contains(p.Options, s) {
 			return nil, c.errf(p.Name, "invalid option %s (want one of %s)", reprArg(v), strings.Join(p.Options, ", "))
 		}

@@ -32,6 +32,7 @@ func init() {
 		}
 		return aggregate([][]*Series{c.series(0)}, fn, c.float(2))
 	}, pSeriesList, aggFuncParam("func", nil), opt("xFilesFactor", "float", nil))
+	funcs["aggregate"].deprecatedAgg = true
 	register("countSeries", "Combine", countSeries, multi(opt("seriesLists", "seriesList", nil)))
 	register("divideSeries", "Combine", divideSeries, req("dividendSeriesList", "seriesList"), req("divisorSeries", "seriesList"))
 	register("asPercent", "Combine", asPercent, pSeriesList, opt("total", "any", nil), multi(opt("nodes", "nodeOrTag", nil)))
@@ -61,6 +62,7 @@ func init() {
 	register("aggregateWithWildcards", "Combine", func(c *callCtx) ([]*Series, error) {
 		return aggregateWithWildcards(c, c.series(0), c.str(1), c.multi(2))
 	}, pSeriesList, aggFuncParam("func", nil), multi(opt("position", "node", nil)))
+	funcs["aggregateWithWildcards"].deprecatedAgg = true
 }
 
 // aggregatorFuncs are the series functions graphite-web marks as

@@ -24,12 +24,14 @@ func init() {
 			return pySlice(sortByAgg(c.series(0), aggFuncs[fn], desc), c.int(1)), nil
 		}, pSeriesList, pN)
 	}
+	pN1 := pN
+	pN1.fallback = int64(1)
 	register("highest", "Filter Series", func(c *callCtx) ([]*Series, error) {
 		return pySlice(sortByAgg(c.series(0), aggFuncs[c.str(2)], true), c.int(1)), nil
-	}, pSeriesList, pN, aggFuncParam("func", "average"))
+	}, pSeriesList, pN1, aggFuncParam("func", "average"))
 	register("lowest", "Filter Series", func(c *callCtx) ([]*Series, error) {
 		return pySlice(sortByAgg(c.series(0), aggFuncs[c.str(2)], false), c.int(1)), nil
-	}, pSeriesList, pN, aggFuncParam("func", "average"))
+	}, pSeriesList, pN1, aggFuncParam("func", "average"))
 	for _, f := range []struct{ name, fn, op string }{
 		{"currentAbove", "last", ">"}, {"currentBelow", "last", "<="},
 		{"averageAbove", "average", ">"}, {"averageBelow", "average", "<="},
@@ -260,7 +262,11 @@ func removePercentile(c *callCtx, name string, above bool) ([]*Series, error) {
 		p := percentile(s.Values, n, false)
 		if isNull(p) || (s.End-s.Start)/s.Step == 0 {
 			r := derive(s, label, s.Values)
-			r.Tags = s.Tags
+			if !isNull(p) {
+				r.Tags = copyTags(s.Tags, "nPercentile", pyStr(c.arg(1)))
+			} else {
+				r.Tags = s.Tags
+			}
 			out = append(out, r)
 			continue
 		}
@@ -273,9 +279,8 @@ func removePercentile(c *callCtx, name string, above bool) ([]*Series, error) {
 				vals[i] = v
 			}
 		}
-		r := derive(s, label, vals)
-		r.Tags = s.Tags
-		out = append(out, r)
+		// graphite-web's nPercentile tags the series it was given.
+		out = append(out, derive(s, label, vals, "nPercentile", pyStr(c.arg(1))))
 	}
 	return out, nil
 }
@@ -379,7 +384,11 @@ func aggregateLine(c *callCtx) ([]*Series, error) {
 			out = append(out, derive(s, name, vals))
 			continue
 		}
-		l := constantLine(c, v, pyFloat(v))
+		text := pyFloat(v)
+		if isNull(v) {
+			text = "None"
+		}
+		l := constantLine(c, v, text)
 		l.Name, l.PathExpression = name, name
 		out = append(out, l)
 	}

@@ -24,7 +24,7 @@ func init() {
 		return substr(c.series(0), c.int(1), c.int(2)), nil
 	}, pSeriesList, opt("start", "node", int64(0)), opt("stop", "node", int64(0)))
 	register("legendValue", "Alias", legendValue, pSeriesList,
-		multi(withOptions(opt("valuesTypes", "string", nil), legendOptions()...)))
+		multi(lenient(withOptions(opt("valuesTypes", "string", nil), legendOptions()...))))
 
 	register("consolidateBy", "Special", func(c *callCtx) ([]*Series, error) {
 		return consolidateBy(c.series(0), c.str(1)), nil
@@ -98,6 +98,8 @@ func init() {
 		}, pSeriesList)
 	}
 }
+
+func lenient(p ParamInfo) ParamInfo { p.lenient = true; return p }
 
 func aliasByNode(c *callCtx) ([]*Series, error) {
 	nodes := c.multi(1)

@@ -16,6 +16,14 @@ type ParamInfo struct {
 	Multiple    bool     `json:"multiple,omitempty"`
 	Options     []string `json:"options,omitempty"`
 	Suggestions []any    `json:"suggestions,omitempty"`
+
+	// fallback is the value graphite-web's function defaults a required
+	// parameter to: graphite-web (ENFORCE_INPUT_VALIDATION off, its
+	// default) calls the function without it.
+	fallback any
+	// lenient skips the options check that graphite-web only logs and the
+	// function tolerates.
+	lenient bool
 }
 
 // Infinity is the default of parameters whose graphite-web default is
@@ -59,8 +67,11 @@ var _ json.Marshaler = Infinity{}
 
 type funcDef struct {
 	FuncInfo
-	params []ParamInfo
-	fn     func(c *callCtx) ([]*Series, error)
+	// deprecatedAgg accepts "sumSeries" for "sum" in aggFunc parameters,
+	// as graphite-web's aggregate does.
+	deprecatedAgg bool
+	params        []ParamInfo
+	fn            func(c *callCtx) ([]*Series, error)
 }
 
 // funcs is the function table, filled by init so that functions can call

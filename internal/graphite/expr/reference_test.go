@@ -1,0 +1,172 @@
+package expr
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The reference test compares Eval with graphite-web 1.1.8 itself:
+// testdata/graphiteweb/expected.json holds what graphite-web's evaluator
+// and functions.py answered for every target of targets.txt over the
+// series of store.json, fetched with the same cut of the range as
+// fakeFetcher. Regenerate it with Debian's python3 (python3-django,
+// python3-pyparsing, python3-tz, python3-six) after
+// `apt-get download graphite-web && dpkg -x graphite-web_*.deb gw`:
+//
+//	/usr/bin/python3 testdata/graphiteweb/gen_expected.py gw/usr/lib/python3/dist-packages testdata/graphiteweb
+
+type refSeries struct {
+	Name              string            `json:"name"`
+	PathExpression    string            `json:"pathExpression"`
+	Start             int64             `json:"start"`
+	Step              int64             `json:"step"`
+	Values            []any             `json:"values"`
+	Tags              map[string]string `json:"tags"`
+	ConsolidationFunc string            `json:"consolidationFunc"`
+}
+
+type refCase struct {
+	From   int64       `json:"from"`
+	Until  int64       `json:"until"`
+	Target string      `json:"target"`
+	Series []refSeries `json:"series"`
+	Error  string      `json:"error"`
+}
+
+// refDifferences are the targets where Eval knowingly differs from
+// graphite-web, with the reason.
+var refDifferences = map[string]string{
+	"nonNegativeDerivative(ctr,7)":      "graphite-web compares None > maxValue and fails with a TypeError (500) on a series with a null; Eval gives the null",
+	"nonNegativeDerivative(ctr,None,1)": "graphite-web compares None < minValue and fails with a TypeError (500); Eval gives the null",
+	"perSecond(ctr,7)":                  "graphite-web compares None > maxValue and fails with a TypeError (500); Eval gives the null",
+	"timeSlice(m,'130')":                "endSliceAt 'now' is the wall clock in graphite-web and the request's now in Eval (the same in a live request)",
+	"consolidateBy(a.b.c,'foo')":        "graphite-web only logs the invalid option and fails later when consolidating; Eval answers a bad request",
+	"sortByName(a.b.c,'maybe')":         "graphite-web only logs the invalid boolean and treats it as true; Eval answers a bad request",
+}
+
+func refStore(t testing.TB) *fakeFetcher {
+	b, err := os.ReadFile(filepath.Join("testdata", "graphiteweb", "store.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []struct {
+		Name   string     `json:"name"`
+		Step   int64      `json:"step"`
+		Values []*float64 `json:"values"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeFetcher{}
+	for _, r := range raw {
+		vs := make([]float64, len(r.Values))
+		for i, v := range r.Values {
+			vs[i] = null
+			if v != nil {
+				vs[i] = *v
+			}
+		}
+		s := newSeries(r.Name, 0, r.Step, vs, 0)
+		f.series = append(f.series, s)
+	}
+	return f
+}
+
+func refValue(v any) float64 {
+	switch x := v.(type) {
+	case nil:
+		return null
+	case float64:
+		return x
+	case string:
+		switch x {
+		case "inf":
+			return math.Inf(1)
+		case "-inf":
+			return math.Inf(-1)
+		}
+	}
+	return math.NaN()
+}
+
+func TestReferenceGraphiteWeb(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "graphiteweb", "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []refCase
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 150 {
+		t.Fatalf("%d reference targets; want at least 150", len(cases))
+	}
+	for _, rc := range cases {
+		if why, ok := refDifferences[rc.Target]; ok {
+			t.Logf("%s: skipped: %s", rc.Target, why)
+			continue
+		}
+		e, err := Parse(rc.Target)
+		var got []*Series
+		if err == nil {
+			got, err = Eval(context.Background(), e, rc.From, rc.Until, rc.Until, refStore(t))
+		}
+		if rc.Error != "" {
+			if err == nil {
+				t.Errorf("%s: graphite-web fails (%s); Eval returned %d series", rc.Target, rc.Error, len(got))
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", rc.Target, err)
+			continue
+		}
+		if diff := compareRef(got, rc.Series); diff != "" {
+			t.Errorf("%s: %s", rc.Target, diff)
+		}
+	}
+}
+
+func compareRef(got []*Series, want []refSeries) string {
+	if len(got) != len(want) {
+		var g, w []string
+		for _, s := range got {
+			g = append(g, s.Name)
+		}
+		for _, s := range want {
+			w = append(w, s.Name)
+		}
+		return fmt.Sprintf("series %q; graphite-web %q", g, w)
+	}
+	for i, s := range got {
+		x := want[i]
+		if s.Name != x.Name {
+			return fmt.Sprintf("series %d named %q; graphite-web %q", i, s.Name, x.Name)
+		}
+		if s.PathExpression != x.PathExpression {
+			return fmt.Sprintf("%s: path expression %q; graphite-web %q", s.Name, s.PathExpression, x.PathExpression)
+		}
+		if s.Start != x.Start || s.Step != x.Step {
+			return fmt.Sprintf("%s: start/step %d/%d; graphite-web %d/%d", s.Name, s.Start, s.Step, x.Start, x.Step)
+		}
+		wv := make([]float64, len(x.Values))
+		for j, v := range x.Values {
+			wv[j] = refValue(v)
+		}
+		if !sameVals(s.Values, wv) {
+			return fmt.Sprintf("%s: values %s; graphite-web %s", s.Name, fmtVals(s.Values), fmtVals(wv))
+		}
+		if !equalTags(s.Tags, x.Tags) {
+			return fmt.Sprintf("%s: tags %v; graphite-web %v", s.Name, s.Tags, x.Tags)
+		}
+		if s.ConsolidationFunc != x.ConsolidationFunc {
+			return fmt.Sprintf("%s: consolidation %q; graphite-web %q", s.Name, s.ConsolidationFunc, x.ConsolidationFunc)
+		}
+	}
+	return ""
+}
