@@ -136,7 +136,7 @@ func TestEvalErrors(t *testing.T) {
 		{"summarize(a.b.c,'-1h')", "summarize", "intervalString"},
 		{"summarize(a.b.c,'1h','nope')", "summarize", "func"},
 		{"consolidateBy(a.b.c,'foo')", "consolidateBy", "consolidationFunc"},
-		{"aggregate(a.b.c,'sumSeries')", "aggregate", "func"},
+		{"aggregate(a.b.c,'nope')", "aggregate", "func"},
 		{"divideSeries(a.b.c,a.b.*)", "divideSeries", "divisorSeries"},
 		{"grep(a.b.c,'(?<=x)')", "grep", "pattern"},
 		{"timeShift(a.b.c,5)", "timeShift", "timeShift"},
