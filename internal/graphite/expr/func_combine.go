@@ -300,7 +300,9 @@ func percentValues(s *Series, nz *normalized, k int, totals []float64, totalText
 	if totalText == "" {
 		totalText = s.PathExpression
 	}
-	return newSeries(fmt.Sprintf("asPercent(%s,%s)", s.Name, totalText), s.Start, nz.step, values, xff)
+	// graphite-web keeps the series' own step here even when normalize
+	// consolidated the values to a coarser one.
+	return newSeries(fmt.Sprintf("asPercent(%s,%s)", s.Name, totalText), s.Start, s.Step, values, xff)
 }
 
 func asPercentNodes(c *callCtx, series []*Series, total any, nodes []any) ([]*Series, error) {

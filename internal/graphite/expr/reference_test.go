@@ -46,6 +46,7 @@ var refDifferences = map[string]string{
 	"perSecond(ctr,7)":                  "graphite-web compares None > maxValue and fails with a TypeError (500); Eval gives the null",
 	"timeSlice(m,'130')":                "endSliceAt 'now' is the wall clock in graphite-web and the request's now in Eval (the same in a live request)",
 	"consolidateBy(a.b.c,'foo')":        "graphite-web only logs the invalid option and fails later when consolidating; Eval answers a bad request",
+	"transformNull(a.b.d,None)":         "graphite-web formats the explicit None with %g and fails (500); Eval takes None as the default 0",
 	"sortByName(a.b.c,'maybe')":         "graphite-web only logs the invalid boolean and treats it as true; Eval answers a bad request",
 }
 
