@@ -247,12 +247,6 @@ func asPercent(c *callCtx) ([]*Series, error) {
 		}
 	case []*Series:
 		switch {
-		case len(t) == 1:
-			nz = normalize(series, t)
-			tv := nz.values[len(series)]
-			for k, s := range series {
-				out = append(out, percentValues(s, nz, k, tv, t[0].Name, c.ev.xff))
-			}
 		case len(t) == len(series):
 			a := append([]*Series(nil), series...)
 			b := append([]*Series(nil), t...)
@@ -260,6 +254,12 @@ func asPercent(c *callCtx) ([]*Series, error) {
 			sort.SliceStable(b, func(i, j int) bool { return b[i].Name < b[j].Name })
 			for i := range a {
 				out = append(out, percentPair(fmt.Sprintf("asPercent(%s,%s)", a[i].Name, b[i].Name), a[i], b[i], c.ev.xff))
+			}
+		case len(t) == 1:
+			nz = normalize(series, t)
+			tv := nz.values[len(series)]
+			for k, s := range series {
+				out = append(out, percentValues(s, nz, k, tv, t[0].Name, c.ev.xff))
 			}
 		default:
 			return nil, c.errf("total", "asPercent second argument must be missing, a single digit, reference exactly 1 series or reference the same number of series as the first argument")
