@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -123,8 +124,12 @@ type aggregator struct {
 	gauges   map[string]*gaugeEntry
 	timers   map[string]*timerEntry
 	sets     map[string]*setEntry
-	nseries  int // entries of the maps, not counting internal counters
 	nvalues  int // timer values and set members held
+
+	// nseries counts the entries of the maps, internal counters left
+	// out; written under mu, read without it (a metric scrape does not
+	// wait for the aggregator).
+	nseries atomic.Int64
 
 	internal [3]*counterEntry // packets, metrics, bad lines (cfg.internal)
 	numStats *series
@@ -152,11 +157,7 @@ func newAggregator(cfg *aggConfig) *aggregator {
 
 // series returns the number of distinct metrics held (internal counters
 // left out).
-func (a *aggregator) seriesLen() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.nseries
-}
+func (a *aggregator) seriesLen() int { return int(a.nseries.Load()) }
 
 // addBatch adds rs in order and returns how many were refused by each
 // limit.
@@ -180,23 +181,23 @@ func (a *aggregator) addLocked(r *rec) error {
 	case Counter:
 		e := a.counters[r.key]
 		if e == nil {
-			if a.nseries >= a.cfg.maxSeries {
+			if a.nseries.Load() >= int64(a.cfg.maxSeries) {
 				return errSeriesLimit
 			}
 			e = &counterEntry{series: newSeries(strings.Clone(r.key))}
 			a.counters[e.key] = e
-			a.nseries++
+			a.nseries.Add(1)
 		}
 		e.v += r.value * (1 / r.rate)
 	case Gauge:
 		e := a.gauges[r.key]
 		if e == nil {
-			if a.nseries >= a.cfg.maxSeries {
+			if a.nseries.Load() >= int64(a.cfg.maxSeries) {
 				return errSeriesLimit
 			}
 			e = &gaugeEntry{series: newSeries(strings.Clone(r.key))}
 			a.gauges[e.key] = e
-			a.nseries++
+			a.nseries.Add(1)
 		}
 		// A delta applies to the gauge's last value; a new gauge starts
 		// at 0, so "-10" on it is -10 either way.
@@ -211,13 +212,13 @@ func (a *aggregator) addLocked(r *rec) error {
 		}
 		e := a.timers[r.key]
 		if e == nil {
-			if a.nseries >= a.cfg.maxSeries {
+			if a.nseries.Load() >= int64(a.cfg.maxSeries) {
 				return errSeriesLimit
 			}
 			e = &timerEntry{series: newSeries(strings.Clone(r.key))}
 			e.hist = a.cfg.histFor(e.name)
 			a.timers[e.key] = e
-			a.nseries++
+			a.nseries.Add(1)
 		}
 		e.values = append(e.values, r.value)
 		e.count += 1 / r.rate
@@ -225,12 +226,12 @@ func (a *aggregator) addLocked(r *rec) error {
 	case Set:
 		e := a.sets[r.key]
 		if e == nil {
-			if a.nseries >= a.cfg.maxSeries {
+			if a.nseries.Load() >= int64(a.cfg.maxSeries) {
 				return errSeriesLimit
 			}
 			e = &setEntry{series: newSeries(strings.Clone(r.key)), members: map[string]struct{}{}}
 			a.sets[e.key] = e
-			a.nseries++
+			a.nseries.Add(1)
 		}
 		if _, ok := e.members[r.member]; !ok {
 			if a.nvalues >= a.cfg.maxValues {
@@ -298,7 +299,7 @@ func (a *aggregator) snapshot(internal [3]float64, sn *snapshot) {
 		clear(a.gauges)
 		clear(a.timers)
 		clear(a.sets)
-		a.nseries = 0
+		a.nseries.Store(0)
 	}
 }
 

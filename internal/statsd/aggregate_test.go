@@ -195,7 +195,7 @@ func TestAggregateSpec(t *testing.T) {
 				"stats.timers.render_time.histogram.bin_0_01": 1, "stats.timers.render_time.histogram.bin_0_1": 1,
 				"stats.timers.render_time.histogram.bin_1": 2, "stats.timers.render_time.histogram.bin_10": 1,
 				"stats.timers.render_time.histogram.bin_inf": 1,
-				"stats.timers.other.histogram.bin_50": 1, "stats.timers.other.histogram.bin_100": 2,
+				"stats.timers.other.histogram.bin_50":        1, "stats.timers.other.histogram.bin_100": 2,
 				"stats.timers.other.histogram.bin_150": 1, "stats.timers.other.histogram.bin_200": 0,
 				"stats.timers.other.histogram.bin_inf": 1,
 			}},

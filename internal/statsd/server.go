@@ -466,6 +466,8 @@ func child(cache *sync.Map, vec *prometheus.CounterVec, listener string) prometh
 	return c
 }
 
-func (m *metrics) packets(l string) prometheus.Counter   { return child(&m.packetsC, m.packetsVec, l) }
-func (m *metrics) received(l string) prometheus.Counter  { return child(&m.receivedC, m.receivedVec, l) }
-func (m *metrics) malformed(l string) prometheus.Counter { return child(&m.malformedC, m.malformedVec, l) }
+func (m *metrics) packets(l string) prometheus.Counter  { return child(&m.packetsC, m.packetsVec, l) }
+func (m *metrics) received(l string) prometheus.Counter { return child(&m.receivedC, m.receivedVec, l) }
+func (m *metrics) malformed(l string) prometheus.Counter {
+	return child(&m.malformedC, m.malformedVec, l)
+}
