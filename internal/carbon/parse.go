@@ -358,6 +358,9 @@ func normalizeOpenMetrics(path []byte, lim Limits) (string, error) {
 	if open == 0 {
 		return "", &ParseError{Field: "path", Msg: "no metric name before '{'"}
 	}
+	if i := bytes.IndexByte(path[:open], ';'); i >= 0 {
+		return "", &ParseError{Field: "path", Offset: i, Msg: "';' in the name of the OpenMetrics form"}
+	}
 	name, err := sanitizeName(path[:open], 0)
 	if err != nil {
 		return "", err

@@ -78,6 +78,7 @@ func TestParseLine(t *testing.T) {
 		{line: ";k=v 1 1", err: "path at byte 0"},
 		{line: `a{b="c"}{d="e"} 1 1`, err: "more than one '{'"},
 		{line: `{b="c"} 1 1`, err: "no metric name"},
+		{line: `a;b{c="d"} 1 1`, err: "path at byte 1: ';' in the name"},
 		{line: `a{b=c"} 1 1`, err: "not tag=\"value\""},
 		{line: `a{b=""} 1 1`, err: "not tag=\"value\""},
 		{line: `a{b="c"d="e"} 1 1`, err: "want ','"},

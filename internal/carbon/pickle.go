@@ -17,7 +17,7 @@ const DefaultMaxPickleSize = 1 << 20
 // PickleEntry is one (path, (timestamp, value)) entry of a pickle payload,
 // with its numbers converted as carbon's float() does.
 type PickleEntry struct {
-	Path []byte // aliases the decoder's memory, not the payload
+	Path []byte // valid only during the callback; may alias the payload
 	T, V float64
 }
 
