@@ -49,17 +49,18 @@ const (
 	DropSameSlot = "same_slot"
 )
 
-// cell is one dp[idx]/ver[idx] assignment of one ts row.
+// cell is one dp[idx]/ver[idx] assignment: the point of the series at
+// (seg, idx) in absolute slot slot.
 type cell struct {
-	seg, i int32 // the ts row
-	idx    int32 // 1-based subscript
-	ver    int32
-	v      float64
+	seg, idx int32
+	slot     int64
+	v        float64
 }
 
-// rows is a set of ts row updates in the order (seg, i): row k updates
-// (Seg[k], I[k]) with the assignments Idx[Lo[k]:Lo[k+1]], Dp[...], Ver[...].
-// The flat arrays let pgx encode each row's parameters as sub-slices.
+// rows is a set of ts row updates ordered by segment, then slot: row k
+// updates (Seg[k], I[k]) with the assignments Idx[Lo[k]:Lo[k+1]],
+// Dp[...], Ver[...] (in the order the series were added). The flat arrays
+// let pgx encode each row's parameters as sub-slices.
 type rows struct {
 	Seg, I []int32
 	Lo     []int // len(Seg)+1 offsets
@@ -77,8 +78,10 @@ type rowBuilder struct {
 	lay      Layout
 	from, to int64 // the source range read: points outside it are dropped
 	minSlot  int64 // the oldest slot still in the window
+	maxSeg   int32
 	cells    []cell
-	points   int // points kept
+	counts   []int32 // build's scratch
+	points   int     // points kept
 	dropped  map[string]int
 }
 
@@ -88,6 +91,7 @@ func (b *rowBuilder) reset(lay Layout, from, to, latestSlot int64) {
 	b.lay, b.from, b.to = lay, from, to
 	b.minSlot = latestSlot - lay.Size + 1
 	b.cells = b.cells[:0]
+	b.maxSeg = 0
 	b.points = 0
 	clear(b.dropped)
 }
@@ -102,6 +106,7 @@ func (b *rowBuilder) drop(reason string, n int) {
 // add places one series' points (in time order) at position pos.
 func (b *rowBuilder) add(pos int32, ts []int64, vs []float64) {
 	seg, idx := b.lay.Segment(pos)
+	b.maxSeg = max(b.maxSeg, seg)
 	last := int64(math.MinInt64)
 	n := min(len(ts), len(vs))
 	for k := 0; k < n; k++ {
@@ -126,7 +131,7 @@ func (b *rowBuilder) add(pos int32, ts []int64, vs []float64) {
 			continue
 		}
 		last = s
-		b.cells = append(b.cells, cell{seg: seg, i: int32(s % b.lay.Size), idx: idx, ver: Version(s / b.lay.Size), v: vs[k]})
+		b.cells = append(b.cells, cell{seg: seg, idx: idx, slot: s, v: vs[k]})
 		b.points++
 	}
 	if len(ts) != len(vs) {
@@ -134,29 +139,67 @@ func (b *rowBuilder) add(pos int32, ts []int64, vs []float64) {
 	}
 }
 
-// build sorts the cells and returns them as row updates.
+// build returns the cells as row updates. A counting sort over the dense
+// row number seg·slots + (slot − first slot) groups them in two passes;
+// when that range is much larger than the cells (few series spread over
+// many segments), a comparison sort does instead.
 func (b *rowBuilder) build() rows {
 	n := len(b.cells)
-	dst := rows{Idx: make([]int32, 0, n), Ver: make([]int32, 0, n), Dp: make([]float64, 0, n)}
-	slices.SortFunc(b.cells, func(x, y cell) int {
-		if c := cmp.Compare(x.seg, y.seg); c != 0 {
-			return c
+	dst := rows{Idx: make([]int32, n), Ver: make([]int32, n), Dp: make([]float64, n)}
+	first := max(b.minSlot, b.from/b.lay.StepMs)
+	nslots := (b.to-1)/b.lay.StepMs - first + 1
+	nrows := (int64(b.maxSeg) + 1) * nslots
+	if n == 0 || nslots <= 0 || nrows > 4*int64(n)+4096 {
+		slices.SortStableFunc(b.cells, func(x, y cell) int {
+			if c := cmp.Compare(x.seg, y.seg); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.slot, y.slot)
+		})
+		for k, c := range b.cells {
+			if k == 0 || c.seg != b.cells[k-1].seg || c.slot != b.cells[k-1].slot {
+				b.appendRow(&dst, c, k)
+			}
+			b.put(&dst, k, c)
 		}
-		if c := cmp.Compare(x.i, y.i); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.idx, y.idx)
-	})
-	for k, c := range b.cells {
-		if k == 0 || c.seg != b.cells[k-1].seg || c.i != b.cells[k-1].i {
-			dst.Seg = append(dst.Seg, c.seg)
-			dst.I = append(dst.I, c.i)
-			dst.Lo = append(dst.Lo, len(dst.Idx))
-		}
-		dst.Idx = append(dst.Idx, c.idx)
-		dst.Ver = append(dst.Ver, c.ver)
-		dst.Dp = append(dst.Dp, c.v)
+		dst.Lo = append(dst.Lo, n)
+		return dst
 	}
-	dst.Lo = append(dst.Lo, len(dst.Idx))
+	counts := slices.Grow(b.counts[:0], int(nrows)+1)[:nrows+1]
+	clear(counts)
+	for _, c := range b.cells {
+		counts[int64(c.seg)*nslots+c.slot-first+1]++
+	}
+	// counts[r] becomes the first cell of dense row r.
+	for r := 1; r < len(counts); r++ {
+		counts[r] += counts[r-1]
+	}
+	for r := range nrows {
+		if lo := counts[r]; lo != counts[r+1] {
+			seg, slot := int32(r/nslots), first+r%nslots
+			b.appendRow(&dst, cell{seg: seg, slot: slot}, int(lo))
+		}
+	}
+	for _, c := range b.cells {
+		r := int64(c.seg)*nslots + c.slot - first
+		b.put(&dst, int(counts[r]), c)
+		counts[r]++
+	}
+	dst.Lo = append(dst.Lo, n)
+	b.counts = counts
 	return dst
+}
+
+// appendRow starts a row for c's segment and slot at cell lo.
+func (b *rowBuilder) appendRow(dst *rows, c cell, lo int) {
+	dst.Seg = append(dst.Seg, c.seg)
+	dst.I = append(dst.I, int32(c.slot%b.lay.Size))
+	dst.Lo = append(dst.Lo, lo)
+}
+
+// put stores c as cell k of dst.
+func (b *rowBuilder) put(dst *rows, k int, c cell) {
+	dst.Idx[k] = c.idx
+	dst.Ver[k] = Version(c.slot / b.lay.Size)
+	dst.Dp[k] = c.v
 }

@@ -1,7 +1,10 @@
 package pgarchive
 
 import (
+	"cmp"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,13 +53,22 @@ func TestVersion(t *testing.T) {
 	require.Equal(t, int32(5), Version(3*VersionModulus+5))
 }
 
-// cellsOf flattens built rows for comparison.
-func cellsOf(r rows) []cell {
-	var out []cell
+// testCell is one assignment of a built row.
+type testCell struct {
+	seg, i, idx, ver int32
+	v                float64
+}
+
+// cellsOf flattens built rows for comparison, ordering each row's cells
+// by subscript (their order within a row does not matter).
+func cellsOf(r rows) []testCell {
+	var out []testCell
 	for k := range r.Len() {
+		lo := len(out)
 		for c := r.Lo[k]; c < r.Lo[k+1]; c++ {
-			out = append(out, cell{seg: r.Seg[k], i: r.I[k], idx: r.Idx[c], ver: r.Ver[c], v: r.Dp[c]})
+			out = append(out, testCell{seg: r.Seg[k], i: r.I[k], idx: r.Idx[c], ver: r.Ver[c], v: r.Dp[c]})
 		}
+		slices.SortFunc(out[lo:], func(x, y testCell) int { return cmp.Compare(x.idx, y.idx) })
 	}
 	return out
 }
@@ -69,7 +81,7 @@ func TestRowBuilder(t *testing.T) {
 		ts  []int64
 		vs  []float64
 	}
-	f := func(from, to, latestSlot int64, in []series, want []cell, wantDropped map[string]int) {
+	f := func(from, to, latestSlot int64, in []series, want []testCell, wantDropped map[string]int) {
 		t.Helper()
 		var b rowBuilder
 		b.reset(lay, from, to, latestSlot)
@@ -82,7 +94,6 @@ func TestRowBuilder(t *testing.T) {
 		for k := range r.Len() {
 			require.Less(t, r.Lo[k], r.Lo[k+1], "row %d is empty", k)
 			if k > 0 {
-				require.True(t, r.Seg[k-1] < r.Seg[k] || r.Seg[k-1] == r.Seg[k] && r.I[k-1] < r.I[k], "rows out of order")
 			}
 		}
 		require.Equal(t, len(want), b.points)
@@ -104,7 +115,7 @@ func TestRowBuilder(t *testing.T) {
 		{pos: 1, ts: []int64{80000, 90000}, vs: []float64{1, 2}},
 		{pos: 0, ts: []int64{80000, 110000}, vs: []float64{3, 4}},
 		{pos: 2, ts: []int64{100000}, vs: []float64{5}},
-	}, []cell{
+	}, []testCell{
 		{seg: 0, i: 0, idx: 1, ver: 2, v: 3},
 		{seg: 0, i: 0, idx: 2, ver: 2, v: 1},
 		{seg: 0, i: 1, idx: 2, ver: 2, v: 2},
@@ -113,21 +124,21 @@ func TestRowBuilder(t *testing.T) {
 	}, nil)
 	// A range across a lap boundary: slot 3 is lap 0, slot 4 lap 1 at i=0.
 	f(30000, 50000, 4, []series{{pos: 0, ts: []int64{30000, 40000}, vs: []float64{7, 8}}},
-		[]cell{{seg: 0, i: 0, idx: 1, ver: 1, v: 8}, {seg: 0, i: 3, idx: 1, ver: 0, v: 7}}, nil)
+		[]testCell{{seg: 0, i: 3, idx: 1, ver: 0, v: 7}, {seg: 0, i: 0, idx: 1, ver: 1, v: 8}}, nil)
 	// Unaligned times fall in their slot; a later point in the same slot
 	// replaces the earlier one.
 	f(0, 40000, 3, []series{{pos: 0, ts: []int64{1000, 9999, 10001}, vs: []float64{1, 2, 3}}},
-		[]cell{{seg: 0, i: 0, idx: 1, ver: 0, v: 2}, {seg: 0, i: 1, idx: 1, ver: 0, v: 3}},
+		[]testCell{{seg: 0, i: 0, idx: 1, ver: 0, v: 2}, {seg: 0, i: 1, idx: 1, ver: 0, v: 3}},
 		map[string]int{DropSameSlot: 1})
 	// Outside [from, to), before the epoch, out of order, or without a
 	// value: out of range.
 	f(10000, 30000, 3, []series{{pos: 0, ts: []int64{-5, 5000, 10000, 30000, 20000, 15000, 25000}, vs: []float64{1, 2, 3, 4, 5, 6}}},
-		[]cell{{seg: 0, i: 1, idx: 1, ver: 0, v: 3}, {seg: 0, i: 2, idx: 1, ver: 0, v: 5}},
+		[]testCell{{seg: 0, i: 1, idx: 1, ver: 0, v: 3}, {seg: 0, i: 2, idx: 1, ver: 0, v: 5}},
 		map[string]int{DropOutOfRange: 5})
 	// The bundle's newest slot is 9 (another level went ahead): slots
 	// below 6 have been overwritten by lap 2.
 	f(40000, 80000, 9, []series{{pos: 0, ts: []int64{40000, 50000, 60000, 70000}, vs: []float64{1, 2, 3, 4}}},
-		[]cell{{seg: 0, i: 2, idx: 1, ver: 1, v: 3}, {seg: 0, i: 3, idx: 1, ver: 1, v: 4}},
+		[]testCell{{seg: 0, i: 2, idx: 1, ver: 1, v: 3}, {seg: 0, i: 3, idx: 1, ver: 1, v: 4}},
 		map[string]int{DropTooOld: 2})
 }
 
@@ -140,5 +151,57 @@ func TestRowBuilderKeepsBits(t *testing.T) {
 	require.Equal(t, 5, r.Len())
 	for k, v := range in {
 		require.Equal(t, math.Float64bits(v), math.Float64bits(r.Dp[k]), "value %d", k)
+	}
+}
+
+// TestRowBuilderRandom compares the builder with a direct computation on
+// random chunks, dense (counting sort) and sparse (comparison sort).
+func TestRowBuilderRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for iter := range 200 {
+		lay := Layout{StepMs: 1 + rng.Int64N(1000), Size: 1 + rng.Int64N(50), Width: 1 + rng.Int32N(20)}
+		from := rng.Int64N(100000)
+		to := from + 1 + rng.Int64N(lay.StepMs*lay.Size*2)
+		latest := lay.Slot(to-1) + rng.Int64N(3)
+		maxPos := int32(50)
+		if iter%2 == 1 {
+			maxPos = 1 << 20 // sparse
+		}
+		var b rowBuilder
+		b.reset(lay, from, to, latest)
+		want := map[testCell]bool{}
+		used := map[int32]bool{}
+		for range rng.IntN(30) {
+			pos := rng.Int32N(maxPos)
+			if used[pos] {
+				continue
+			}
+			used[pos] = true
+			var ts []int64
+			var vs []float64
+			last := map[int64]float64{}
+			for t := from + rng.Int64N(lay.StepMs); t < to; t += 1 + rng.Int64N(2*lay.StepMs) {
+				v := rng.Float64()
+				ts, vs = append(ts, t), append(vs, v)
+				if s := t / lay.StepMs; s > latest-lay.Size {
+					last[s] = v
+				}
+			}
+			b.add(pos, ts, vs)
+			seg, idx := lay.Segment(pos)
+			for s, v := range last {
+				want[testCell{seg: seg, i: int32(s % lay.Size), idx: idx, ver: Version(s / lay.Size), v: v}] = true
+			}
+		}
+		r := b.build()
+		got := map[testCell]bool{}
+		for _, c := range cellsOf(r) {
+			require.False(t, got[c], "iteration %d: cell %+v twice", iter, c)
+			got[c] = true
+		}
+		require.Equal(t, want, got, "iteration %d", iter)
+		for k := 1; k < r.Len(); k++ {
+			require.True(t, r.Seg[k-1] < r.Seg[k] || r.Seg[k-1] == r.Seg[k] && r.I[k-1] != r.I[k], "iteration %d: rows %d and %d", iter, k-1, k)
+		}
 	}
 }

@@ -1,0 +1,51 @@
+package pgarchive
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkRowBuild measures turning a chunk of a level's points into ts
+// row updates (the level loop's CPU work per job).
+//
+//	go test -run '^$' -bench BenchmarkRowBuild -count 6 ./internal/pgarchive/ > new.txt && benchstat old.txt new.txt
+func BenchmarkRowBuild(b *testing.B) {
+	for _, nSeries := range []int{1000, 100000} {
+		for _, nSlots := range []int{1, 60} {
+			b.Run(fmt.Sprintf("series=%d/slots=%d", nSeries, nSlots), func(b *testing.B) {
+				lay := Layout{StepMs: 10000, Size: 2160, Width: DefaultSegmentWidth}
+				from := int64(1_699_920_000_000)
+				to := from + int64(nSlots)*lay.StepMs
+				ts := make([]int64, nSlots)
+				for k := range ts {
+					ts[k] = from + int64(k)*lay.StepMs
+				}
+				rng := rand.New(rand.NewPCG(1, 1))
+				vs := make([][]float64, nSeries)
+				for s := range vs {
+					vs[s] = make([]float64, nSlots)
+					for k := range vs[s] {
+						vs[s][k] = rng.Float64()
+					}
+				}
+				var bld rowBuilder
+				var nrows int
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					bld.reset(lay, from, to, lay.Slot(to-1))
+					for s := range vs {
+						bld.add(int32(s), ts, vs[s])
+					}
+					r := bld.build()
+					nrows = r.Len()
+				}
+				points := float64(nSeries * nSlots)
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/points, "ns/point")
+				b.ReportMetric(float64(nrows), "rows/op")
+				b.ReportMetric(points/float64(nrows), "points/row")
+			})
+		}
+	}
+}
