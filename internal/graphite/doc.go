@@ -25,7 +25,10 @@
 // up{job="node"} is reachable as the path "up" (as "up;job=node") and by
 // seriesByTag('job=node'). Every series is in the tag index: graphite-web's
 // holds only series written with tags, so seriesByTag('name=a.b') here
-// also finds an untagged a.b.
+// also finds an untagged a.b. Find lists a tagged series under its path
+// (disk.used;dc=x is the leaf disk.used), where graphite-web's whisper
+// finder lists its file under "_tagged". TestDifferential compares the
+// rest with graphite-web 1.1.8 itself.
 //
 // # Time
 //
