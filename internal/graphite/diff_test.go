@@ -266,4 +266,3 @@ print(json.dumps(pickle.load(open(sys.argv[1], "rb")), sort_keys=True))`, f).Com
 	}
 	return strings.TrimSpace(string(out))
 }
-
