@@ -273,6 +273,9 @@ func diffRender(want, got *gRender) []string {
 		return []string{fmt.Sprintf("status: want HTTP %d %s, got HTTP %d %s", want.Status, shorten(want.Err, 200), got.Status, shorten(got.Err, 200))}
 	}
 	var out []string
+	// jsonValuesDiffer[name]: the json answer already lists that series'
+	// value differences, which raw would repeat.
+	jsonValuesDiffer := map[string]bool{}
 	if len(want.JSON) != len(got.JSON) {
 		out = append(out, fmt.Sprintf("json: want %d series %s, got %d %s", len(want.JSON), jsonNames(want.JSON), len(got.JSON), jsonNames(got.JSON)))
 	} else {
@@ -297,6 +300,7 @@ func diffRender(want, got *gRender) []string {
 				return fmt.Sprintf("index %d", i)
 			}) {
 				out = append(out, where+": "+d)
+				jsonValuesDiffer[w.Target] = true
 			}
 		}
 	}
@@ -314,12 +318,23 @@ func diffRender(want, got *gRender) []string {
 			out = append(out, fmt.Sprintf("%s: want start,end,step %d,%d,%d, got %d,%d,%d", where, w.Start, w.End, w.Step, g.Start, g.End, g.Step))
 			continue // the points of another grid say nothing more
 		}
-		for _, d := range diffValues(w.Values, g.Values, func(i int) string { return strconv.FormatInt(w.Start+int64(i)*w.Step, 10) }) {
+		d := diffValues(w.Values, g.Values, func(i int) string { return strconv.FormatInt(w.Start+int64(i)*w.Step, 10) })
+		if len(d) > 0 && jsonValuesDiffer[w.Name] {
+			out = append(out, where+": values differ as in json")
+			continue
+		}
+		for _, d := range d {
 			out = append(out, where+": "+d)
 		}
 	}
+	if len(out) > maxRenderDiffs {
+		out = append(out[:maxRenderDiffs], fmt.Sprintf("... %d differences in all", len(out)))
+	}
 	return out
 }
+
+// maxRenderDiffs bounds the differences listed per render case.
+const maxRenderDiffs = 16
 
 func slicesEqual(a, b []int64) bool {
 	if len(a) != len(b) {
@@ -475,7 +490,8 @@ func diffJSONValue(path string, want, got any, out *[]string) {
 			return
 		}
 		if len(w) != len(g) {
-			*out = append(*out, fmt.Sprintf("%s: want %d elements %s, got %d %s", path, len(w), shorten(jsonString(w), 300), len(g), shorten(jsonString(g), 300)))
+			missing, extra := arrayDiff(w, g)
+			*out = append(*out, fmt.Sprintf("%s: want %d elements, got %d; missing %s; unexpected %s", path, len(w), len(g), missing, extra))
 			return
 		}
 		for i := range w {
@@ -491,6 +507,38 @@ func diffJSONValue(path string, want, got any, out *[]string) {
 			*out = append(*out, fmt.Sprintf("%s: want %s, got %s", path, shorten(jsonString(want), 120), shorten(jsonString(got), 120)))
 		}
 	}
+}
+
+// arrayDiff lists (at most 6 of) the elements of want missing from got and
+// those of got not in want, as multisets.
+func arrayDiff(want, got []any) (missing, extra string) {
+	count := map[string]int{}
+	for _, e := range got {
+		count[jsonString(e)]++
+	}
+	list := func(xs []string) string {
+		if len(xs) > 6 {
+			xs = append(xs[:6], fmt.Sprintf("... %d in all", len(xs)))
+		}
+		return "[" + strings.Join(xs, " ") + "]"
+	}
+	var m, x []string
+	for _, e := range want {
+		k := jsonString(e)
+		if count[k] > 0 {
+			count[k]--
+			continue
+		}
+		m = append(m, shorten(k, 120))
+	}
+	for _, e := range got {
+		k := jsonString(e)
+		if count[k] > 0 {
+			count[k]--
+			x = append(x, shorten(k, 120))
+		}
+	}
+	return list(m), list(x)
 }
 
 func jsonString(v any) string {
@@ -601,6 +649,13 @@ func TestGraphiteCompareEngine(t *testing.T) {
 		if (len(d) == 0) != want {
 			t.Errorf("diffFind against %s: %v, want equal=%v", doc, d, want)
 		}
+	}
+}
+
+func TestGraphiteArrayDiff(t *testing.T) {
+	m, x := arrayDiff([]any{"a", "b", "c", "c"}, []any{"a", "c", "d", "e", "c", "c"})
+	if m != `["b"]` || x != `["c" "d" "e"]` {
+		t.Errorf("arrayDiff: missing %s, unexpected %s", m, x)
 	}
 }
 

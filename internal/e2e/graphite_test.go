@@ -806,8 +806,10 @@ func (run *graphiteRun) compareFind(peer graphitePeer, i int) gOutcome {
 }
 
 // aerieGraphiteConfig is Aerie's configuration for the test: the Graphite
-// plaintext listener on a free port and carbon's two files as its rollup
-// rules.
+// plaintext listener on a free port (the other listeners, on carbon's and
+// statsd's fixed default ports, off: other tests run Aerie too), carbon's
+// two files as its rollup rules, rolled up every 2 s instead of every
+// minute so that the test does not wait for the default interval.
 func aerieGraphiteConfig(plaintextPort int) (string, error) {
 	schemas, err := filepath.Abs(filepath.Join(graphiteTestdata, "storage-schemas.conf"))
 	if err != nil {
@@ -820,9 +822,15 @@ func aerieGraphiteConfig(plaintextPort int) (string, error) {
 	return fmt.Sprintf(`aerie:
   graphite:
     plaintext_tcp: 127.0.0.1:%d
+    plaintext_udp: ""
+    pickle_tcp: ""
+  statsd:
+    udp: ""
+    tcp: ""
   rollup:
     schemas_file: %s
     aggregation_file: %s
+    interval: 2s
 `, plaintextPort, schemas, agg), nil
 }
 
