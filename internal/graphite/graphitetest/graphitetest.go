@@ -137,6 +137,27 @@ func Start(t testing.TB, opts Options) *Graphite {
 	return g
 }
 
+// StartDir is Start outside a test (bench/graphitebench): it starts
+// carbon-cache and graphite-web under dir, which the caller owns, and
+// returns an error where Start would skip or fail. The caller must call
+// Stop, also after an error (whatever started is stopped).
+func StartDir(dir string, opts Options) (*Graphite, error) {
+	interp, err := python()
+	if err != nil {
+		return nil, err
+	}
+	return start(dir, interp, opts)
+}
+
+// CarbonPID is carbon-cache's process id (its CPU time and RSS are in
+// /proc/PID), or 0 if it has not started.
+func (g *Graphite) CarbonPID() int {
+	if g.carbon == nil {
+		return 0
+	}
+	return g.carbon.cmd.Process.Pid
+}
+
 func start(dir, interp string, opts Options) (*Graphite, error) {
 	g := &Graphite{Dir: dir, python: interp, client: &http.Client{Timeout: 30 * time.Second}}
 	if opts.Schemas == "" {
