@@ -333,8 +333,12 @@ func (c *callCtx) check(p ParamInfo, v any) (any, error) {
 			// Logged as deprecated by graphite-web, and stripped.
 			s = strings.TrimSuffix(s, "Series")
 		}
-		if !ok || !contains(p.Options, s) {
-			return nil, c.errf(p.Name, "invalid option %s (want one of %s)", reprArg(v), strings.Join(p.Options, ", "))
+		if ok && !contains(p.Options, s) || !ok && !contains(p.Options, v) {
+			var opts []string
+			for _, o := range p.Options {
+				opts = append(opts, pyStr(o))
+			}
+			return nil, c.errf(p.Name, "invalid option %s (want one of %s)", reprArg(v), strings.Join(opts, ", "))
 		}
 	}
 	switch p.Type {
@@ -437,7 +441,7 @@ func reprArg(v any) string {
 	return pyRepr(v)
 }
 
-func contains(list []string, s string) bool {
+func contains(list []any, s any) bool {
 	for _, x := range list {
 		if x == s {
 			return true

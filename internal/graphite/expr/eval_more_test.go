@@ -146,6 +146,7 @@ func TestEvalErrors(t *testing.T) {
 		{"movingAverage(a.b.c,'x')", "movingAverage", "windowSize"},
 		{"seriesByTag(a.b)", "seriesByTag", "tagExpressions"},
 		{"stdev(a.b.c,0)", "stdev", "points"},
+		{"smartSummarize(a.b.c,'1h','sum','1d')", "smartSummarize", "alignTo"},
 		{"asPercent(a.b.*,a.*.*)", "asPercent", "total"},
 	} {
 		_, err := evalTarget(t, testStore(), tc.target, 0, 60)

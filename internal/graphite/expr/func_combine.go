@@ -68,13 +68,25 @@ func init() {
 // aggregatorFuncs are the series functions graphite-web marks as
 // aggregators: the callbacks groupByNode and friends accept besides the
 // aggregation functions.
-var aggregatorFuncs = []string{"asPercent", "averageSeries", "avg", "countSeries", "diffSeries", "maxSeries",
-	"minSeries", "multiplySeries", "pct", "rangeOfSeries", "stddevSeries", "sum", "sumSeries"}
+// Those that need more arguments than a series list (…Lists,
+// …WithWildcards, powSeries) are listed as graphite-web lists them, and
+// fail as bad arguments when used.
+var aggregatorFuncs = []string{"asPercent", "averageSeries", "averageSeriesWithWildcards", "avg", "countSeries",
+	"diffSeries", "diffSeriesLists", "maxSeries", "minSeries", "multiplySeries", "multiplySeriesLists",
+	"multiplySeriesWithWildcards", "pct", "powSeries", "rangeOfSeries", "stddevSeries", "sum", "sumSeries",
+	"sumSeriesLists", "sumSeriesWithWildcards"}
 
 func aggOrSeriesFuncParam(name string, def any) ParamInfo {
-	opts := append(append([]string(nil), aggFuncNames...), aggregatorFuncs...)
+	seen := map[string]bool{}
+	var opts []string
+	for _, o := range append(append([]string(nil), aggFuncNames...), aggregatorFuncs...) {
+		if !seen[o] {
+			seen[o] = true
+			opts = append(opts, o)
+		}
+	}
 	sort.Strings(opts)
-	p := ParamInfo{Name: name, Type: "aggOrSeriesFunc", Options: opts}
+	p := withOptions(ParamInfo{Name: name, Type: "aggOrSeriesFunc"}, opts...)
 	if def == nil {
 		p.Required = true
 	} else {

@@ -98,13 +98,21 @@ func init() {
 	register("summarize", "Transform", summarize, pSeriesList, suggest(req("intervalString", "interval"), intervalSuggestions...),
 		aggFuncParam("func", "sum"), opt("alignToFrom", "boolean", false))
 	register("smartSummarize", "Transform", smartSummarize, pSeriesList, suggest(req("intervalString", "interval"), intervalSuggestions...),
-		aggFuncParam("func", "sum"), opt("alignTo", "string", nil))
+		aggFuncParam("func", "sum"), alignToParam())
 	register("hitcount", "Transform", hitcount, pSeriesList, suggest(req("intervalString", "interval"), intervalSuggestions...), opt("alignToInterval", "boolean", false))
 	register("timeShift", "Transform", timeShift, pSeriesList, suggest(req("timeShift", "interval"), shiftSuggestions...),
 		opt("resetEnd", "boolean", true), opt("alignDst", "boolean", false))
 	register("timeStack", "Transform", timeStack, pSeriesList, suggest(opt("timeShiftUnit", "interval", "1d"), shiftSuggestions...),
 		opt("timeShiftStart", "integer", int64(0)), opt("timeShiftEnd", "integer", int64(7)))
 	register("timeSlice", "Transform", timeSlice, pSeriesList, req("startSliceAt", "date"), opt("endSliceAt", "date", "now"))
+}
+
+// alignToParam is smartSummarize's alignTo: a unit name; true and false
+// are listed for the deprecated alignToFrom and ignored.
+func alignToParam() ParamInfo {
+	p := opt("alignTo", "string", nil)
+	p.Options = []any{"days", false, "hours", "minutes", "months", nil, "seconds", true, "weeks", "years"}
+	return p
 }
 
 // mapSeries applies f to every non-null value, naming each result by

@@ -9,13 +9,13 @@ import (
 // ParamInfo describes one parameter of a function in the shape of
 // graphite-web's /functions output (Param.toJSON).
 type ParamInfo struct {
-	Name        string   `json:"name"`
-	Type        string   `json:"type"` // graphite-web's: seriesList, float, integer, interval, aggFunc …
-	Required    bool     `json:"required,omitempty"`
-	Default     any      `json:"default,omitempty"` // int64, float64 (maybe +Inf, see Infinity), string or bool
-	Multiple    bool     `json:"multiple,omitempty"`
-	Options     []string `json:"options,omitempty"`
-	Suggestions []any    `json:"suggestions,omitempty"`
+	Name        string `json:"name"`
+	Type        string `json:"type"` // graphite-web's: seriesList, float, integer, interval, aggFunc …
+	Required    bool   `json:"required,omitempty"`
+	Default     any    `json:"default,omitempty"` // int64, float64 (maybe +Inf, see Infinity), string or bool
+	Multiple    bool   `json:"multiple,omitempty"`
+	Options     []any  `json:"options,omitempty"` // strings, or true/false/null where graphite-web lists them
+	Suggestions []any  `json:"suggestions,omitempty"`
 
 	// fallback is the value graphite-web's function defaults a required
 	// parameter to: graphite-web (ENFORCE_INPUT_VALIDATION off, its
@@ -38,9 +38,12 @@ func (Infinity) MarshalJSON() ([]byte, error) { return []byte("1e9999"), nil }
 // FuncInfo describes a supported function as graphite-web's /functions
 // endpoint does.
 type FuncInfo struct {
-	Name   string      `json:"name"`
-	Group  string      `json:"group"` // Combine, Transform, Calculate, Filter Series, Filter Data, Sorting, Alias, Graph, Special
-	Params []ParamInfo `json:"params"`
+	Name string `json:"name"`
+	// Function is the signature graphite-web shows, e.g.
+	// "movingAverage(seriesList, windowSize, xFilesFactor=None)".
+	Function string      `json:"function"`
+	Group    string      `json:"group"` // Combine, Transform, Calculate, Filter Series, Filter Data, Sorting, Alias, Graph, Special
+	Params   []ParamInfo `json:"params"`
 }
 
 // Functions describes every function Eval supports, sorted by name.
@@ -48,6 +51,7 @@ func Functions() []FuncInfo {
 	out := make([]FuncInfo, 0, len(funcs)+1)
 	for _, d := range funcs {
 		fi := d.FuncInfo
+		fi.Function = signatures[fi.Name]
 		fi.Params = append([]ParamInfo(nil), fi.Params...)
 		for i := range fi.Params {
 			if f, ok := fi.Params[i].Default.(float64); ok && math.IsInf(f, 1) {
@@ -56,7 +60,7 @@ func Functions() []FuncInfo {
 		}
 		out = append(out, fi)
 	}
-	out = append(out, FuncInfo{Name: "seriesByTag", Group: "Special", Params: []ParamInfo{
+	out = append(out, FuncInfo{Name: "seriesByTag", Function: signatures["seriesByTag"], Group: "Special", Params: []ParamInfo{
 		{Name: "tagExpressions", Type: "string", Required: true, Multiple: true},
 	}})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -90,7 +94,13 @@ func opt(name, typ string, def any) ParamInfo { return ParamInfo{Name: name, Typ
 
 func multi(p ParamInfo) ParamInfo { p.Multiple = true; return p }
 
-func withOptions(p ParamInfo, options ...string) ParamInfo { p.Options = options; return p }
+func withOptions(p ParamInfo, options ...string) ParamInfo {
+	p.Options = nil
+	for _, o := range options {
+		p.Options = append(p.Options, o)
+	}
+	return p
+}
 
 func suggest(p ParamInfo, s ...any) ParamInfo { p.Suggestions = s; return p }
 
@@ -100,7 +110,7 @@ var (
 )
 
 func aggFuncParam(name string, def any) ParamInfo {
-	p := ParamInfo{Name: name, Type: "aggFunc", Options: aggFuncNames}
+	p := withOptions(ParamInfo{Name: name, Type: "aggFunc"}, aggFuncNames...)
 	if def == nil {
 		p.Required = true
 	} else {
