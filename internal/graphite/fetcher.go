@@ -145,6 +145,11 @@ func (f *Fetcher) load(ctx context.Context, pathExpr string, sets []labels.Label
 		if p.Step <= 0 {
 			return nil, fmt.Errorf("read %s: store returned step %d", SeriesName(ls), p.Step)
 		}
+		if len(p.Values) == 0 {
+			// from after now: whisper returns no series, nor does
+			// graphite-web
+			continue
+		}
 		if f.maxPoints > 0 && f.points+len(p.Values) > f.maxPoints {
 			return nil, &LimitError{What: "points", Limit: f.maxPoints}
 		}

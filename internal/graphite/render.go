@@ -26,7 +26,6 @@ type RenderRequest struct {
 	Location      *time.Location
 	MaxDataPoints int // 0: none
 	NoNullPoints  bool
-	Pretty        bool
 	XFilesFactor  *float64 // the request's xFilesFactor, if it set one
 }
 
@@ -70,7 +69,6 @@ func (a *API) ParseRenderRequest(q url.Values) (*RenderRequest, error) {
 	case !slices.Contains(renderFormats, rr.Format):
 		return nil, badParam("format", "%.32q is not supported (want json, csv, raw or pickle)", rr.Format)
 	}
-	rr.Pretty = q.Get("pretty") != ""
 	if s := q.Get("maxDataPoints"); s != "" && isDigits(s) {
 		n, err := strconv.Atoi(s)
 		if err != nil || (a.opts.MaxDataPoints > 0 && n > a.opts.MaxDataPoints) {

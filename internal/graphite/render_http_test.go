@@ -288,5 +288,10 @@ func TestRenderClock(t *testing.T) {
 	if !bytes.Equal([]byte(body), []byte("[]")) {
 		t.Errorf("an hour later: %s, want []", body)
 	}
+	// a window after now has no series at all (whisper's fetch)
+	_, body, _ = get(t, srv, "/render?format=raw&target=servers.web1.cpu.user&from=now%2B1h&until=now%2B2h")
+	if body != "" {
+		t.Errorf("after now: %q, want nothing", body)
+	}
 	_ = http.StatusOK
 }
