@@ -44,13 +44,17 @@
 // Differences from carbon, on purpose: a path whose tags do not parse is
 // counted malformed (carbon logs it and stores it under the raw path, which
 // cannot become labels); tag names starting with "__" are refused (reserved
-// labels); a non-UTF-8 line is malformed (carbon's decode raises outside
-// its error handling); blank lines are skipped without counting; a
-// whitespace-only UDP line likewise; UDP datagrams are split on ASCII line
-// breaks only (Python's splitlines also splits on U+0085, U+2028, U+2029);
-// pickle paths may also be bytes holding UTF-8; carbon's SafeUnpickler
-// admits two classes (copy_reg._reconstructor, __builtin__.object) that no
-// sender of this shape needs, DecodePickle admits none.
+// labels), and so is ';' in the name of the OpenMetrics form (carbon makes
+// "a;b{c=\"d\"}" into the path "a;b;c=d", whose name would read as "a"); a
+// non-UTF-8 line is malformed (carbon's decode raises outside its error
+// handling), and so are values and timestamps in other scripts' digits
+// (Python's float() takes "١") and infinite or NaN timestamps (carbon's int()
+// raises on them outside its error handling); blank lines are skipped without counting; a whitespace-only UDP
+// line likewise; UDP datagrams are split on ASCII line breaks only (Python's
+// splitlines also splits on U+0085, U+2028, U+2029); pickle paths may also
+// be bytes holding UTF-8; carbon's SafeUnpickler admits two classes
+// (copy_reg._reconstructor, __builtin__.object) that no sender of this shape
+// needs, DecodePickle admits none.
 //
 // # Pickle decoding
 //

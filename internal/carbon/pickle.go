@@ -145,7 +145,7 @@ func (p *pval) float() (float64, bool) {
 	switch p.kind {
 	case kBool, kInt, kFloat:
 		return p.num, true
-	case kStr:
+	case kStr, kBytes:
 		return parsePyFloat(bytes.TrimSpace(p.s))
 	}
 	return 0, false
