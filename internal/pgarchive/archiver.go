@@ -111,6 +111,13 @@ func New(cfg Config, src Source, logger *slog.Logger, reg prometheus.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("pgarchive: parse dsn: %w", err)
 	}
+	if pcfg.ConnConfig.ConnectTimeout == 0 {
+		// An unreachable host would otherwise hold a loop until Close.
+		pcfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	if _, ok := pcfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		pcfg.ConnConfig.RuntimeParams["application_name"] = "aerie-pgarchive"
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

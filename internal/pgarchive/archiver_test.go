@@ -151,6 +151,9 @@ func TestArchiveMatchesSource(t *testing.T) {
 	dsn := pg.CreateDB(t, "archive")
 	levels := []Level{
 		{Name: "10s", Step: 10 * time.Second, Retention: 100 * time.Second},
+		// Same step and size as 10s: the two share a bundle (and its
+		// window, so the test moves them together).
+		{Name: "10s_max", Step: 10 * time.Second, Retention: 100 * time.Second},
 		{Name: "1m", Step: time.Minute, Retention: 6 * time.Minute},
 		{Name: "5m", Step: 5 * time.Minute, Retention: time.Hour},
 	}
@@ -167,8 +170,11 @@ func TestArchiveMatchesSource(t *testing.T) {
 		for _, l := range levels {
 			step, size := l.Step.Milliseconds(), int64(l.Retention/l.Step)
 			to := ready[l.Name] + step*(1+rng.Int64N(size*3/2))
+			if l.Name == "10s_max" {
+				to = ready["10s"]
+			}
 			feed(src, rng, l, series, ready[l.Name], to, 0.7)
-			if round == 3 {
+			if round == 3 && l.Name != "10s_max" {
 				to += 3 // Ready need not be aligned to the step
 				src.Append(l.Name, series[0], to-2, 42)
 			}
@@ -178,10 +184,11 @@ func TestArchiveMatchesSource(t *testing.T) {
 		waitCaughtUp(t, a, src)
 		requireArchiveMatches(t, c, src)
 	}
-	// 37 series in each of 3 levels, each with its own bundle.
-	var nds, nrra, nbundle int
-	require.NoError(t, c.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM ds), (SELECT count(*) FROM rra), (SELECT count(*) FROM rra_bundle)`).Scan(&nds, &nrra, &nbundle))
-	require.Equal(t, [3]int{37, 3 * 37, 3}, [3]int{nds, nrra, nbundle})
+	// 37 series in each of 4 levels, in 3 bundles.
+	var nds, nrra, nbundle, maxPos int
+	require.NoError(t, c.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM ds), (SELECT count(*) FROM rra),
+  (SELECT count(*) FROM rra_bundle), (SELECT max(pos) FROM rra JOIN rra_bundle b ON b.id = rra_bundle_id WHERE step_ms = 10000)`).Scan(&nds, &nrra, &nbundle, &maxPos))
+	require.Equal(t, [4]int{37, 4 * 37, 3, 2*37 - 1}, [4]int{nds, nrra, nbundle, maxPos})
 	require.Zero(t, testutil.ToFloat64(a.m.flushErrors))
 	require.Positive(t, testutil.ToFloat64(a.m.pointsWritten))
 	for _, lv := range a.levels {
@@ -426,4 +433,70 @@ func TestNewErrors(t *testing.T) {
 	f(Config{DSN: "port=notaport"}, nil, "parse dsn")
 	f(Config{DSN: "host=/nonexistent"}, []Level{ok, ok}, `two levels named "1m"`)
 	f(Config{DSN: "host=/nonexistent"}, []Level{{Name: "x", Step: time.Minute, Retention: time.Second}}, "retention")
+}
+
+// TestCloseWhileBlocked closes the archiver while its flusher waits on a
+// lock: Close cancels the statement and returns.
+func TestCloseWhileBlocked(t *testing.T) {
+	pg := pgtest.Start(t)
+	dsn := pg.CreateDB(t, "close")
+	l := Level{Name: "1s", Step: time.Second, Retention: time.Minute}
+	src := newFakeSource(l)
+	a, err := New(Config{DSN: dsn, Interval: 5 * time.Millisecond}, src, testLogger(t), nil)
+	require.NoError(t, err)
+	require.NoError(t, a.Start())
+	closed := false
+	defer func() {
+		if !closed {
+			a.Close()
+		}
+	}()
+	src.SetReady("1s", t0)
+	waitCaughtUp(t, a, src)
+
+	ctx := context.Background()
+	tx, err := connect(t, dsn).Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `LOCK TABLE ts IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	feed(src, rand.New(rand.NewPCG(13, 14)), l, testSeries(3), t0, t0+5000, 1)
+	src.SetReady("1s", t0+5000)
+	waitFor(t, "a job to wait on the lock", func() bool { return a.queue.len() > 0 })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := a.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-done:
+		closed = true
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close blocked behind a lock")
+	}
+	require.Less(t, a.levels[0].done.Load(), int64(t0+5000), "the job committed through the lock")
+}
+
+func TestMetricsRegistered(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a, err := New(Config{DSN: "host=/nonexistent"}, newFakeSource(Level{Name: "1m", Step: time.Minute, Retention: time.Hour}), nil, reg)
+	require.NoError(t, err)
+	defer a.Close()
+	a.m.dropped.WithLabelValues(DropTooOld)
+	a.m.levelErrors.WithLabelValues("1m")
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+	}
+	require.ElementsMatch(t, []string{
+		"aerie_pgarchive_dropped_points_total", "aerie_pgarchive_flushes_total", "aerie_pgarchive_flush_errors_total",
+		"aerie_pgarchive_level_errors_total", "aerie_pgarchive_points_written_total", "aerie_pgarchive_rows_written_total",
+		"aerie_pgarchive_queue_length", "aerie_pgarchive_lag_seconds",
+	}, names)
+	_, err = New(Config{DSN: "host=/nonexistent"}, newFakeSource(), nil, reg)
+	require.ErrorContains(t, err, "register metrics")
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/aerie-db/aerie/internal/pgarchive/pgtest"
 )
 
 // BenchmarkRowBuild measures turning a chunk of a level's points into ts
@@ -47,5 +50,51 @@ func BenchmarkRowBuild(b *testing.B) {
 				b.ReportMetric(points/float64(nrows), "points/row")
 			})
 		}
+	}
+}
+
+// BenchmarkArchive measures the archive end to end against a local
+// PostgreSQL: each iteration makes one more minute of a 1 s level final
+// for every series and waits until it is committed.
+//
+//	go test -run '^$' -bench BenchmarkArchive -benchtime 5x ./internal/pgarchive/
+func BenchmarkArchive(b *testing.B) {
+	pg := pgtest.Start(b)
+	for _, nSeries := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("series=%d", nSeries), func(b *testing.B) {
+			dsn := pg.CreateDB(b, fmt.Sprintf("bench%d", nSeries))
+			l := Level{Name: "1s", Step: time.Second, Retention: time.Hour}
+			src := newFakeSource(l)
+			series := testSeries(nSeries)
+			rng := rand.New(rand.NewPCG(1, 1))
+			a, err := New(Config{DSN: dsn, Interval: time.Millisecond}, src, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := a.Start(); err != nil {
+				b.Fatal(err)
+			}
+			defer a.Close()
+			ready := t0
+			var points int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				b.StopTimer()
+				for _, lset := range series {
+					for k := int64(0); k < 60; k++ {
+						src.Append("1s", lset, ready+k*1000, rng.Float64())
+					}
+				}
+				points += len(series) * 60
+				ready += 60000
+				b.StartTimer()
+				src.SetReady("1s", ready)
+				for a.levels[0].done.Load() < ready {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			b.ReportMetric(float64(points)/b.Elapsed().Seconds(), "points/s")
+		})
 	}
 }
