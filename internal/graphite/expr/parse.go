@@ -176,10 +176,10 @@ func (p *parser) call(depth int) (Expr, error) {
 			return nil, err
 		}
 		if name != "" {
-			for _, kw := range c.Kwargs {
-				if kw.Name == name {
-					return nil, &ParseError{Target: p.s, Offset: argAt, Expected: fmt.Sprintf("keyword argument %q only once", name)}
-				}
+			// graphite-web's grammar wants a positional argument first; a
+			// repeated keyword is allowed and the last one counts.
+			if len(c.Args) == 0 {
+				return nil, &ParseError{Target: p.s, Offset: argAt, Expected: "a positional argument before keyword arguments"}
 			}
 			c.Kwargs = append(c.Kwargs, Kwarg{Name: name, Value: v})
 		} else {

@@ -76,7 +76,7 @@ func TestParse(t *testing.T) {
 		{"seriesByTag('name=a.b','dc=~x.*')", call("seriesByTag", str("name=a.b", '\''), str("dc=~x.*", '\'')), ""},
 		{"f(a.b, 1, x=2, y='z')", &CallExpr{Name: "f", Args: []Expr{path("a.b"), num("1", 1, true)},
 			Kwargs: []Kwarg{{"x", num("2", 2, true)}, {"y", str("z", '\'')}}}, "f(a.b,1,x=2,y='z')"},
-		{"f(a==b)", &CallExpr{Name: "f", Kwargs: []Kwarg{{"a", path("=b")}}}, ""},
+		{"f(x,a==b)", &CallExpr{Name: "f", Args: []Expr{path("x")}, Kwargs: []Kwarg{{"a", path("=b")}}}, ""},
 		{`f(a\=b)`, call("f", path("a=b")), ""},
 		{"f(g(h(a)))", call("f", call("g", call("h", path("a")))), ""},
 	} {
@@ -112,8 +112,10 @@ func TestParseErrors(t *testing.T) {
 		{".a", 0},
 		{"a.b)", 3},
 		{"f('abc)", 7},
-		{"f(x=1, a.b)", 7},
-		{"f(x=1, x=2)", 7},
+		{"f(x=1, a.b)", 2},
+		{"f(y,x=1, a.b)", 9},
+		{"f(x=1)", 2},
+		{"a|f(x=1)", 4},
 		{"a|b", 2},
 		{"a.{b,}", 5},
 		{"a.{b", 4},
@@ -166,7 +168,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"a.b.c", "sumSeries(a.*)", "a.b|scale(2)|alias('x')", "f(1,2.5,1e3,-1,true,None,inf,'s',\"d\")",
 		"seriesByTag('name=a','dc!=~x')", "f(x=1,y=a.b)", `a\(b\).{c,d}[0-9]`, "1|f()", "true|f()|g(1)",
-		"a=b|f()", "f(a==b)", "groupByNode(a.*.b,1,'sum')", "f('it''s')", `f('a\'b')`,
+		"a=b|f()", "f(x,a==b)", "groupByNode(a.*.b,1,'sum')", "f('it''s')", `f('a\'b')`,
 	} {
 		f.Add(s)
 	}
