@@ -31,7 +31,10 @@ type QueryableOptions struct {
 	MaxPoints int
 }
 
-var _ Store = (*QueryableStore)(nil)
+var (
+	_ Store    = (*QueryableStore)(nil)
+	_ TagIndex = (*QueryableStore)(nil)
+)
 
 // NewQueryableStore returns a Store over q.
 func NewQueryableStore(q storage.Queryable, opts QueryableOptions) *QueryableStore {
@@ -139,4 +142,33 @@ func (s *QueryableStore) Points(ctx context.Context, lset labels.Labels, from, u
 		return Points{}, fmt.Errorf("select %s: %w", lset, err)
 	}
 	return p, nil
+}
+
+// LabelNames returns the label names of the series matching ms, sorted.
+func (s *QueryableStore) LabelNames(ctx context.Context, ms ...*labels.Matcher) ([]string, error) {
+	q, err := s.q.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return nil, fmt.Errorf("querier: %w", err)
+	}
+	defer q.Close()
+	names, _, err := q.LabelNames(ctx, nil, ms...)
+	if err != nil {
+		return nil, fmt.Errorf("label names: %w", err)
+	}
+	return names, nil
+}
+
+// LabelValues returns the values of label name over the series matching
+// ms, sorted.
+func (s *QueryableStore) LabelValues(ctx context.Context, name string, ms ...*labels.Matcher) ([]string, error) {
+	q, err := s.q.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return nil, fmt.Errorf("querier: %w", err)
+	}
+	defer q.Close()
+	vals, _, err := q.LabelValues(ctx, name, nil, ms...)
+	if err != nil {
+		return nil, fmt.Errorf("label values of %s: %w", name, err)
+	}
+	return vals, nil
 }

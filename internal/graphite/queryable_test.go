@@ -150,3 +150,42 @@ func TestQueryableStore(t *testing.T) {
 		t.Errorf("find over the engine: %s, want %s", body, want)
 	}
 }
+
+// TestQueryableStoreSameAnswers loads testAPI's series into an engine and
+// checks that the API over QueryableStore (which answers tag names and
+// values from the engine's index, TagIndex) gives the answers the API
+// over the memStore (which lists series) gives.
+func TestQueryableStoreSameAnswers(t *testing.T) {
+	mem, memSrv := testAPI(t, Options{})
+	db := openDB(t)
+	var ss []sample
+	for _, s := range mem.series {
+		for i, v := range s.values {
+			ss = append(ss, sample{s.lset, s.start + int64(i)*s.step, v})
+		}
+	}
+	appendSamples(t, db, ss)
+	mux := http.NewServeMux()
+	New(NewQueryableStore(db, QueryableOptions{}), Options{Now: func() time.Time { return apiNow }}).Register(mux, nil)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, path := range []string{
+		"/tags", "/tags?filter=h", "/tags?limit=2", "/tags/dc", "/tags/name", "/tags/nope",
+		"/tags/findSeries?expr=name=~disk", "/tags/findSeries?expr[]=job=node",
+		"/tags/autoComplete/tags", "/tags/autoComplete/tags?tagPrefix=h", "/tags/autoComplete/tags?limit=1",
+		"/tags/autoComplete/tags?expr=name=disk.used", "/tags/autoComplete/tags?expr=name=~.*&tagPrefix=i",
+		"/tags/autoComplete/values?tag=dc", "/tags/autoComplete/values?tag=dc&valuePrefix=w",
+		"/tags/autoComplete/values?tag=host&expr=dc=west", "/tags/autoComplete/values?tag=name&expr=job=node",
+		"/tags/autoComplete/values?tag=name", "/tags/autoComplete/values?tag=name&limit=3", "/tags/autoComplete/values?tag=__name__",
+		"/metrics/find?query=*", "/metrics/find?query=servers.*.*", "/metrics/expand?query=*.*&groupByExpr=1",
+		"/metrics/index.json",
+		"/render?format=json&target=servers.*.cpu.*&target=seriesByTag('dc=~.*')&from=-10min&until=now",
+		"/render?format=raw&target=up&target=a.b.c&from=-10min&until=now",
+	} {
+		wc, want, _ := get(t, memSrv, path)
+		gc, got, _ := get(t, srv, path)
+		if gc != wc || got != want {
+			t.Errorf("%s:\nengine %d %s\nmemory %d %s", path, gc, got, wc, want)
+		}
+	}
+}

@@ -16,6 +16,85 @@ import (
 // are its labels (GraphiteTags), and every series is in the tag index —
 // graphite-web's holds only series written with tags (see doc.go).
 
+// TagIndex is an optional interface of a Store: the label names, and the
+// values of one label, of the series matching ms (all series without
+// ms), sorted, without listing the series. The tags API uses it where it
+// needs no series counts (/tags and the autoComplete endpoints).
+type TagIndex interface {
+	LabelNames(ctx context.Context, ms ...*labels.Matcher) ([]string, error)
+	LabelValues(ctx context.Context, name string, ms ...*labels.Matcher) ([]string, error)
+}
+
+// tagNamesOf returns the distinct Graphite tag names of the series
+// matching ms, sorted.
+func (a *API) tagNamesOf(ctx context.Context, ms []*labels.Matcher) ([]string, error) {
+	ti, ok := a.store.(TagIndex)
+	if !ok {
+		sets, err := a.seriesOf(ctx, ms)
+		if err != nil {
+			return nil, err
+		}
+		return tagNames(sets), nil
+	}
+	names, err := ti.LabelNames(ctx, ms...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		switch {
+		case n == labels.MetricName:
+			out = append(out, "name")
+		case strings.HasPrefix(n, "__") || n == "name":
+		default:
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// tagValuesOf returns the distinct values of Graphite tag tag over the
+// series matching ms, sorted.
+func (a *API) tagValuesOf(ctx context.Context, tag string, ms []*labels.Matcher) ([]string, error) {
+	ti, ok := a.store.(TagIndex)
+	if !ok {
+		sets, err := a.seriesOf(ctx, ms)
+		if err != nil {
+			return nil, err
+		}
+		counts := tagValues(sets, tag)
+		vals := make([]string, 0, len(counts))
+		for v := range counts {
+			vals = append(vals, v)
+		}
+		slices.Sort(vals)
+		return vals, nil
+	}
+	name := tag
+	switch {
+	case tag == "name":
+		name = labels.MetricName
+	case strings.HasPrefix(tag, "__"):
+		return nil, nil
+	}
+	vals, err := ti.LabelValues(ctx, name, ms...)
+	if err != nil {
+		return nil, err
+	}
+	vals = slices.DeleteFunc(vals, func(v string) bool { return v == "" })
+	slices.Sort(vals)
+	return vals, nil
+}
+
+// seriesOf returns the series matching ms, all without ms.
+func (a *API) seriesOf(ctx context.Context, ms []*labels.Matcher) ([]labels.Labels, error) {
+	if len(ms) == 0 {
+		return a.allSeries(ctx)
+	}
+	return a.store.Series(ctx, math.MinInt64, math.MaxInt64, ms...)
+}
+
 // listParam returns the values of name, or of name[] (graphite-web
 // accepts both spellings of a list).
 func listParam(q url.Values, name string) []string {
@@ -208,13 +287,13 @@ func (a *API) handleTagList(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, err)
 		return
 	}
-	sets, err := a.allSeries(r.Context())
+	names, err := a.tagNamesOf(r.Context(), nil)
 	if err != nil {
 		writeJSONError(w, err)
 		return
 	}
 	out := []tagInfo{}
-	for _, t := range tagNames(sets) {
+	for _, t := range names {
 		if re != nil && !re.MatchString(t) {
 			continue
 		}
@@ -285,26 +364,25 @@ func (a *API) handleAutoCompleteTags(w http.ResponseWriter, r *http.Request) {
 	}
 	prefix := q.Get("tagPrefix")
 	exprs := listParam(q, "expr")
-	var sets []labels.Labels
+	var ms []*labels.Matcher
 	searched := map[string]bool{}
-	if len(exprs) == 0 {
-		sets, err = a.allSeries(r.Context())
-	} else {
-		var ms []*labels.Matcher
-		if ms, err = TagMatchers(exprs); err == nil {
-			for _, e := range exprs {
-				ts, _ := ParseTagSpec(e)
-				searched[ts.Tag] = true
-			}
-			sets, err = a.store.Series(r.Context(), math.MinInt64, math.MaxInt64, ms...)
+	if len(exprs) > 0 {
+		if ms, err = TagMatchers(exprs); err != nil {
+			writeJSONError(w, queryError("expr", err))
+			return
+		}
+		for _, e := range exprs {
+			ts, _ := ParseTagSpec(e)
+			searched[ts.Tag] = true
 		}
 	}
+	names, err := a.tagNamesOf(r.Context(), ms)
 	if err != nil {
-		writeJSONError(w, queryError("expr", err))
+		writeJSONError(w, err)
 		return
 	}
 	out := []string{}
-	for _, t := range tagNames(sets) {
+	for _, t := range names {
 		if searched[t] || !strings.HasPrefix(t, prefix) {
 			continue
 		}
@@ -334,29 +412,26 @@ func (a *API) handleAutoCompleteValues(w http.ResponseWriter, r *http.Request) {
 	}
 	prefix := q.Get("valuePrefix")
 	exprs := listParam(q, "expr")
-	var sets []labels.Labels
-	if len(exprs) == 0 {
-		sets, err = a.allSeries(r.Context())
-	} else {
-		var ms []*labels.Matcher
-		if ms, err = TagMatchers(append(slices.Clone(exprs), tag+"!=")); err == nil {
-			sets, err = a.store.Series(r.Context(), math.MinInt64, math.MaxInt64, ms...)
+	var ms []*labels.Matcher
+	if len(exprs) > 0 {
+		if ms, err = TagMatchers(append(slices.Clone(exprs), tag+"!=")); err != nil {
+			writeJSONError(w, queryError("expr", err))
+			return
 		}
 	}
+	all, err := a.tagValuesOf(r.Context(), tag, ms)
 	if err != nil {
-		writeJSONError(w, queryError("expr", err))
+		writeJSONError(w, err)
 		return
 	}
-	counts := tagValues(sets, tag)
-	vals := make([]string, 0, len(counts))
-	for v := range counts {
+	vals := []string{}
+	for _, v := range all {
 		if strings.HasPrefix(v, prefix) {
+			if len(vals) == limit {
+				break
+			}
 			vals = append(vals, v)
 		}
-	}
-	slices.Sort(vals)
-	if len(vals) > limit {
-		vals = vals[:limit]
 	}
 	writeJSON(w, q, vals)
 }
