@@ -35,6 +35,7 @@
 //     graphite-web's tag database: the answers of graphite-web no longer
 //     change for them, whatever carbon does next.
 //
-// Startup takes about 1.5 s (carbon-cache 0.5 s, graphite-web's database
-// migration 1 s and its server 1.3 s, partly in parallel).
+// Startup takes 2.5 s on an idle machine (carbon-cache 0.5 s, in parallel
+// with graphite-web's database migration, 1.1 s, then its server, 1.3 s),
+// and 5 to 25 s on the 2-core CI machine under load (Python imports).
 package graphitetest
