@@ -123,6 +123,9 @@ func (a *API) Register(mux *http.ServeMux, wrap func(name string, h http.Handler
 	mux.Handle("GET /version/{$}", h("version", a.handleVersion))
 	mux.Handle("POST /tags/tagSeries", h("tags_tag_series", a.handleTagSeries))
 	mux.Handle("POST /tags/tagMultiSeries", h("tags_tag_multi_series", a.handleTagMultiSeries))
+	// GET would reach /tags/{tag}; graphite-web answers 405
+	mux.Handle("GET /tags/tagSeries", h("tags_tag_series", methodNotAllowed))
+	mux.Handle("GET /tags/tagMultiSeries", h("tags_tag_multi_series", methodNotAllowed))
 	both("/tags/findSeries", "tags_find_series", a.handleFindSeries)
 	both("/tags/autoComplete/tags", "tags_autocomplete_tags", a.handleAutoCompleteTags)
 	both("/tags/autoComplete/values", "tags_autocomplete_values", a.handleAutoCompleteValues)
@@ -366,6 +369,11 @@ func (a *API) timeRange(q url.Values, loc *time.Location, defFrom string) (from,
 		return 0, 0, 0, badParam("from", "invalid empty time range: from and until are both %d", from)
 	}
 	return from, until, now, nil
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", http.MethodPost)
+	http.Error(w, r.Method+" not allowed: use POST", http.StatusMethodNotAllowed)
 }
 
 func (a *API) handleVersion(w http.ResponseWriter, r *http.Request) {

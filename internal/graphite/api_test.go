@@ -205,6 +205,7 @@ func TestTags(t *testing.T) {
 		{"/tags/autoComplete/values?tag=host&expr=dc=west", 200, `["h2"]`},
 		{"/tags/autoComplete/values?tag=name&expr=job=node", 200, `["up"]`},
 		{"/tags/autoComplete/values", 400, "parameter tag: no tag specified"},
+		{"/tags/tagSeries?path=a", 405, "use POST"},
 	})
 	// jsonResponse errors are {"error": …}
 	_, body, _ := get(t, srv, "/tags/findSeries")

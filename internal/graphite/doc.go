@@ -28,7 +28,9 @@
 // also finds an untagged a.b. Find lists a tagged series under its path
 // (disk.used;dc=x is the leaf disk.used), where graphite-web's whisper
 // finder lists its file under "_tagged". TestDifferential compares the
-// rest with graphite-web 1.1.8 itself.
+// rest with graphite-web 1.1.8 itself. A Store that also implements
+// TagIndex (QueryableStore does) answers /tags and the autoComplete
+// endpoints from its label index; otherwise they list the series.
 //
 // # Time
 //
