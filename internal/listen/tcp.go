@@ -94,6 +94,7 @@ type TCPServer struct {
 
 	closing   atomic.Bool
 	closeOnce sync.Once
+	lastWarn  atomic.Int64 // unix nanos of the last refused-connection log line
 
 	mu    sync.Mutex // guards following
 	conns map[*idleConn]struct{}
@@ -155,7 +156,11 @@ func (s *TCPServer) acceptLoop() {
 		if len(s.conns) >= s.opts.MaxConns {
 			s.mu.Unlock()
 			s.opts.Metrics.addRefused(s.opts.Name)
-			s.opts.Logger.Warn("connection refused: too many connections", "listener", s.opts.Name, "src", c.RemoteAddr().String(), "max_conns", s.opts.MaxConns)
+			// At most one line a second: a connection storm must not flood the log.
+			if now, last := time.Now().UnixNano(), s.lastWarn.Load(); now-last >= int64(time.Second) && s.lastWarn.CompareAndSwap(last, now) {
+				s.opts.Logger.Warn("connection refused: too many connections (logged at most once a second; see connections_refused_total)",
+					"listener", s.opts.Name, "src", c.RemoteAddr().String(), "max_conns", s.opts.MaxConns)
+			}
 			c.Close()
 			continue
 		}
