@@ -140,6 +140,12 @@ func pipeHead(e Expr) bool {
 		_, ok := argString(e)
 		return !ok
 	case *CallExpr:
+		// true(…) and friends read as the keyword in argument position.
+		for _, kw := range []string{"true", "false", "none", "inf"} {
+			if strings.EqualFold(e.Name, kw) {
+				return true
+			}
+		}
 		return len(e.Args) > 0 && pipeHead(e.Args[0])
 	}
 	return false

@@ -172,9 +172,7 @@ func TestEvalErrors(t *testing.T) {
 }
 
 func TestEvalKwargs(t *testing.T) {
-	// graphite-web fails (IndexError) when the re-fetched series list is
-	// a keyword argument; Eval re-fetches it all the same.
-	got, err := evalTarget(t, testStore(), "movingAverage(windowSize=2,seriesList=a.b.c)", 0, 60)
+	got, err := evalTarget(t, testStore(), "movingAverage(a.b.c,windowSize=2)", 0, 60)
 	if err != nil {
 		t.Fatal(err)
 	}
