@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/prometheus/model/labels"
@@ -131,15 +133,16 @@ WHERE rra.rra_bundle_id = $1 AND rra.level = $2`, id, lv.level.Name)
 // once.
 func (a *Archiver) resolve(ctx context.Context, lv *levelState) error {
 	b := lv.bundle
-	names := make([]string, 0, len(lv.pending))
-	jsons := make([]string, 0, len(lv.pending))
-	seen := make(map[string]bool, len(lv.pending))
+	// Sorted by name, so that two loops registering the same series lock
+	// their ds rows in the same order.
+	byName := make(map[string]string, len(lv.pending)) // name → labels JSON
 	for _, p := range lv.pending {
-		if !seen[p.lset] {
-			seen[p.lset] = true
-			names = append(names, p.lset)
-			jsons = append(jsons, string(p.json))
-		}
+		byName[p.lset] = string(p.json)
+	}
+	names := slices.Sorted(maps.Keys(byName))
+	jsons := make([]string, len(names))
+	for k, name := range names {
+		jsons[k] = byName[name]
 	}
 	got := make(map[string]int32, len(names)) // name → position
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
@@ -155,15 +158,21 @@ RETURNING id, name`, names, jsons)
 			return fmt.Errorf("insert ds: %w", err)
 		}
 		ids := make(map[int64]string, len(names))
+		nameIDs := make(map[string]int64, len(names))
 		var (
 			id   int64
 			name string
 		)
-		if _, err := pgx.ForEachRow(rs, []any{&id, &name}, func() error { ids[id] = name; return nil }); err != nil {
+		if _, err := pgx.ForEachRow(rs, []any{&id, &name}, func() error { ids[id], nameIDs[name] = name, id; return nil }); err != nil {
 			return fmt.Errorf("insert ds: %w", err)
 		}
-		idList := make([]int64, 0, len(ids))
-		for id := range ids {
+		// New positions go to the series in name order.
+		idList := make([]int64, 0, len(names))
+		for _, name := range names {
+			id, ok := nameIDs[name]
+			if !ok {
+				return fmt.Errorf("insert ds: no id returned for %s", name)
+			}
 			idList = append(idList, id)
 		}
 		rs, err = tx.Query(ctx, `SELECT ds_id, pos FROM rra WHERE rra_bundle_id = $1 AND level = $2 AND ds_id = ANY($3)`,

@@ -18,8 +18,9 @@ type Source interface {
 	Ready(level Level) int64
 	// Read calls fn for each series that has points in [from, to) (ms),
 	// series by series, with that series' points in time order. ts and vs
-	// are only valid during the call. An error from fn stops Read, which
-	// returns it.
+	// are only valid during the call; lset may be kept. An error from fn
+	// stops Read, which returns it. Read should return soon after ctx is
+	// done: Close waits for it.
 	Read(ctx context.Context, level Level, from, to int64, fn func(lset labels.Labels, ts []int64, vs []float64) error) error
 }
 
