@@ -8,7 +8,8 @@
 # skips the http run; BUCKET=0 skips `aerie bench bucket` (the object-storage
 # tier against a Thanos-style layout, ~5 min); SENSORS=0 skips `aerie bench
 # --workload=sensors` (Peregreen's upload, search and extraction against
-# VictoriaMetrics, ~20 min); LARGE=1 also runs node at Heracles' 150 K-series
+# VictoriaMetrics, ~20 min); ROLLUP=0 skips `aerie bench rollup` (a year of
+# node-like data with and without Graphite-style rollups, ~13 min); LARGE=1 also runs node at Heracles' 150 K-series
 # scale and history at its large scale (~30 more minutes). Large reports
 # already in bench/results/ are included either way.
 set -euo pipefail
@@ -37,6 +38,11 @@ if [ "${SENSORS:-1}" = 1 ]; then
   echo "=== sensors ($SCALE)" >&2
   bench/results/aerie bench --workload=sensors --scale="$SCALE" --out="bench/results/sensors-$SCALE.json"
   files+=("bench/results/sensors-$SCALE.json")
+fi
+if [ "${ROLLUP:-1}" = 1 ]; then
+  echo "=== rollup ($SCALE)" >&2
+  bench/results/aerie bench rollup --scale="$SCALE" --json="bench/results/rollup-$SCALE.json"
+  files+=("bench/results/rollup-$SCALE.json")
 fi
 if [ "${LARGE:-0}" = 1 ] && [ "$SCALE" = medium ]; then
   for w in node history; do

@@ -10,7 +10,9 @@ import (
 
 	"github.com/aerie-db/aerie/bench"
 	"github.com/aerie-db/aerie/bench/bucketbench"
+	"github.com/aerie-db/aerie/bench/graphitebench"
 	"github.com/aerie-db/aerie/bench/httpbench"
+	"github.com/aerie-db/aerie/bench/rollupbench"
 	"github.com/aerie-db/aerie/bench/sensorbench"
 )
 
@@ -93,7 +95,7 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (both engines: use pprof -focus to split them)")
 	sensors.addFlags(f)
-	cmd.AddCommand(newBenchReportCmd(), newBenchHTTPCmd(), newBenchBucketCmd())
+	cmd.AddCommand(newBenchReportCmd(), newBenchHTTPCmd(), newBenchBucketCmd(), newBenchRollupCmd(), newBenchGraphiteCmd())
 	return cmd
 }
 
@@ -115,6 +117,22 @@ func newBenchReportCmd() *cobra.Command {
 				}
 				if sensorbench.IsReport(b) { // aerie bench --workload=sensors --out
 					r, err := sensorbench.ReadReport(a)
+					if err != nil {
+						return err
+					}
+					sections = append(sections, r)
+					continue
+				}
+				if rollupbench.IsReport(b) { // aerie bench rollup --json
+					r, err := rollupbench.ReadReport(a)
+					if err != nil {
+						return err
+					}
+					sections = append(sections, r)
+					continue
+				}
+				if graphitebench.IsReport(b) { // aerie bench graphite --json
+					r, err := graphitebench.ReadReport(a)
 					if err != nil {
 						return err
 					}
