@@ -54,13 +54,13 @@
 // maxDataPoints⌉ values per point by the series' consolidation function
 // and xFilesFactor, the first point "nudged" to a multiple of the new step.
 //
-// A fetched series' consolidation function and xFilesFactor come from the
-// store (Points.Method, Points.XFilesFactor: the storage-aggregation rule
-// of its archive), where graphite-web 1.1.8 uses "average" and the
-// request's xFilesFactor; a request that sets xFilesFactor overrides the
-// store's for every series it fetches. This is a known difference from
-// graphite-web under maxDataPoints for series aggregated by sum, min, max
-// or last.
+// A fetched series' consolidation function comes from the store
+// (Points.Method: the storage-aggregation rule of its archive), where
+// graphite-web 1.1.8 uses "average" for every series: a known difference
+// under maxDataPoints for series aggregated by sum, min, max or last
+// (consolidateBy sets it explicitly on both). The xFilesFactor of fetched
+// series and of aggregates is the request's (default
+// Options.XFilesFactor), as in graphite-web: expr.EvalOptions sets it.
 //
 // # Find
 //

@@ -9,7 +9,7 @@ import (
 
 // evalTarget parses and evaluates one target; an empty one yields
 // nothing (graphite-web skips it too).
-func evalTarget(ctx context.Context, target string, from, until, now int64, f expr.Fetcher) ([]*expr.Series, error) {
+func evalTarget(ctx context.Context, target string, from, until, now int64, f expr.Fetcher, opts expr.Options) ([]*expr.Series, error) {
 	if strings.TrimSpace(target) == "" {
 		return nil, nil
 	}
@@ -17,5 +17,5 @@ func evalTarget(ctx context.Context, target string, from, until, now int64, f ex
 	if err != nil {
 		return nil, err
 	}
-	return expr.Eval(ctx, e, from, until, now, f)
+	return expr.EvalOptions(ctx, e, from, until, now, f, opts)
 }

@@ -32,9 +32,6 @@ type Fetcher struct {
 	maxPoints int   // values per request, all fetches together
 	series    int   // fetched so far
 	points    int
-	// xFilesFactor, if set, is the request's: it replaces the store's
-	// (graphite-web gives every fetched series the request's).
-	xFilesFactor *float64
 }
 
 var _ expr.Fetcher = (*Fetcher)(nil)
@@ -154,10 +151,6 @@ func (f *Fetcher) load(ctx context.Context, pathExpr string, sets []labels.Label
 			return nil, &LimitError{What: "points", Limit: f.maxPoints}
 		}
 		f.points += len(p.Values)
-		xff := p.XFilesFactor
-		if f.xFilesFactor != nil {
-			xff = *f.xFilesFactor
-		}
 		method := p.Method
 		if method == "" {
 			method = "average"
@@ -171,7 +164,7 @@ func (f *Fetcher) load(ctx context.Context, pathExpr string, sets []labels.Label
 			Step:              p.Step,
 			Values:            p.Values,
 			ConsolidationFunc: consolidationOf(method),
-			XFilesFactor:      xff,
+			XFilesFactor:      p.XFilesFactor,
 		})
 	}
 	return out, nil

@@ -25,7 +25,7 @@ type QueryableStore struct {
 type QueryableOptions struct {
 	Step         int64   // seconds (default 60)
 	Method       string  // the series' consolidation for maxDataPoints (default "average")
-	XFilesFactor float64 // the series' xFilesFactor (default 0)
+	XFilesFactor float64 // Points.XFilesFactor (default 0; the render API uses the request's, as graphite-web)
 	// MaxPoints bounds the grid of one Points call (default 10,000,000):
 	// a longer range is a *LimitError, not an allocation.
 	MaxPoints int

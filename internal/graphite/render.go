@@ -26,7 +26,7 @@ type RenderRequest struct {
 	Location      *time.Location
 	MaxDataPoints int // 0: none
 	NoNullPoints  bool
-	XFilesFactor  *float64 // the request's xFilesFactor, if it set one
+	XFilesFactor  float64 // the request's, or Options.XFilesFactor
 }
 
 // renderFormats are the formats answered; graphite-web's default is a
@@ -82,12 +82,13 @@ func (a *API) ParseRenderRequest(q url.Values) (*RenderRequest, error) {
 	if rr.From, rr.Until, rr.Now, err = a.timeRange(q, rr.Location, "-1d"); err != nil {
 		return nil, err
 	}
+	rr.XFilesFactor = a.opts.XFilesFactor
 	if s := q.Get("xFilesFactor"); s != "" {
 		x, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(x) || x < 0 || x > 1 {
 			return nil, badParam("xFilesFactor", "%.32q is not a number in [0, 1]", s)
 		}
-		rr.XFilesFactor = &x
+		rr.XFilesFactor = x
 	}
 	return rr, nil
 }
@@ -95,11 +96,11 @@ func (a *API) ParseRenderRequest(q url.Values) (*RenderRequest, error) {
 // Render evaluates the request's targets in order.
 func (a *API) Render(ctx context.Context, rr *RenderRequest) ([]*expr.Series, error) {
 	f := NewFetcher(a.store, rr.Now, a.opts.MaxSeries, a.opts.MaxPoints)
-	f.xFilesFactor = rr.XFilesFactor
+	eo := expr.Options{XFilesFactor: rr.XFilesFactor, Location: rr.Location}
 	var out []*expr.Series
 	points := 0
 	for i, t := range rr.Targets {
-		ss, err := evalTarget(ctx, t, rr.From, rr.Until, rr.Now, f)
+		ss, err := evalTarget(ctx, t, rr.From, rr.Until, rr.Now, f, eo)
 		if err != nil {
 			return nil, targetError(i, t, err)
 		}
