@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/aerie-db/aerie/bench"
 	"github.com/aerie-db/aerie/bench/workload"
 	"github.com/aerie-db/aerie/internal/rollup"
 	"github.com/aerie-db/aerie/internal/tsdb"
@@ -101,7 +102,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for i := 0; i < len(all); i += cfg.Stride {
 		keep = append(keep, i)
 	}
-	rep := &Report{Kind: Kind, Scale: cfg.Scale, Schema: Schema, Series: len(keep), Span: cfg.Span.String(),
+	rep := &Report{Kind: Kind, Scale: cfg.Scale, Commit: bench.Commit(), Schema: Schema, Series: len(keep), Span: cfg.Span.String(),
 		LevelBytes: map[string]int64{}, LevelPoints: map[string]int64{}}
 	start := time.Now()
 
@@ -386,7 +387,7 @@ func ReadReport(path string) (*Report, error) {
 // WriteMarkdown writes the report's section of docs/BENCHMARKS.md.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Rollups: space saved (`aerie bench rollup`, %s)\n\n", r.Scale)
+	fmt.Fprintf(&b, "## Rollups: space saved (`aerie bench rollup`, %s, commit %s)\n\n", r.Scale, r.Commit)
 	fmt.Fprintf(&b, "%d node-like series (bench/workload's node target) scraped every 10 s for %s, ending now: %d samples, written in time order into an engine keeping everything raw and one with the storage schema `%s` (average, xFilesFactor 0.5), rollups and raw retention running as in `aerie serve`; both compacted. Every day the newest 1m buckets were checked against the raw data.\n\n",
 		r.Series, r.Span, r.Samples, r.Schema)
 	b.WriteString("| store | bytes | bytes/series | share of raw-only |\n| --- | ---: | ---: | ---: |\n")
