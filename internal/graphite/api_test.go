@@ -133,7 +133,8 @@ func TestFind(t *testing.T) {
 			`{"metrics":[{"path":"servers.web1.","name":"web1","is_leaf":"0"},{"path":"servers.web2.","name":"web2","is_leaf":"0"}]}`},
 		{"/metrics/find?query=servers.*.cpu.*&format=nodelist&position=1", 200, `{"nodes":["web1","web2"]}`},
 		{"/metrics/find?query=servers.web2.cpu.user&from=-1h&until=now", 200, "[" + leaf("servers.web2.cpu.user", "user") + "]"},
-		{"/metrics/find?query=servers.web2.cpu.user&from=-1h&until=-30min", 200, "[]"},
+		// from and until are checked but, as graphite-web's whisper finder, ignored
+		{"/metrics/find?query=servers.web2.cpu.user&from=-1h&until=-30min", 200, "[" + leaf("servers.web2.cpu.user", "user") + "]"},
 		{"/metrics/find?query=servers.web2.cpu.user&from=-1", 200, "[" + leaf("servers.web2.cpu.user", "user") + "]"},
 		{"/metrics/find", 400, "parameter query: missing"},
 		{"/metrics/find?query=", 400, "parameter query: empty"},

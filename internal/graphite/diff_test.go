@@ -125,6 +125,7 @@ func TestDifferential(t *testing.T) {
 		{"/metrics/find?query=servers.{web1,web3}.cpu.[st]*", "json"},
 		{"/metrics/find?query=a.*", "json"},
 		{"/metrics/find?query=a.b*", "json"},
+		{fmt.Sprintf("/metrics/find?query=servers.*&from=%d&until=%d", now+3600, now+7200), "json"},
 		{"/metrics/find?query=servers.web1.&format=completer", "json"},
 		{"/metrics/find?query=servers.w&format=completer&wildcards=1", "json"},
 		{"/metrics/find?query=servers.*.cpu.*&format=nodelist&position=2", "json"},

@@ -70,7 +70,9 @@
 // The store is asked with one regexp over __name__ (NameRegexp for
 // fetches, PrefixRegexp for find) and Glob.Match decides. A node is a leaf
 // where a series has exactly its path and a branch where series have
-// longer paths under it; the same path may be both.
+// longer paths under it; the same path may be both. find's from and
+// until are checked and then ignored, as graphite-web's whisper finder
+// ignores them (API.Find takes a range for other callers).
 //
 // # Invariants
 //

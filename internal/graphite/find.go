@@ -92,8 +92,9 @@ func (a *API) Find(ctx context.Context, query string, from, until int64, leavesO
 	return out, nil
 }
 
-// findRange is find's optional from/until (graphite-web passes them to
-// its finders; "-1" or absent is unbounded), in milliseconds.
+// findRange parses find's optional from/until ("-1" or absent is
+// unbounded), in milliseconds. graphite-web checks them and hands them
+// to its finders, whose whisper finder ignores them: so does handleFind.
 func (a *API) findRange(q url.Values) (from, until int64, err error) {
 	from, until = math.MinInt64, math.MaxInt64
 	loc := a.location(q)
@@ -153,8 +154,7 @@ func (a *API) handleFind(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	from, until, err := a.findRange(q)
-	if err != nil {
+	if _, _, err := a.findRange(q); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -197,7 +197,7 @@ func (a *API) handleFind(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	nodes, err := a.Find(r.Context(), qs, from, until, leavesOnly != 0, a.opts.MaxFindResults)
+	nodes, err := a.Find(r.Context(), qs, math.MinInt64, math.MaxInt64, leavesOnly != 0, a.opts.MaxFindResults)
 	if err != nil {
 		writeError(w, queryError("query", err))
 		return
