@@ -37,15 +37,15 @@ func (a *API) Find(ctx context.Context, query string, from, until int64, leavesO
 	if err != nil {
 		return nil, err
 	}
-	sets, err := a.store.Series(ctx, from, until, m)
+	paths, err := a.paths(ctx, from, until, m)
 	if err != nil {
 		return nil, err
 	}
 	type kind struct{ branch, leaf bool }
 	seen := map[string]*kind{}
 	var order []string
-	for _, ls := range sets {
-		node, leaf, ok := g.MatchPrefix(ls.Get(labels.MetricName))
+	for _, p := range paths {
+		node, leaf, ok := g.MatchPrefix(p)
 		if !ok {
 			continue
 		}
@@ -89,6 +89,28 @@ func (a *API) Find(ctx context.Context, query string, from, until int64, leavesO
 		}
 		return 0
 	})
+	return out, nil
+}
+
+// paths returns the distinct paths (__name__ values) of the series
+// matching m with data in [from, until] (milliseconds): from the store's
+// TagIndex when it has one and the range is unbounded, else from its
+// series.
+func (a *API) paths(ctx context.Context, from, until int64, m *labels.Matcher) ([]string, error) {
+	if ti, ok := a.store.(TagIndex); ok && from == math.MinInt64 && until == math.MaxInt64 {
+		return ti.LabelValues(ctx, labels.MetricName, m)
+	}
+	sets, err := a.store.Series(ctx, from, until, m)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(sets))
+	for i, ls := range sets {
+		p := ls.Get(labels.MetricName)
+		if i == 0 || p != out[len(out)-1] {
+			out = append(out, p)
+		}
+	}
 	return out, nil
 }
 
@@ -380,7 +402,7 @@ func (a *API) handleIndex(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sets, err := a.store.Series(r.Context(), math.MinInt64, math.MaxInt64,
+	all, err := a.paths(r.Context(), math.MinInt64, math.MaxInt64,
 		labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+"))
 	if err != nil {
 		writeError(w, err)
@@ -388,8 +410,7 @@ func (a *API) handleIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	seen := map[string]bool{}
 	paths := []string{}
-	for _, ls := range sets {
-		p := ls.Get(labels.MetricName)
+	for _, p := range all {
 		if !seen[p] {
 			seen[p] = true
 			paths = append(paths, p)
