@@ -44,10 +44,12 @@ func Example() {
 		MaxFlushesPerSecond: 100,
 	}, levelSource{}, slog.Default(), prometheus.NewRegistry())
 	if err != nil {
-		panic(err)
+		slog.Error("pgarchive", "err", err)
+		return
 	}
 	if err := a.Start(); err != nil { // returns at once, even with PostgreSQL down
-		panic(err)
+		slog.Error("pgarchive", "err", err)
+		return
 	}
 	defer a.Close()
 }
