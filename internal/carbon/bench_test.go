@@ -1,17 +1,21 @@
 package carbon
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
+
+	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
 // Compare runs with:
@@ -74,49 +78,87 @@ func (a *discardApp) Commit() error   { a.d.n.Add(a.n); a.n = 0; return nil }
 func (a *discardApp) Rollback() error { a.n = 0; return nil }
 
 // BenchmarkReceiveTCP: plaintext over loopback TCP from 4 clients, 10 000
-// series, parsed, queued and appended (to a discarding storage).
+// series (2 500 a client) at one timestamp per iteration, parsed, queued
+// and appended to a discarding storage (the receiver's own cost) or to a
+// real engine (tsdb.Open in a temporary directory, default options).
 func BenchmarkReceiveTCP(b *testing.B) {
-	const clients, series = 4, 10_000
-	var chunk bytes.Buffer
-	for i := range series {
-		fmt.Fprintf(&chunk, "servers.web-%04d.cpu.user %d 1700000000\n", i, i)
+	for _, st := range []string{"discard", "engine"} {
+		b.Run("storage="+st, func(b *testing.B) {
+			var db storage.Appendable
+			var count func() float64
+			switch st {
+			case "discard":
+				d := &discardDB{}
+				db, count = d, func() float64 { return float64(d.n.Load()) }
+			case "engine":
+				e, err := tsdb.Open(b.TempDir(), &tsdb.Options{FlushCheckInterval: -1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				db = e
+			}
+			benchReceive(b, db, count)
+		})
 	}
-	db := &discardDB{}
-	r, err := New(Config{PlaintextTCP: "127.0.0.1:0"}, db)
+}
+
+func benchReceive(b *testing.B, db storage.Appendable, count func() float64) {
+	const clients, series = 4, 10_000
+	r, err := New(Config{PlaintextTCP: "127.0.0.1:0", Registerer: prometheus.NewRegistry()}, db)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if err := r.Start(); err != nil {
 		b.Fatal(err)
 	}
+	base := time.Now().Add(-2*time.Hour).Unix() / 10 * 10
 	b.ReportAllocs()
-	b.SetBytes(int64(chunk.Len()))
 	start := time.Now()
 	var wg sync.WaitGroup
-	per := (b.N + clients - 1) / clients
-	for range clients {
+	var sent atomic.Int64
+	for c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := net.Dial("tcp", r.PlaintextTCPAddr().String())
+			conn, err := net.Dial("tcp", r.PlaintextTCPAddr().String())
 			if err != nil {
 				b.Error(err)
 				return
 			}
-			defer c.Close()
-			for range per {
-				if _, err := c.Write(chunk.Bytes()); err != nil {
+			defer conn.Close()
+			var buf []byte
+			for i := range b.N {
+				buf = buf[:0]
+				for s := c * series / clients; s < (c+1)*series/clients; s++ {
+					buf = append(buf, "servers.web-"...)
+					buf = strconv.AppendInt(buf, int64(s), 10)
+					buf = append(buf, ".cpu.user "...)
+					buf = strconv.AppendInt(buf, int64(i+s), 10)
+					buf = append(buf, ' ')
+					buf = strconv.AppendInt(buf, base+int64(i)*10, 10)
+					buf = append(buf, '\n')
+				}
+				if _, err := conn.Write(buf); err != nil {
 					b.Error(err)
 					return
 				}
+				sent.Add(int64(series / clients))
 			}
 		}()
 	}
 	wg.Wait()
-	for db.n.Load() < int64(per*clients*series) {
+	stored := func() float64 { return testutil.ToFloat64(r.m.stored.WithLabelValues(PlaintextTCP)) }
+	for testutil.ToFloat64(r.m.received.WithLabelValues(PlaintextTCP)) < float64(sent.Load()) {
 		time.Sleep(time.Millisecond)
 	}
+	r.Close() // commits everything received
 	elapsed := time.Since(start)
-	b.ReportMetric(float64(db.n.Load())/elapsed.Seconds(), "samples/s")
-	r.Close()
+	if got := stored(); got != float64(sent.Load()) {
+		b.Fatalf("stored %v of %d samples", got, sent.Load())
+	}
+	if count != nil && count() != float64(sent.Load()) {
+		b.Fatalf("storage saw %v of %d samples", count(), sent.Load())
+	}
+	b.ReportMetric(float64(sent.Load())/elapsed.Seconds(), "samples/s")
 }

@@ -30,7 +30,9 @@
 // counted and reported to TooLong instead.
 //
 // Queue: batches go from producers to one consumer in order. Put blocks
-// while the queue is full; TryPut drops and counts.
+// while the queue is full; TryPut drops and counts. An optional Tick runs on
+// the consumer goroutine between batches every TickEvery and once at Close,
+// for consumers that gather batches into larger writes.
 //
 // Metrics (prefix namespace_subsystem, e.g. aerie_graphite_ or aerie_statsd_):
 // dropped_total{listener}, queue_length, connections{listener},
@@ -46,8 +48,8 @@
 //     connection has been passed to Line and every handler has been flushed
 //     and closed; UDPServer.Close returns only after the datagram being
 //     handled has been handed on; Queue.Close returns only after every
-//     batch it accepted has been handed to the consumer and the consumer
-//     has returned. Closing listeners before their queue therefore loses
+//     batch it accepted has been handed to the consumer, the consumer has
+//     returned and the final Tick (if any) has run. Closing listeners before their queue therefore loses
 //     nothing that was read.
 //  4. A partial last line (no "\n") is passed on only at a clean EOF; when
 //     the connection is cut (Close, IdleTimeout, reset) it is discarded, as

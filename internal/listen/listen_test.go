@@ -290,3 +290,23 @@ func TestMetricsNames(t *testing.T) {
 	_, err = NewMetrics("aerie", "statsd", reg)
 	require.Error(t, err, "registering twice")
 }
+
+func TestQueueTick(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	q := NewQueue(QueueOptions{
+		Tick:      func() { mu.Lock(); events = append(events, "tick"); mu.Unlock() },
+		TickEvery: 10 * time.Millisecond,
+	}, func(b Batch[int]) { mu.Lock(); events = append(events, fmt.Sprint(b.Items)); mu.Unlock() })
+	require.NoError(t, q.Put(Batch[int]{Items: []int{1}}))
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) >= 3
+	}, 5*time.Second, time.Millisecond, "no ticks")
+	require.NoError(t, q.Put(Batch[int]{Items: []int{2}}))
+	q.Close()
+	require.Equal(t, "[1]", events[0])
+	require.Equal(t, "tick", events[len(events)-1], "no tick after the last batch")
+	require.Contains(t, events, "[2]")
+}

@@ -3,6 +3,7 @@ package listen
 import (
 	"errors"
 	"sync"
+	"time"
 )
 
 // ErrClosed is returned by Queue.Put after Close.
@@ -22,6 +23,12 @@ type QueueOptions struct {
 	Size int
 	// Metrics count drops and the queue length (nil: not counted).
 	Metrics *Metrics
+	// Tick, if set, is called by the consumer goroutine every TickEvery
+	// (default 100ms) between batches, and once more after the last batch
+	// when the queue closes: a consumer that gathers batches into larger
+	// writes flushes them here, so nothing waits longer than TickEvery.
+	Tick      func()
+	TickEvery time.Duration
 }
 
 // DefaultQueueSize is QueueOptions.Size when zero.
@@ -38,6 +45,8 @@ const DefaultQueueSize = 1024
 type Queue[T any] struct {
 	ch      chan Batch[T]
 	consume func(Batch[T])
+	tick    func()
+	every   time.Duration
 	metrics *Metrics
 	done    chan struct{}
 
@@ -51,9 +60,14 @@ func NewQueue[T any](o QueueOptions, consume func(Batch[T])) *Queue[T] {
 	if o.Size <= 0 {
 		o.Size = DefaultQueueSize
 	}
+	if o.TickEvery <= 0 {
+		o.TickEvery = 100 * time.Millisecond
+	}
 	q := &Queue[T]{
 		ch:      make(chan Batch[T], o.Size),
 		consume: consume,
+		tick:    o.Tick,
+		every:   o.TickEvery,
 		metrics: o.Metrics,
 		done:    make(chan struct{}),
 	}
@@ -63,9 +77,26 @@ func NewQueue[T any](o QueueOptions, consume func(Batch[T])) *Queue[T] {
 
 func (q *Queue[T]) run() {
 	defer close(q.done)
-	for b := range q.ch {
-		q.metrics.addQueueLen(-1)
-		q.consume(b)
+	var tick <-chan time.Time
+	if q.tick != nil {
+		t := time.NewTicker(q.every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case b, ok := <-q.ch:
+			if !ok {
+				if q.tick != nil {
+					q.tick()
+				}
+				return
+			}
+			q.metrics.addQueueLen(-1)
+			q.consume(b)
+		case <-tick:
+			q.tick()
+		}
 	}
 }
 
@@ -114,7 +145,8 @@ func (q *Queue[T]) Len() int { return len(q.ch) }
 func (q *Queue[T]) Cap() int { return cap(q.ch) }
 
 // Close refuses further batches, waits until the consumer has been handed
-// every batch already queued and has returned, and is idempotent. Close the
+// every batch already queued and has returned (and the last Tick, if set),
+// and is idempotent. Close the
 // listeners that feed the queue first, so that their last batches are not
 // refused.
 func (q *Queue[T]) Close() {
