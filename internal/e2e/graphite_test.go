@@ -869,7 +869,7 @@ func TestGraphiteDifferential(t *testing.T) {
 	if aerieBuild.skipMsg != "" {
 		t.Skipf("graphite-web's side checked (%d cases, %d queries); %s", len(run.cases), len(run.finds), aerieBuild.skipMsg)
 	}
-	run.waitPeer(t, peer, 60*time.Second)
+	run.waitPeer(t, peer, 30*time.Second)
 	run.compareWith(t, peer)
 	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
 }
