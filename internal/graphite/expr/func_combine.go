@@ -623,32 +623,51 @@ func applyByNode(c *callCtx) ([]*Series, error) {
 	return out, nil
 }
 
-// percentile is graphite-web's _getPercentile over the non-null values.
-func percentile(points []float64, n float64, interpolate bool) float64 {
+// percentile is graphite-web's _getPercentile over the non-null values;
+// ok is false where graphite-web's index falls outside the values (an
+// IndexError there), which happens for n far outside [0, 100].
+func percentile(points []float64, n float64, interpolate bool) (p float64, ok bool) {
 	s := nonNull(points)
 	if len(s) == 0 {
-		return null
+		return null, true
 	}
 	sort.Float64s(s)
 	frac := n / 100 * float64(len(s)+1)
+	if math.IsNaN(frac) || math.Abs(frac) > float64(4*len(s)+4) {
+		return null, false
+	}
 	rank := int(frac)
 	rankFrac := frac - float64(rank)
 	if !interpolate {
 		rank += int(math.Ceil(rankFrac))
 	}
-	var p float64
+	at := func(i int) (float64, bool) {
+		if i < 0 {
+			i += len(s) // Python's negative index
+		}
+		if i < 0 || i >= len(s) {
+			return null, false
+		}
+		return s[i], true
+	}
 	switch {
 	case rank == 0:
 		p = s[0]
-	case rank-1 >= len(s):
+	case rank-1 == len(s):
 		p = s[len(s)-1]
 	default:
-		p = s[rank-1]
+		if p, ok = at(rank - 1); !ok {
+			return null, false
+		}
 	}
-	if interpolate && rank < len(s) {
-		p += rankFrac * (s[rank] - p)
+	if interpolate && rank != len(s) {
+		next, ok := at(rank)
+		if !ok {
+			return null, false
+		}
+		p += rankFrac * (next - p)
 	}
-	return p
+	return p, true
 }
 
 func percentileOfSeries(c *callCtx) ([]*Series, error) {
@@ -663,7 +682,10 @@ func percentileOfSeries(c *callCtx) ([]*Series, error) {
 	values := make([]float64, nz.n)
 	row := make([]float64, 0, len(series))
 	for i := range values {
-		values[i] = percentile(nz.row(i, row), n, interp)
+		var ok bool
+		if values[i], ok = percentile(nz.row(i, row), n, interp); !ok {
+			return nil, c.errf("n", "percentile %s is out of range", pyG(n))
+		}
 	}
 	name := fmt.Sprintf("percentileOfSeries(%s,%s)", series[0].PathExpression, pyG(n))
 	return []*Series{newSeries(name, nz.start, nz.step, values, c.ev.xff)}, nil

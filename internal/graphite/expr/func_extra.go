@@ -417,7 +417,11 @@ func averageOutsidePercentile(c *callCtx) ([]*Series, error) {
 	if n < 50 {
 		n = 100 - n
 	}
-	lo, hi := percentile(avgs, 100-n, false), percentile(avgs, n, false)
+	lo, ok1 := percentile(avgs, 100-n, false)
+	hi, ok2 := percentile(avgs, n, false)
+	if !ok1 || !ok2 {
+		return nil, c.errf("n", "percentile %s is out of range", pyG(c.float(1)))
+	}
 	var out []*Series
 	for i, s := range series {
 		if !(lo < avgs[i] && avgs[i] < hi) {

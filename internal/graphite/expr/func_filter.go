@@ -259,7 +259,10 @@ func removePercentile(c *callCtx, name string, above bool) ([]*Series, error) {
 	out := make([]*Series, 0, len(c.series(0)))
 	for _, s := range c.series(0) {
 		label := fmt.Sprintf("%s(%s, %s)", name, s.Name, pyG(n))
-		p := percentile(s.Values, n, false)
+		p, ok := percentile(s.Values, n, false)
+		if !ok {
+			return nil, c.errf("n", "percentile %s is out of range", pyG(n))
+		}
 		if isNull(p) || (s.End-s.Start)/s.Step == 0 {
 			r := derive(s, label, s.Values)
 			if !isNull(p) {
@@ -318,7 +321,10 @@ func nPercentile(c *callCtx) ([]*Series, error) {
 	}
 	var out []*Series
 	for _, s := range c.series(0) {
-		p := percentile(s.Values, n, false)
+		p, ok := percentile(s.Values, n, false)
+		if !ok {
+			return nil, c.errf("n", "percentile %s is out of range", pyG(n))
+		}
 		if isNull(p) {
 			continue
 		}

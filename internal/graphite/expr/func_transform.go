@@ -422,7 +422,7 @@ func movingWindow(c *callCtx, fn string, xffParam int) ([]*Series, error) {
 			xf = c.float(xffParam)
 		}
 		var vals []float64
-		win := make([]float64, 0, wp)
+		win := make([]float64, 0, min(wp, int64(len(s.Values))))
 		for i := wp; i < int64(len(s.Values)); i++ {
 			win = win[:0]
 			for _, v := range s.Values[i-wp : i] {

@@ -1,7 +1,12 @@
 package expr
 
 import (
+	"bufio"
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -18,6 +23,20 @@ func FuzzEval(f *testing.F) {
 	} {
 		f.Add(s, int64(0), int64(60))
 	}
+	// Every reference target seeds the corpus too.
+	if fh, err := os.Open(filepath.Join("testdata", "graphiteweb", "targets.txt")); err == nil {
+		defer fh.Close()
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			parts := strings.SplitN(sc.Text(), " ", 3)
+			if len(parts) != 3 || strings.HasPrefix(parts[0], "#") {
+				continue
+			}
+			from, _ := strconv.ParseInt(parts[0], 10, 64)
+			until, _ := strconv.ParseInt(parts[1], 10, 64)
+			f.Add(parts[2], from, until)
+		}
+	}
 	f.Fuzz(func(t *testing.T, target string, from, until int64) {
 		e, err := Parse(target)
 		if err != nil {
@@ -26,7 +45,7 @@ func FuzzEval(f *testing.F) {
 		if from < -1<<40 || until > 1<<40 {
 			return
 		}
-		got, err := Eval(context.Background(), e, from, until, until, testStore())
+		got, err := Eval(context.Background(), e, from, until, until, refStore(t))
 		if err != nil {
 			return
 		}
