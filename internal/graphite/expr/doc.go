@@ -47,6 +47,23 @@
 // graphite-web, fetched series carry the request's xFilesFactor
 // (Options.XFilesFactor), not the one of the archive they came from.
 //
+// Graphite-web itself is the specification: testdata/graphiteweb holds
+// what Debian's graphite-web 1.1.8 (its functions.py, evaluator and
+// pyparsing grammar, run by gen_*.py with a stub fetchData) answered for
+// over 300 targets, 100 parser inputs and its /functions metadata, and
+// TestReferenceGraphiteWeb, TestParseReference and TestFunctionsReference
+// compare names, path expressions, steps, values, tags and parameters
+// with it. The few knowing differences are listed in those tests with
+// their reasons; in short, Eval answers a bad request where graphite-web
+// (which by default only logs invalid parameters, and parses without
+// parseAll so trailing text is ignored) goes on and either fails with a
+// 500 or evaluates something unintended. Graphite-web's quirks that show
+// in its answers are kept (summarize's extra trailing bucket, the window
+// that excludes the current point in movingWindow, asPercent keeping the
+// series' own step after consolidating, constantLine's "42.0" name …).
+// Paths may contain UTF-8 bytes, which graphite-web only accepts with
+// UTF8_METRICS.
+//
 // None is NaN throughout: Series.Values holds NaN for a missing point and
 // functions treat NaN exactly as graphite-web treats None.
 //
