@@ -81,7 +81,8 @@
 //	aerie_graphite_dropped_total{listener}          samples dropped by UDP because the queue was full
 //	aerie_graphite_queue_length                     batches waiting for the writer
 //	aerie_graphite_connections{listener}, aerie_graphite_connections_refused_total{listener},
-//	aerie_graphite_too_long_total{listener}         (package listen)
+//	aerie_graphite_too_long_total{listener}         (package listen; too long lines and datagrams
+//	                                                are also in malformed_total)
 //
 // listener is plaintext_tcp, plaintext_udp or pickle_tcp. Malformed input
 // and rejected samples are logged at Warn, at most 10 lines per 10 s, with

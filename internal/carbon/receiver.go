@@ -123,7 +123,7 @@ func (c *Config) setDefaults() {
 //
 // Goroutines: the listeners' readers parse and queue batches; one writer
 // (the queue's consumer) appends and commits them. The writer's fields
-// (app, pending, cache) are touched by it alone.
+// (app, pending, appended, cache) are touched by it alone.
 type Receiver struct {
 	cfg Config
 	db  storage.Appendable
