@@ -20,7 +20,24 @@ import (
 	"github.com/aerie-db/aerie/internal/pgarchive/pgtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// sharedPG serves the tests that do not stop PostgreSQL, each in a
+// database of its own.
+var sharedPG pgtest.Shared
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := sharedPG.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // t0 is a step-aligned start for every level of the tests (2023-11-14).
 const t0 = int64(1_699_920_000_000)
@@ -147,7 +164,7 @@ func testSeries(n int) []labels.Labels {
 // and special values, and checks after each round that tv returns exactly
 // the points of each level's round-robin window.
 func TestArchiveMatchesSource(t *testing.T) {
-	pg := pgtest.Start(t)
+	pg := sharedPG.Get(t)
 	dsn := pg.CreateDB(t, "archive")
 	levels := []Level{
 		{Name: "10s", Step: 10 * time.Second, Retention: 100 * time.Second},
@@ -199,7 +216,7 @@ func TestArchiveMatchesSource(t *testing.T) {
 // TestStaleSlotsHidden walks one series by hand through a lap with a gap:
 // the slots the gap left from the previous lap stay in ts but leave tv.
 func TestStaleSlotsHidden(t *testing.T) {
-	pg := pgtest.Start(t)
+	pg := sharedPG.Get(t)
 	dsn := pg.CreateDB(t, "stale")
 	l := Level{Name: "1s", Step: time.Second, Retention: 4 * time.Second}
 	src := newFakeSource(l)
@@ -299,7 +316,7 @@ func TestPostgresDownAtStart(t *testing.T) {
 // TestSlowPostgres holds an exclusive lock on ts: writes wait, but the
 // source is read on until the queue is full and ingestion never waits.
 func TestSlowPostgres(t *testing.T) {
-	pg := pgtest.Start(t)
+	pg := sharedPG.Get(t)
 	dsn := pg.CreateDB(t, "slow")
 	l := Level{Name: "1s", Step: time.Second, Retention: 2 * time.Minute}
 	src := newFakeSource(l)
@@ -343,7 +360,7 @@ func TestSlowPostgres(t *testing.T) {
 // TestRateLimit writes one row per flush under a limit of 20 flushes a
 // second, and checks the number of flushes against the time taken.
 func TestRateLimit(t *testing.T) {
-	pg := pgtest.Start(t)
+	pg := sharedPG.Get(t)
 	dsn := pg.CreateDB(t, "rate")
 	l := Level{Name: "1s", Step: time.Second, Retention: time.Minute}
 	src := newFakeSource(l)
@@ -366,7 +383,7 @@ func TestRateLimit(t *testing.T) {
 // the watermark in the database; then moves the watermark behind the
 // archiver's back, which it must notice and recover from.
 func TestResume(t *testing.T) {
-	pg := pgtest.Start(t)
+	pg := sharedPG.Get(t)
 	dsn := pg.CreateDB(t, "resume")
 	l := Level{Name: "1m", Step: time.Minute, Retention: time.Hour}
 	src := newFakeSource(l)
@@ -404,7 +421,7 @@ func TestResume(t *testing.T) {
 }
 
 func TestSchemaVersion(t *testing.T) {
-	pg := pgtest.Start(t)
+	pg := sharedPG.Get(t)
 	dsn := pg.CreateDB(t, "schema")
 	ctx := context.Background()
 	a, err := New(Config{DSN: dsn}, newFakeSource(), nil, nil)
@@ -438,7 +455,7 @@ func TestNewErrors(t *testing.T) {
 // TestCloseWhileBlocked closes the archiver while its flusher waits on a
 // lock: Close cancels the statement and returns.
 func TestCloseWhileBlocked(t *testing.T) {
-	pg := pgtest.Start(t)
+	pg := sharedPG.Get(t)
 	dsn := pg.CreateDB(t, "close")
 	l := Level{Name: "1s", Step: time.Second, Retention: time.Minute}
 	src := newFakeSource(l)

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
-
-	"github.com/aerie-db/aerie/internal/pgarchive/pgtest"
 )
 
 // BenchmarkRowBuild measures turning a chunk of a level's points into ts
@@ -59,7 +57,7 @@ func BenchmarkRowBuild(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkArchive -benchtime 5x ./internal/pgarchive/
 func BenchmarkArchive(b *testing.B) {
-	pg := pgtest.Start(b)
+	pg := sharedPG.Get(b)
 	for _, nSeries := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("series=%d", nSeries), func(b *testing.B) {
 			dsn := pg.CreateDB(b, fmt.Sprintf("bench%d", nSeries))

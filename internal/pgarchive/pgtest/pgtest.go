@@ -14,7 +14,8 @@
 //
 // The server is a child of the test process and gets SIGQUIT (immediate
 // shutdown) if the test process dies; t.Cleanup stops it and removes the
-// directory.
+// directory. Shared is one server for many tests of a package (each with
+// its own database), stopped from TestMain.
 package pgtest
 
 import (
@@ -29,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,17 +60,11 @@ type Server struct {
 // Start initializes and starts a cluster; t.Cleanup stops it.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := BinDir()
-	if err != nil {
-		if os.Getenv("CI") != "" || os.Getenv("AERIE_REQUIRE_PG") != "" {
-			t.Fatalf("pgtest: %v; %s", err, installHint)
-		}
-		t.Skipf("pgtest: %v; %s (set AERIE_REQUIRE_PG=1 to fail instead of skipping)", err, installHint)
-	}
+	bin := binDir(t)
 	s, err := start(bin)
 	if s != nil {
 		t.Cleanup(func() {
-			if err := s.close(); err != nil {
+			if err := s.Close(); err != nil {
 				t.Errorf("pgtest: %v", err)
 			}
 		})
@@ -77,6 +73,62 @@ func Start(t testing.TB) *Server {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return s
+}
+
+// binDir returns BinDir, or skips t (fails it under CI or
+// AERIE_REQUIRE_PG).
+func binDir(t testing.TB) string {
+	t.Helper()
+	bin, err := BinDir()
+	if err != nil {
+		if os.Getenv("CI") != "" || os.Getenv("AERIE_REQUIRE_PG") != "" {
+			t.Fatalf("pgtest: %v; %s", err, installHint)
+		}
+		t.Skipf("pgtest: %v; %s (set AERIE_REQUIRE_PG=1 to fail instead of skipping)", err, installHint)
+	}
+	return bin
+}
+
+// Shared is one cluster for the tests of a package that do not stop it
+// (give each test its own database with CreateDB): it starts on the first
+// Get and stops on Close, which TestMain calls after m.Run.
+type Shared struct {
+	mu  sync.Mutex // guards following
+	s   *Server
+	err error
+}
+
+// Get returns the shared cluster, starting it on first use; it skips or
+// fails t as Start does.
+func (sh *Shared) Get(t testing.TB) *Server {
+	t.Helper()
+	bin := binDir(t)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.s == nil && sh.err == nil {
+		s, err := start(bin)
+		if err != nil && s != nil {
+			err = errors.Join(err, s.Close())
+			s = nil
+		}
+		sh.s, sh.err = s, err
+	}
+	if sh.err != nil {
+		t.Fatalf("pgtest: %v", sh.err)
+	}
+	return sh.s
+}
+
+// Close stops the cluster if it was started.
+func (sh *Shared) Close() error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.s == nil {
+		return nil
+	}
+	err := sh.s.Close()
+	sh.s = nil
+	return err
 }
 
 // BinDir returns the directory of initdb and postgres.
@@ -277,7 +329,8 @@ func (s *Server) Log() string {
 	return strings.TrimSpace(string(b))
 }
 
-func (s *Server) close() error {
+// Close stops the server and removes its directory.
+func (s *Server) Close() error {
 	err := s.Stop()
 	if s.log != nil {
 		s.log.Close()

@@ -2,6 +2,8 @@ package pgtest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -47,4 +49,24 @@ func TestStartStopRestart(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("after restart: %d rows, %v; want 2 rows", n, err)
 	}
+}
+
+func TestShared(t *testing.T) {
+	var sh Shared
+	a := sh.Get(t)
+	require := func(ok bool, msg string) {
+		t.Helper()
+		if !ok {
+			t.Fatal(msg)
+		}
+	}
+	require(sh.Get(t) == a, "Get started a second server")
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, a.CreateDB(t, "shared"))
+	require(err == nil, fmt.Sprint("connect: ", err))
+	c.Close(ctx)
+	require(sh.Close() == nil, "Close failed")
+	_, err = os.Stat(a.Dir)
+	require(os.IsNotExist(err), "Close left the directory")
+	require(sh.Close() == nil, "second Close failed")
 }
