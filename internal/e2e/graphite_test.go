@@ -834,6 +834,32 @@ func aerieGraphiteConfig(plaintextPort int) (string, error) {
 `, plaintextPort, schemas, agg), nil
 }
 
+// aerieGraphiteState returns what explains most differences: the head's
+// time range, the samples that went to the backfill, how far each rollup
+// level got, and the Graphite listeners' counters.
+func aerieGraphiteState(base string) string {
+	var b strings.Builder
+	if status, body, err := gHTTP(base + "/api/v1/status/tsdb"); err == nil && status == 200 {
+		if i := bytes.Index(body, []byte(`"headStats"`)); i >= 0 {
+			if j := bytes.IndexByte(body[i:], '}'); j >= 0 {
+				b.Write(body[i : i+j+1])
+				b.WriteByte('\n')
+			}
+		}
+	}
+	status, body, err := gHTTP(base + "/metrics")
+	if err != nil || status != 200 {
+		return b.String() + fmt.Sprintf("/metrics: HTTP %d %v\n", status, err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "aerie_rollup_") || strings.HasPrefix(line, "aerie_backfill_") || strings.HasPrefix(line, "aerie_graphite_") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
 // TestGraphiteDifferential compares Aerie's Graphite API with Debian's
 // graphite-web over carbon-cache, fed the same plaintext lines (see the top
 // of this file). The graphite-web side is checked first on its own (each
@@ -871,6 +897,9 @@ func TestGraphiteDifferential(t *testing.T) {
 	}
 	run.waitPeer(t, peer, 30*time.Second)
 	run.compareWith(t, peer)
+	if t.Failed() {
+		t.Logf("Aerie's state after the comparison (T=%d):\n%s", run.tEnd, aerieGraphiteState(peer.url))
+	}
 	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
 }
 
