@@ -17,13 +17,13 @@
 // Config fields and defaults: PlaintextTCP, PlaintextUDP, PickleTCP (listen
 // addresses; "" = off; the zero Config has all three off), QueueSize [1024
 // batches], BatchSize [5000 samples; the writer commits every 4×BatchSize
-// samples], CommitInterval [100ms; and at least this often], MaxLineLen [16384 bytes, Twisted's
-// LineOnlyReceiver limit], MaxPickleSize [1 MiB, carbon's
-// PICKLE_RECEIVER_MAX_LENGTH], MaxDatagram [65507], MaxConns [1024 per TCP
-// listener], IdleTimeout [5m], Limits (MaxPathLen 4096, MaxTags 64,
-// MaxTagNameLen 256, MaxTagValueLen 1024), MaxCachedSeries [1<<20],
-// Logger, Registerer, Now. The parser is usable alone: ParseLine,
-// NormalizePath, MakeSample, Labels, DecodePickle.
+// samples], CommitInterval [100ms; and at least this often], MaxLineLen
+// [16384 bytes, Twisted's LineOnlyReceiver limit], MaxPickleSize [1 MiB,
+// carbon's PICKLE_RECEIVER_MAX_LENGTH], MaxDatagram [65507], MaxConns [1024
+// per TCP listener], IdleTimeout [5m], Limits (MaxPathLen 4096, MaxTags 64,
+// MaxTagNameLen 256, MaxTagValueLen 1024), MaxCachedSeries [1<<20], Logger,
+// Registerer, Now. The parser is usable alone: ParseLine, NormalizePath,
+// MakeSample, Labels, DecodePickle.
 //
 // # Data model
 //
