@@ -248,9 +248,12 @@ func (a *aggregator) addLocked(r *rec) error {
 type snapshot struct {
 	counters []counterEntry // copies: series and the interval's value
 	gauges   []gaugeEntry
-	timers   []timerEntry // values and count of the interval
+	timers   []timerEntry // values (in vals) and count of the interval
 	sets     []setSnap
 	numStats *series
+	vals     []float64 // the timers' values, reused from flush to flush
+	cum      []float64 // scratch of computeTimer
+	cumSq    []float64
 }
 
 type setSnap struct {
@@ -280,9 +283,19 @@ func (a *aggregator) snapshot(internal [3]float64, sn *snapshot) {
 	for _, e := range a.gauges {
 		sn.gauges = append(sn.gauges, *e)
 	}
+	sn.vals = sn.vals[:0]
 	for _, e := range a.timers {
-		sn.timers = append(sn.timers, *e)
-		e.values, e.count = nil, 0
+		t := *e
+		start := len(sn.vals)
+		sn.vals = append(sn.vals, e.values...)
+		t.values = sn.vals[start:len(sn.vals):len(sn.vals)]
+		sn.timers = append(sn.timers, t)
+		// The entry keeps its capacity for the next interval, unless it
+		// used little of it (so capacities follow use, not past peaks).
+		if cap(e.values) > 1024 && len(e.values) < cap(e.values)/4 {
+			e.values = nil
+		}
+		e.values, e.count = e.values[:0], 0
 	}
 	for _, e := range a.sets {
 		sn.sets = append(sn.sets, setSnap{series: e.series, n: len(e.members)})
@@ -318,7 +331,7 @@ func (c *aggConfig) compute(sn *snapshot, e emitter) {
 		e.emit(k.series, 1, c.counterNS, ".count", k.v)
 	}
 	for i := range sn.timers {
-		c.computeTimer(&sn.timers[i], e)
+		c.computeTimer(sn, &sn.timers[i], e)
 	}
 	for i := range sn.gauges {
 		g := &sn.gauges[i]
@@ -338,7 +351,7 @@ func (c *aggConfig) compute(sn *snapshot, e emitter) {
 // ascending; for a threshold p > 0 the lowest round(p% of count) values,
 // for p < 0 the highest round(|p|% of count); a threshold that rounds to
 // no value is left out; with one value every threshold holds it.
-func (c *aggConfig) computeTimer(t *timerEntry, e emitter) {
+func (c *aggConfig) computeTimer(sn *snapshot, t *timerEntry, e emitter) {
 	ns := c.timerNS
 	n := len(t.values)
 	e.emit(t.series, tCount, ns, ".count", t.count)
@@ -349,8 +362,8 @@ func (c *aggConfig) computeTimer(t *timerEntry, e emitter) {
 	v := t.values
 	slices.Sort(v)
 	// Cumulative sums in ascending order, as statsd adds them.
-	cum := make([]float64, n)
-	cumSq := make([]float64, n)
+	sn.cum, sn.cumSq = slices.Grow(sn.cum[:0], n)[:n], slices.Grow(sn.cumSq[:0], n)[:n]
+	cum, cumSq := sn.cum, sn.cumSq
 	cum[0], cumSq[0] = v[0], v[0]*v[0]
 	for i := 1; i < n; i++ {
 		cum[i] = cum[i-1] + v[i]
