@@ -1,0 +1,209 @@
+package graphitebench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrMismatch is wrapped when Aerie stored other points than were sent
+// (lost, duplicated or wrong values); the run stops.
+var ErrMismatch = errors.New("stored data do not match what was sent")
+
+// sendChunk is the size of each write of a client.
+const sendChunk = 256 << 10
+
+// send writes payloads[i] over connection i to addr, all at once, and
+// returns the wall time from the first dial until the last connection
+// is closed: the server has read everything but the last socket buffers.
+func send(ctx context.Context, addr string, payloads [][]byte) (time.Duration, error) {
+	start := time.Now()
+	errs := make([]error, len(payloads))
+	var wg sync.WaitGroup
+	for i, p := range payloads {
+		wg.Go(func() {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				errs[i] = fmt.Errorf("client %d: %w", i, err)
+				return
+			}
+			defer c.Close()
+			stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+			defer stop()
+			for off := 0; off < len(p); off += sendChunk {
+				if _, err := c.Write(p[off:min(off+sendChunk, len(p))]); err != nil {
+					errs[i] = fmt.Errorf("client %d: write at byte %d: %w", i, off, err)
+					return
+				}
+			}
+			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+				errs[i] = fmt.Errorf("client %d: %w", i, err)
+				return
+			}
+			// The server closes its side once it has read everything.
+			c.SetReadDeadline(time.Now().Add(10 * time.Minute))
+			io.Copy(io.Discard, c)
+		})
+	}
+	wg.Wait()
+	return time.Since(start), errors.Join(errs...)
+}
+
+// aerieCounters are sums over listeners of Aerie's carbon counters.
+type aerieCounters struct {
+	Received, Stored, Rejected, Malformed float64
+}
+
+// readCounters reads aerie_graphite_*_total from Aerie's /metrics.
+func readCounters(ctx context.Context, c *http.Client, base string) (aerieCounters, error) {
+	var out aerieCounters
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return out, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "aerie_graphite_") {
+			continue
+		}
+		name, rest, _ := strings.Cut(line, "{")
+		if !strings.Contains(line, "{") {
+			name, rest, _ = strings.Cut(line, " ")
+		}
+		i := strings.LastIndexByte(rest, ' ')
+		v, err := strconv.ParseFloat(rest[i+1:], 64)
+		if err != nil {
+			return out, fmt.Errorf("/metrics: %q: %w", line, err)
+		}
+		switch name {
+		case "aerie_graphite_received_total":
+			out.Received += v
+		case "aerie_graphite_stored_total":
+			out.Stored += v
+		case "aerie_graphite_rejected_total":
+			out.Rejected += v
+		case "aerie_graphite_malformed_total":
+			out.Malformed += v
+		}
+	}
+	return out, sc.Err()
+}
+
+// promScalar runs an instant PromQL query whose answer is one sample (or
+// none: 0) and returns its value.
+func promScalar(ctx context.Context, c *http.Client, base, query string, at int64) (float64, error) {
+	u := base + "/api/v1/query?" + url.Values{"query": {query}, "time": {strconv.FormatInt(at, 10)}}.Encode()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: %s: %.300s", query, resp.Status, b)
+	}
+	var r struct {
+		Data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return 0, fmt.Errorf("%s: %w in %.300s", query, err, b)
+	}
+	switch len(r.Data.Result) {
+	case 0:
+		return 0, nil
+	case 1:
+		s, _ := r.Data.Result[0].Value[1].(string)
+		return strconv.ParseFloat(s, 64)
+	default:
+		return 0, fmt.Errorf("%s: %d samples, want one", query, len(r.Data.Result))
+	}
+}
+
+// selector matches every series of the run in PromQL.
+var selector = fmt.Sprintf(`{__name__=~"%s\\..+"}`, Prefix)
+
+// checkAerie compares what Aerie stored of d, through PromQL, with what
+// was sent: series, points and the sum of the values.
+func checkAerie(ctx context.Context, c *http.Client, base string, d dataset) (points int64, err error) {
+	win := fmt.Sprintf("[%ds]", int64(d.Steps)*int64(Step.Seconds()))
+	n, err := promScalar(ctx, c, base, "sum(count_over_time("+selector+win+"))", d.End)
+	if err != nil {
+		return 0, err
+	}
+	series, err := promScalar(ctx, c, base, "count(count_over_time("+selector+win+"))", d.End)
+	if err != nil {
+		return int64(n), err
+	}
+	sum, err := promScalar(ctx, c, base, "sum(sum_over_time("+selector+win+"))", d.End)
+	if err != nil {
+		return int64(n), err
+	}
+	var errs []error
+	if int64(n) != d.points() {
+		errs = append(errs, fmt.Errorf("%w: %d points stored, %d sent", ErrMismatch, int64(n), d.points()))
+	}
+	if int(series) != d.series() {
+		errs = append(errs, fmt.Errorf("%w: %d series stored, %d sent", ErrMismatch, int(series), d.series()))
+	}
+	if want := d.sum(); sum != want {
+		errs = append(errs, fmt.Errorf("%w: values sum to %.17g, %.17g sent", ErrMismatch, sum, want))
+	}
+	return int64(n), errors.Join(errs...)
+}
+
+// checkWhisper counts the points of d in carbon's whisper files under dir.
+func checkWhisper(dir string, d dataset) (points int64, sum float64, err error) {
+	for _, m := range d.names() {
+		n, s, err := countWhisper(whisperPath(dir, m), d.start(), d.End)
+		if err != nil {
+			return points, sum, err
+		}
+		points += n
+		sum += s
+	}
+	return points, sum, nil
+}
+
+// rate is n per second of d, 0 when d is 0.
+func rate(n float64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return n / d.Seconds()
+}
+
+// round3 rounds to 3 significant figures, for the JSON.
+func round3(x float64) float64 {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return x
+	}
+	p := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*p) / p
+}
