@@ -11,20 +11,22 @@
 //
 // A datagram (or a TCP line) holds "\n"-separated lines:
 //
-//		name:value|type[|@rate][:value|type[|@rate]]...[|#tag:value,...]
+//	name:value|type[|@rate][:value|type[|@rate]]...[|#tag:value,...]
 //
-//	  - c: counter; adds value/rate ("gorets:1|c|@0.1" counts 10).
-//	  - g: gauge; a plain value sets it, a leading "+" or "-" changes it
-//	    ("gaugor:-10|g" subtracts 10: a gauge is set negative by setting
-//	    it to 0 first). A gauge not yet known starts at 0.
-//	  - ms (and DogStatsD's h): timer; the value is kept for the
-//	    statistics, 1/rate is added to its count.
-//	  - s: set; counts the distinct values of the interval.
-//	  - Several values per line after one name ("a:1|c:2|ms") as statsd's
-//	    stats.js splits them (its docs do not mention the form).
-//	  - DogStatsD tags "|#k:v,k2:v2" (last on the line, applying to all its
-//	    values) become labels; names are non-empty UTF-8 not starting with
-//	    "__", values non-empty, no name twice.
+// The types and forms:
+//
+//   - c: counter; adds value/rate ("gorets:1|c|@0.1" counts 10).
+//   - g: gauge; a plain value sets it, a leading "+" or "-" changes it
+//     ("gaugor:-10|g" subtracts 10: a gauge is set negative by setting
+//     it to 0 first). A gauge not yet known starts at 0.
+//   - ms (and DogStatsD's h): timer; the value is kept for the
+//     statistics, 1/rate is added to its count.
+//   - s: set; counts the distinct values of the interval.
+//   - Several values per line after one name ("a:1|c:2|ms") as statsd's
+//     stats.js splits them (its docs do not mention the form).
+//   - DogStatsD tags "|#k:v,k2:v2" (last on the line, applying to all its
+//     values) become labels; names are non-empty UTF-8 not starting with
+//     "__", values non-empty, no name twice.
 //
 // Names are sanitized as statsd's keyNameSanitize does (blank runs to
 // "_", "/" to "-", other bytes than [A-Za-z0-9_.-] dropped) unless

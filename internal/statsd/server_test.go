@@ -1,11 +1,14 @@
 package statsd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -519,4 +522,55 @@ func TestServerEngine(t *testing.T) {
 		`stats.counters.gorets.count{env="prod"}`: {{float64(iv), 10}, {float64(2 * iv), 0}, {float64(2*iv + 1), 0}},
 		`stats.counters.gorets.rate{env="prod"}`:  {{float64(iv), 1}, {float64(2 * iv), 0}, {float64(2*iv + 1), 0}},
 	}, read(labels.MustNewMatcher(labels.MatchEqual, "env", "prod")))
+}
+
+// TestServerBadInputLogged: malformed lines and refused values are
+// counted, and logged with their source at most once a second with the
+// number of log lines suppressed.
+func TestServerBadInputLogged(t *testing.T) {
+	var logBuf syncBuffer
+	reg := prometheus.NewRegistry()
+	fc := newFakeClock(time.UnixMilli(1_700_000_000_001))
+	s, err := New(&recorder{}, Config{UDPAddr: "127.0.0.1:0", Clock: fc, Registerer: reg, MaxSeries: 1,
+		Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	<-fc.waiting
+	send(t, "udp", s.UDPAddr(), "ok:1|c\nbad line one\nother:1|c")
+	send(t, "udp", s.UDPAddr(), "x:1|zz")
+	waitFor(t, "bad input counted", func() bool {
+		return counter(t, reg, "aerie_statsd_malformed_total", "listener", "udp") == 2 &&
+			counter(t, reg, "aerie_statsd_rejected_total", "reason", "series_limit") == 1 &&
+			counter(t, reg, "aerie_statsd_received_total", "listener", "udp") == 1
+	})
+	fc.set(fc.Now().Add(time.Second))
+	send(t, "udp", s.UDPAddr(), "third bad")
+	waitFor(t, "third", func() bool { return counter(t, reg, "aerie_statsd_malformed_total", "listener", "udp") == 3 })
+	require.NoError(t, s.Close())
+
+	lines := strings.Split(strings.TrimSpace(logBuf.String()), "\n")
+	require.Len(t, lines, 2, "log:\n%s", logBuf.String())
+	require.Contains(t, lines[0], `err="statsd line 2, byte 19, metric \"bad line one\": no ':' after the metric name"`)
+	require.Contains(t, lines[0], "src=127.0.0.1:")
+	require.Contains(t, lines[0], "suppressed_since_last=0")
+	require.Contains(t, lines[1], `metric \"third bad\"`)
+	require.Contains(t, lines[1], "suppressed_since_last=2", "the second bad packet and the refused series")
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
