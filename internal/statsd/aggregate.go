@@ -299,7 +299,12 @@ func (a *aggregator) snapshot(internal [3]float64, sn *snapshot) {
 	}
 	for _, e := range a.sets {
 		sn.sets = append(sn.sets, setSnap{series: e.series, n: len(e.members)})
-		clear(e.members)
+		// A cleared map keeps its peak size: a large one is dropped.
+		if len(e.members) > 1024 {
+			e.members = map[string]struct{}{}
+		} else {
+			clear(e.members)
+		}
 	}
 	a.nvalues = 0
 	if a.cfg.deleteIdle {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -154,9 +155,12 @@ func (c *Config) validate() error {
 	if c.FlushInterval < time.Millisecond {
 		return fmt.Errorf("statsd: flush interval %v is shorter than 1ms", c.FlushInterval)
 	}
-	for _, p := range c.Percentiles {
+	for i, p := range c.Percentiles {
 		if !(p >= -100 && p <= 100) || p == 0 {
 			return fmt.Errorf("statsd: percentile threshold %v is not in [-100, 100] without 0", p)
+		}
+		if slices.Contains(c.Percentiles[:i], p) {
+			return fmt.Errorf("statsd: percentile threshold %v given twice", p)
 		}
 	}
 	for i, h := range c.Histograms {

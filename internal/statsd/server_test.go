@@ -455,6 +455,7 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Percentiles: []float64{0}}, "percentile threshold 0"},
 		{Config{Percentiles: []float64{100.5}}, "percentile threshold 100.5"},
 		{Config{Percentiles: []float64{math.NaN()}}, "percentile threshold NaN"},
+		{Config{Percentiles: []float64{90, -10, 90}}, "percentile threshold 90 given twice"},
 		{Config{Histograms: []Histogram{{Metric: "x", Bins: []float64{2, 1}}}}, `histogram 0 ("x")`},
 		{Config{Histograms: []Histogram{{Bins: []float64{math.NaN()}}}}, "not ascending"},
 		{Config{Namespace: Namespace{GlobalPrefix: "\xff"}}, "not valid UTF-8"},
