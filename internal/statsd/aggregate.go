@@ -114,7 +114,7 @@ const (
 
 // aggregator holds one flush interval's statsd state.
 //
-// Locking: mu guards the maps and counts; add and snapshot hold it.
+// Locking: mu guards the maps and counts; addBatch and snapshot hold it.
 // Snapshots are taken by one flush at a time (Server.flushMu).
 type aggregator struct {
 	cfg *aggConfig
@@ -155,7 +155,7 @@ func newAggregator(cfg *aggConfig) *aggregator {
 	return a
 }
 
-// series returns the number of distinct metrics held (internal counters
+// seriesLen returns the number of distinct metrics held (internal counters
 // left out).
 func (a *aggregator) seriesLen() int { return int(a.nseries.Load()) }
 
