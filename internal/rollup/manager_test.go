@@ -257,3 +257,30 @@ func TestManager(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestTagIndex(t *testing.T) {
+	e := newEnv(t, t.TempDir(), time.Unix(1_700_000_000, 0))
+	defer e.close()
+	app := e.raw.Appender(context.Background())
+	for _, l := range []labels.Labels{
+		labels.FromStrings(labels.MetricName, "disk.used", "dc", "x", "host", "a"),
+		labels.FromStrings(labels.MetricName, "disk.used", "dc", "y", "host", "b"),
+		labels.FromStrings(labels.MetricName, "app.c.count"),
+	} {
+		if _, err := app.Append(0, l, 1_699_999_000_000, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	names, err := e.m.LabelNames(ctx, labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, "disk.used"))
+	if err != nil || strings.Join(names, ",") != "__name__,dc,host" {
+		t.Fatalf("names %v %v", names, err)
+	}
+	vals, err := e.m.LabelValues(ctx, labels.MetricName)
+	if err != nil || strings.Join(vals, ",") != "app.c.count,disk.used" {
+		t.Fatalf("values %v %v", vals, err)
+	}
+}

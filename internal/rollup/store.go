@@ -140,3 +140,44 @@ func (m *Manager) read(ctx context.Context, q storage.Queryable, lset labels.Lab
 }
 
 func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
+
+// LabelNames returns the label names of the series matching ms in the raw
+// engine and every level, sorted (the Graphite API's tag index: /tags,
+// autocompletion and find read it instead of listing series).
+func (m *Manager) LabelNames(ctx context.Context, ms ...*labels.Matcher) ([]string, error) {
+	return m.union(func(q storage.Querier) ([]string, error) {
+		names, _, err := q.LabelNames(ctx, nil, ms...)
+		return names, err
+	})
+}
+
+// LabelValues returns the values of label name over the series matching
+// ms in the raw engine and every level, sorted.
+func (m *Manager) LabelValues(ctx context.Context, name string, ms ...*labels.Matcher) ([]string, error) {
+	return m.union(func(q storage.Querier) ([]string, error) {
+		vals, _, err := q.LabelValues(ctx, name, nil, ms...)
+		return vals, err
+	})
+}
+
+func (m *Manager) union(fn func(storage.Querier) ([]string, error)) ([]string, error) {
+	var out []string
+	dbs := []storage.Queryable{m.raw}
+	for _, l := range m.levels {
+		dbs = append(dbs, l.DB)
+	}
+	for _, db := range dbs {
+		q, err := db.Querier(math.MinInt64, math.MaxInt64)
+		if err != nil {
+			return nil, err
+		}
+		vs, err := fn(q)
+		q.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vs...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
