@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,6 +51,7 @@ type gRender struct {
 	Err    string // transport error, or the body of a non-200 answer
 	JSON   []gSeriesJSON
 	Raw    []gSeriesRaw
+	CSV    [][]string // format=csv rows (name, time, value), when asked
 }
 
 // nonNull counts the non-null points of the JSON answer.
@@ -77,8 +79,8 @@ func gHTTP(u string) (int, []byte, error) {
 }
 
 // fetchRender asks base's /render with query (format excluded) in json and
-// raw.
-func fetchRender(base, query string) *gRender {
+// raw, and in csv too when withCSV.
+func fetchRender(base, query string, withCSV bool) *gRender {
 	r := &gRender{}
 	status, body, err := gHTTP(base + "/render?" + query + "&format=json")
 	r.Status = status
@@ -105,8 +107,57 @@ func fetchRender(base, query string) *gRender {
 	}
 	if r.Raw, err = parseRenderRaw(body); err != nil {
 		r.Err = "format=raw: " + err.Error()
+		return r
+	}
+	if !withCSV {
+		return r
+	}
+	status, body, err = gHTTP(base + "/render?" + query + "&format=csv")
+	if err != nil {
+		r.Err = "format=csv: " + err.Error()
+		return r
+	}
+	if status != http.StatusOK {
+		r.Err = fmt.Sprintf("format=csv: HTTP %d: %.300s", status, body)
+		return r
+	}
+	rows, err := csv.NewReader(bytes.NewReader(body)).ReadAll()
+	if err != nil {
+		r.Err = "format=csv: " + err.Error()
+		return r
+	}
+	if r.CSV = rows; r.CSV == nil {
+		r.CSV = [][]string{}
 	}
 	return r
+}
+
+// diffCSV lists how got's csv rows (name, "YYYY-MM-DD HH:MM:SS", value or
+// "" for null) differ from want's.
+func diffCSV(want, got [][]string) []string {
+	if len(want) != len(got) {
+		return []string{fmt.Sprintf("csv: want %d rows, got %d", len(want), len(got))}
+	}
+	var out []string
+	n := 0
+	for i := range want {
+		w, g := want[i], got[i]
+		same := len(w) == 3 && len(g) == 3 && w[0] == g[0] && w[1] == g[1]
+		if same && w[2] != g[2] {
+			wv, werr := parseGraphiteFloat(w[2])
+			gv, gerr := parseGraphiteFloat(g[2])
+			same = w[2] != "" && g[2] != "" && werr == nil && gerr == nil && sameFloat(&wv, &gv)
+		}
+		if !same {
+			if n++; n <= maxPointDiffs {
+				out = append(out, fmt.Sprintf("csv row %d: want %q, got %q", i+1, w, g))
+			}
+		}
+	}
+	if n > maxPointDiffs {
+		out = append(out, fmt.Sprintf("... %d csv rows differ in all", n))
+	}
+	return out
 }
 
 // parseRenderJSON decodes graphite-web's json format. A jsonp answer
@@ -303,6 +354,9 @@ func diffRender(want, got *gRender) []string {
 				jsonValuesDiffer[w.Target] = true
 			}
 		}
+	}
+	if want.CSV != nil || got.CSV != nil {
+		out = append(out, diffCSV(want.CSV, got.CSV)...)
 	}
 	if len(want.Raw) != len(got.Raw) {
 		out = append(out, fmt.Sprintf("raw: want %d series, got %d", len(want.Raw), len(got.Raw)))
@@ -621,6 +675,30 @@ func TestGraphiteCompareEngine(t *testing.T) {
 			t.Errorf("%s: no difference reported", name)
 		}
 	}
+	withCSV := func() *gRender {
+		r := base()
+		r.CSV = [][]string{{"a", "2026-11-25 00:00:10", "1.0"}, {"a", "2026-11-25 00:00:20", ""}}
+		return r
+	}
+	csvSame := withCSV()
+	csvSame.CSV[0][2] = "1"
+	if d := diffRender(withCSV(), csvSame); d != nil {
+		t.Errorf("equal csv answers differ: %v", d)
+	}
+	for name, change := range map[string]func(r *gRender){
+		"csv value":  func(r *gRender) { r.CSV[0][2] = "1.5" },
+		"csv null":   func(r *gRender) { r.CSV[1][2] = "0" },
+		"csv time":   func(r *gRender) { r.CSV[1][1] = "2026-11-25 00:00:30" },
+		"csv rows":   func(r *gRender) { r.CSV = r.CSV[:1] },
+		"csv absent": func(r *gRender) { r.CSV = nil },
+	} {
+		got := withCSV()
+		change(got)
+		if d := diffRender(withCSV(), got); len(d) == 0 {
+			t.Errorf("%s: no difference reported", name)
+		}
+	}
+
 	both400 := &gRender{Status: 400, Err: "bad"}
 	if d := diffRender(both400, &gRender{Status: 400, Err: "other words"}); d != nil {
 		t.Errorf("two 400 answers differ: %v", d)

@@ -241,14 +241,18 @@ type renderCase struct {
 	params    []string // "key=value", added to the query
 	target    string
 	wantEmpty bool
+	csv       bool // compare format=csv too
 }
 
-var renderWindows = map[string]bool{"R": true, "L": true, "W": true, "F": true, "N": true, "N3": true}
+var renderWindows = map[string]bool{"E": true, "R": true, "L": true, "W": true, "F": true, "N": true, "N3": true}
 
 func (c renderCase) String() string {
 	s := c.window + " " + c.target
 	if len(c.params) > 0 {
 		s += " &" + strings.Join(c.params, "&")
+	}
+	if c.csv {
+		s += " !csv"
 	}
 	return s
 }
@@ -266,6 +270,9 @@ func (c renderCase) query(tEnd int64) string {
 	case "R":
 		q.Set("from", fmt.Sprint(tEnd-5400))
 		q.Set("until", fmt.Sprint(tEnd))
+	case "E":
+		q.Set("from", fmt.Sprint(tEnd-95*60))
+		q.Set("until", fmt.Sprint(tEnd-10*60))
 	case "L":
 		q.Set("from", fmt.Sprint(tEnd-36000))
 		q.Set("until", fmt.Sprint(tEnd))
@@ -324,6 +331,8 @@ func loadRenderCases(t *testing.T) []renderCase {
 				c.params = append(c.params, tok[1:])
 			case tok == "!empty":
 				c.wantEmpty = true
+			case tok == "!csv":
+				c.csv = true
 			default:
 				c.target = rest
 			}
@@ -620,7 +629,7 @@ func (run *graphiteRun) askGraphite(t *testing.T) {
 	run.findAns = make([]*gFind, len(run.finds))
 	parallel(len(run.cases)+len(run.finds), 4, func(i int) {
 		if i < len(run.cases) {
-			run.renders[i] = fetchRender(run.g.URL, run.cases[i].query(run.tEnd))
+			run.renders[i] = fetchRender(run.g.URL, run.cases[i].query(run.tEnd), run.cases[i].csv)
 		} else {
 			run.findAns[i-len(run.cases)] = fetchFind(run.g.URL, run.finds[i-len(run.cases)])
 		}
@@ -659,7 +668,7 @@ func (run *graphiteRun) waitPeer(t *testing.T, peer graphitePeer, timeout time.D
 		}
 		want := run.renders[i].nonNull()
 		for {
-			r := fetchRender(peer.url, run.cases[i].query(run.tEnd))
+			r := fetchRender(peer.url, run.cases[i].query(run.tEnd), false)
 			if r.Err == "" && r.nonNull() >= want {
 				break
 			}
@@ -734,14 +743,14 @@ func (run *graphiteRun) compareRender(peer graphitePeer, i int) gOutcome {
 	q := c.query(run.tEnd)
 	o := gOutcome{key: c.String(), where: fmt.Sprintf("targets.txt:%d", c.line), query: "/render?" + q}
 	want := run.renders[i]
-	got := fetchRender(peer.url, q)
+	got := fetchRender(peer.url, q, c.csv)
 	if c.relative() {
 		// Relative windows move with the clock: ask graphite-web before
 		// and after the peer until both of its answers agree.
 		for try := 0; ; try++ {
-			before := fetchRender(run.g.URL, q)
-			got = fetchRender(peer.url, q)
-			after := fetchRender(run.g.URL, q)
+			before := fetchRender(run.g.URL, q, c.csv)
+			got = fetchRender(peer.url, q, c.csv)
+			after := fetchRender(run.g.URL, q, c.csv)
 			want = before
 			if diffRender(before, after) == nil || try == 4 {
 				break
