@@ -9,7 +9,10 @@
 # tier against a Thanos-style layout, ~5 min); SENSORS=0 skips `aerie bench
 # --workload=sensors` (Peregreen's upload, search and extraction against
 # VictoriaMetrics, ~20 min); ROLLUP=0 skips `aerie bench rollup` (a year of
-# node-like data with and without Graphite-style rollups, ~13 min); LARGE=1 also runs node at Heracles' 150 K-series
+# node-like data with and without Graphite-style rollups, ~13 min);
+# GRAPHITE=0 skips `aerie bench graphite` (plaintext ingest of 500 K series,
+# then 20 K into aerie and Debian's carbon-cache, and 20 Grafana panels
+# against graphite-web, ~15 min); LARGE=1 also runs node at Heracles' 150 K-series
 # scale and history at its large scale (~30 more minutes). Large reports
 # already in bench/results/ are included either way.
 set -euo pipefail
@@ -43,6 +46,11 @@ if [ "${ROLLUP:-1}" = 1 ]; then
   echo "=== rollup ($SCALE)" >&2
   bench/results/aerie bench rollup --scale="$SCALE" --json="bench/results/rollup-$SCALE.json"
   files+=("bench/results/rollup-$SCALE.json")
+fi
+if [ "${GRAPHITE:-1}" = 1 ]; then
+  echo "=== graphite ($SCALE)" >&2
+  bench/results/aerie bench graphite --scale="$SCALE" --json="bench/results/graphite-$SCALE.json"
+  files+=("bench/results/graphite-$SCALE.json")
 fi
 if [ "${LARGE:-0}" = 1 ] && [ "$SCALE" = medium ]; then
   for w in node history; do

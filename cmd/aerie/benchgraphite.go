@@ -57,10 +57,10 @@ bench/graphitebench/doc.go.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Scale, "scale", "small", "small (5 K series on both peers, 10 min at 10 s; <1 min) or medium (Aerie alone 500 K series, then both peers 20 K)")
+	f.StringVar(&cfg.Scale, "scale", "small", "small (5 K series on both peers, 5 min at 10 s; <1 min) or medium (Aerie alone 500 K series, then both peers 20 K)")
 	f.IntVar(&cfg.Series, "series", 0, "series Aerie ingests alone (default: the scale's; whole hosts of 50)")
 	f.IntVar(&cfg.CarbonSeries, "carbon-series", 0, "series both peers ingest, which the panels read (default: the scale's)")
-	f.DurationVar(&cfg.Span, "duration", 0, "span of every series at 10 s (default: the scale's, 10m)")
+	f.DurationVar(&cfg.Span, "duration", 0, "span of every series at 10 s (default: the scale's: small 5m, medium 10m)")
 	f.IntVar(&cfg.Clients, "clients", 0, "plaintext TCP clients (default 4)")
 	f.IntVar(&cfg.Runs, "runs", 0, "timed renders of each panel per peer (default: the scale's)")
 	f.StringVar(&cfg.Aerie, "aerie", "", "the aerie binary to serve (default: this executable)")

@@ -1,0 +1,86 @@
+package graphitebench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/graphite/graphitetest"
+)
+
+// testWriter logs a run's progress through t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestRun runs the small scale end to end: this repository's aerie,
+// built for the test, against carbon-cache and graphite-web. Run fails on
+// any point Aerie did not store as sent; the test checks that both peers
+// reported, that carbon kept every point (its cache is unlimited), that
+// the panels' answers are equal, and that the report reads back and
+// renders.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about a minute")
+	}
+	if err := graphitetest.Available(); err != nil {
+		if os.Getenv("CI") != "" || os.Getenv("AERIE_REQUIRE_GRAPHITE") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	bin := filepath.Join(t.TempDir(), "aerie")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/aerie-db/aerie/cmd/aerie").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	rep, err := Run(context.Background(), Config{Scale: "small", Aerie: bin, Dir: t.TempDir(), Runs: 1, Log: testWriter{t}})
+	require.NoError(t, err)
+	require.Len(t, rep.Ingest, 2) // small: Aerie once, at carbon's size
+	sc := Scales["small"]
+	for _, in := range rep.Ingest {
+		require.Equal(t, int64(sc.CarbonSeries)*int64(sc.Span/Step), in.Points, in.Peer)
+		require.Equal(t, in.Points, in.Stored, in.Peer)
+		require.Zero(t, in.Dropped, in.Peer)
+		require.Positive(t, in.AcceptedPerSecond, in.Peer)
+		require.Positive(t, in.StoredPerSecond, in.Peer)
+		require.Positive(t, in.RSSPeakBytes, in.Peer)
+	}
+	require.Len(t, rep.Panels, len(Panels))
+	for _, p := range rep.Panels {
+		require.Zero(t, p.Diffs, "%s: %v", p.Target, p.Examples)
+		require.Positive(t, p.Points, p.Target)
+		require.Positive(t, p.Aerie.P50Ms, p.Target)
+		require.Positive(t, p.Graphite.P50Ms, p.Target)
+	}
+	require.NotEmpty(t, rep.Ratios)
+
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&buf))
+	require.True(t, IsReport(buf.Bytes()))
+	path := filepath.Join(t.TempDir(), "graphite.json")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	back, err := ReadReport(path)
+	require.NoError(t, err)
+	require.Equal(t, rep, back)
+	var md strings.Builder
+	require.NoError(t, back.WriteMarkdown(&md))
+	require.Contains(t, md.String(), "| aerie | 5000 | 150000 | 4 |")
+	require.Contains(t, md.String(), "`sumSeries(bench.host0000?.cpu.*.user)`")
+}
+
+func TestReadReportRejectsOthers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"kind":"sensors"}`), 0o644))
+	_, err := ReadReport(path)
+	require.ErrorContains(t, err, "not an `aerie bench graphite` report")
+	require.False(t, IsReport([]byte(`{`)))
+}
