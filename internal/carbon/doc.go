@@ -97,7 +97,11 @@
 //     (with a reason), malformed, or dropped (UDP only); all four are
 //     counted. TCP readers never drop: a full queue blocks them.
 //  3. Close returns after every sample read before it was called (complete
-//     lines and frames) has been appended and committed.
+//     lines and frames) has been appended and committed. Commits run one at
+//     a time, in the order the writer filled the appenders (a series'
+//     samples reach the engine in time order), on a goroutine of their own
+//     while the writer fills the next appender, so a commit's batch grows
+//     with the previous commit's fsync wait.
 //  4. ParseLine, NormalizePath and DecodePickle never panic, run in time
 //     linear in their input, and are deterministic.
 //  5. A normalized path round-trips: Labels(NormalizePath(p)) holds the

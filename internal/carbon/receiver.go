@@ -144,6 +144,18 @@ type Receiver struct {
 	pending  map[string]int // listener → samples appended, not committed
 	appended int            // samples given to app, stored or not
 	cache    map[string]cached
+
+	// Commits run on their own goroutine, one at a time and in order,
+	// while the writer fills the next appender: the batch a commit takes
+	// grows with the time the previous one waited for its fsync, so
+	// throughput is not bounded by the fsync latency.
+	commits    chan commitJob // capacity 1: the writer blocks only with one commit running and one waiting
+	commitDone chan struct{}
+}
+
+type commitJob struct {
+	app     storage.Appender
+	pending map[string]int
 }
 
 type cached struct {
@@ -184,6 +196,9 @@ func (r *Receiver) Start() error {
 		return errors.New("carbon: receiver already started")
 	}
 	r.started = true
+	r.commits = make(chan commitJob, 1)
+	r.commitDone = make(chan struct{})
+	go r.committer()
 	r.q = listen.NewQueue(listen.QueueOptions{
 		Size: r.cfg.QueueSize, Metrics: r.lm, Tick: r.tick, TickEvery: r.cfg.CommitInterval,
 	}, r.write)
@@ -261,7 +276,9 @@ func (r *Receiver) Close() error {
 			errs = append(errs, r.pickle.Close())
 		}
 		if r.q != nil {
-			r.q.Close()
+			r.q.Close() // its last Tick hands the last appender over
+			close(r.commits)
+			<-r.commitDone
 		}
 	})
 	return errors.Join(errs...)
@@ -451,30 +468,56 @@ func (r *Receiver) write(b listen.Batch[Sample]) {
 	clear(b.Items) // drop the path strings
 	r.batches.Put(&items)
 	r.appended += len(b.Items)
-	if r.appended >= 4*r.cfg.BatchSize {
-		r.commit()
+	switch {
+	case r.appended >= maxCommitBatches*r.cfg.BatchSize:
+		r.handOver(true) // bounds the memory of uncommitted samples
+	case r.appended >= 4*r.cfg.BatchSize:
+		r.handOver(false)
 	}
 }
+
+// maxCommitBatches×BatchSize samples is the most one appender holds: past
+// it the writer waits for the committer.
+const maxCommitBatches = 64
 
 func (r *Receiver) tick() {
 	if r.app != nil {
-		r.commit()
+		r.handOver(true)
 	}
 }
 
-func (r *Receiver) commit() {
-	err := r.app.Commit()
-	r.app, r.appended = nil, 0
-	for l, n := range r.pending {
-		if err != nil {
-			r.m.rejected.WithLabelValues(l, "commit_failed").Add(float64(n))
-		} else {
-			r.m.stored.WithLabelValues(l).Add(float64(n))
+// handOver gives the appender to the committer; without wait it does so
+// only if the committer can take it now, else the writer keeps appending.
+func (r *Receiver) handOver(wait bool) {
+	job := commitJob{app: r.app, pending: r.pending}
+	if wait {
+		r.commits <- job
+	} else {
+		select {
+		case r.commits <- job:
+		default:
+			return
 		}
 	}
-	clear(r.pending)
-	if err != nil {
-		r.log.warn("graphite: commit failed", "err", err.Error())
+	r.app, r.appended, r.pending = nil, 0, map[string]int{}
+}
+
+// committer commits the appenders in the order the writer handed them
+// over, so a series' samples reach the engine in time order.
+func (r *Receiver) committer() {
+	defer close(r.commitDone)
+	for job := range r.commits {
+		err := job.app.Commit()
+		for l, n := range job.pending {
+			if err != nil {
+				r.m.rejected.WithLabelValues(l, "commit_failed").Add(float64(n))
+			} else {
+				r.m.stored.WithLabelValues(l).Add(float64(n))
+			}
+		}
+		if err != nil {
+			r.log.warn("graphite: commit failed", "err", err.Error())
+		}
 	}
 }
 
