@@ -721,7 +721,9 @@ func (run *graphiteRun) compareWith(t *testing.T, peer graphitePeer) {
 		switch {
 		case len(o.diffs) > 0:
 			different++
-			t.Errorf("%s: %s differs from graphite-web\n  %s\n  query: %s\n  %s", o.where, peer.name, o.key, o.query, strings.Join(o.diffs, "\n  "))
+			// The first line says it all: scripts/test.sh keeps only the
+			// lines that name a _test.go file.
+			t.Errorf("%s %s: %s differs from graphite-web: %s\n  query: %s\n  %s", o.where, o.key, peer.name, o.diffs[0], o.query, strings.Join(o.diffs[1:], "\n  "))
 		case o.allowed != "":
 			allowed++
 			byAllowed[o.allowed]++
