@@ -278,6 +278,16 @@ type commitScratch struct {
 	vals   []float64
 	series []*memSeries
 	idx    []int
+	// Rows of every group end to end (cap len(pend): a group's rows take
+	// at most its samples' room), and the WAL encoding of the commit: its
+	// records end to end, each group's RowsDef and presence bitmaps reused.
+	// A commit of many narrow groups (Graphite hosts with few series each)
+	// then allocates nothing per group.
+	rows    []row
+	rec     []byte
+	rd      wal.RowsDef
+	walRows []wal.Row
+	words   []uint64
 }
 
 var commitPool = sync.Pool{New: func() any { return &commitScratch{groupIdx: map[*group]int{}} }}
@@ -295,6 +305,10 @@ func (c *commitScratch) reset(n int) {
 		c.idx = make([]int, 0, n)
 	}
 	c.slots, c.vals, c.series, c.idx = c.slots[:0], c.vals[:0], c.series[:0], c.idx[:0]
+	if cap(c.rows) < n {
+		c.rows = make([]row, 0, n)
+	}
+	c.rows, c.rec = c.rows[:0], c.rec[:0]
 }
 
 // release returns c to the pool unless it grew too big to keep.
@@ -303,6 +317,11 @@ func (c *commitScratch) release() {
 		return
 	}
 	clear(c.series[:cap(c.series)]) // do not pin series
+	clear(c.rows[:cap(c.rows)])
+	clear(c.walRows[:cap(c.walRows)])
+	if cap(c.rec) > 4<<20 {
+		c.rec = nil // do not pin the memory of one huge batch
+	}
 	for i := range c.buckets {
 		clear(c.buckets[i][:cap(c.buckets[i])])
 	}
@@ -396,7 +415,9 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 		lastT, lastV, seen := sc.bySlot(assigned)
 		// At least len(ps)/width rows: a narrow group's long batch (one
 		// sensor's history) would otherwise grow the slice many times.
-		rows := make([]row, 0, len(ps)/max(assigned, 1)+1)
+		off := len(sc.rows)
+		rows := sc.rows[off : off : off+len(ps)]
+		sc.rows = sc.rows[:off+len(ps)]
 		rowStart := len(sc.slots) // the arena index of the last row's first sample
 		closeRow := func() {
 			if n := len(rows); n > 0 {
@@ -464,7 +485,9 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 		g.mu.RUnlock()
 		if h.wal != nil {
 			recs = g.appendDefsLocked(recs, width)
-			recs = append(recs, wal.AppendRows(nil, rowsRecord(g.id, width, rows)))
+			start := len(sc.rec)
+			sc.rec = wal.AppendRows(sc.rec, sc.rowsRecord(g.id, width, rows))
+			recs = append(recs, sc.rec[start:len(sc.rec):len(sc.rec)])
 		}
 		batches = append(batches, batch{g: g, rows: rows})
 	}
@@ -587,6 +610,29 @@ func (h *Head) moveSeries(ss []*memSeries) {
 		s.joinLocked(g)
 		s.misfits = 0
 	}
+}
+
+// rowsRecord is the package's rowsRecord in c's reusable memory: the
+// result is valid until the next call.
+func (c *commitScratch) rowsRecord(id model.GroupID, width int, rows []row) *wal.RowsDef {
+	words := (width + 63) / 64
+	if cap(c.walRows) < len(rows) {
+		c.walRows = make([]wal.Row, len(rows))
+	}
+	if cap(c.words) < words*len(rows) {
+		c.words = make([]uint64, words*len(rows))
+	}
+	c.rd = wal.RowsDef{Group: id, Width: uint32(width), Rows: c.walRows[:len(rows)]}
+	bms := c.words[:words*len(rows)]
+	clear(bms)
+	for i, r := range rows {
+		bm := bms[i*words : (i+1)*words : (i+1)*words]
+		for _, s := range r.slots {
+			bm[s/64] |= 1 << (s % 64)
+		}
+		c.rd.Rows[i] = wal.Row{T: r.t, Present: bm, Values: r.vals}
+	}
+	return &c.rd
 }
 
 func rowsRecord(id model.GroupID, width int, rows []row) *wal.RowsDef {
