@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -200,6 +201,9 @@ func (ev *evaluator) seriesByTag(e *CallExpr, from, until int64) (any, error) {
 		if !ok {
 			return nil, &ArgError{Func: e.Name, Param: "tagExpressions", Pos: e.At, Msg: fmt.Sprintf("argument %d is not a string", i+1)}
 		}
+		if !tagExprRe.MatchString(s.Value) {
+			return nil, &ArgError{Func: e.Name, Param: "tagExpressions", Pos: e.At, Msg: fmt.Sprintf("invalid tag expression %s", pyRepr(s.Value))}
+		}
 		exprs[i] = s.Value
 	}
 	raw := e.Raw
@@ -208,6 +212,10 @@ func (ev *evaluator) seriesByTag(e *CallExpr, from, until int64) (any, error) {
 	}
 	return ev.fetch(raw, from, until, exprs)
 }
+
+// tagExprRe is graphite-web's tag expression syntax: tag, operator
+// (=, !=, =~, !=~), value.
+var tagExprRe = regexp.MustCompile(`^[^;!=]+!?=~?[^;]*$`)
 
 // callCtx is one function call being evaluated: its bound arguments and
 // time range.
@@ -535,7 +543,7 @@ func (c *callCtx) refetch(from, until int64) ([]*Series, error) {
 		return nil, nil
 	}
 	if until <= from {
-		return nil, c.errf(c.def.params[0].Name, "empty time range [%d, %d)", from, until)
+		return nil, nil // graphite-web fetches nothing over an empty range
 	}
 	v, err := c.ev.eval(e, from, until)
 	if err != nil {

@@ -145,7 +145,7 @@ func TestEvalErrors(t *testing.T) {
 		{"percentileOfSeries(a.b.*,0)", "percentileOfSeries", "n"},
 		{"movingAverage(a.b.c,'x')", "movingAverage", "windowSize"},
 		{"seriesByTag(a.b)", "seriesByTag", "tagExpressions"},
-		{"stdev(a.b.c,0)", "stdev", "points"},
+		{"stdev(a.b.c,-1)", "stdev", "points"},
 		{"smartSummarize(a.b.c,'1h','sum','1d')", "smartSummarize", "alignTo"},
 		{"asPercent(a.b.*,a.*.*)", "asPercent", "total"},
 	} {

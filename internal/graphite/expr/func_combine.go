@@ -558,6 +558,11 @@ func groupByTags(c *callCtx) ([]*Series, error) {
 		if s == nil {
 			continue
 		}
+		for _, seg := range strings.Split(k, ";")[1:] {
+			if strings.HasSuffix(seg, "=") {
+				return nil, c.errf("tags", "value for tag %q may not be empty (series %s)", strings.TrimSuffix(seg, "="), meta[k][0].Name)
+			}
+		}
 		n := rename(s, k)
 		n.PathExpression = k
 		n.Tags = tagsFromName(k)

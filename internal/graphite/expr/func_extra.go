@@ -11,7 +11,11 @@ import (
 func init() {
 	register("add", "Transform", func(c *callCtx) ([]*Series, error) {
 		k := c.float(1)
-		return mapSeries(c.series(0), "add", fmt.Sprintf("add(%%s,%d)", int64(k)), pyStr(c.arg(1)), func(v float64) float64 { return v + k }), nil
+		d, ok := pyInt(k)
+		if !ok {
+			return nil, c.errf("constant", "%s has no integer form for the name", pyG(k))
+		}
+		return mapSeries(c.series(0), "add", "add(%s,"+d+")", pyStr(c.arg(1)), func(v float64) float64 { return v + k }), nil
 	}, pSeriesList, req("constant", "float"))
 	register("exp", "Transform", func(c *callCtx) ([]*Series, error) {
 		return mapSeries(c.series(0), "exp", "exp(%s)", "e", math.Exp), nil

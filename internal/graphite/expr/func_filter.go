@@ -253,6 +253,9 @@ func removeValues(series []*Series, name string, n float64, drop func(float64) b
 
 func removePercentile(c *callCtx, name string, above bool) ([]*Series, error) {
 	n := c.float(1)
+	if math.IsInf(n, 0) || n != n {
+		return nil, c.errf("n", "percentile %s is not a number", pyG(n))
+	}
 	if n == 0 {
 		return nil, c.errf("n", "the requested percent is required to be greater than 0")
 	}
@@ -261,7 +264,7 @@ func removePercentile(c *callCtx, name string, above bool) ([]*Series, error) {
 		label := fmt.Sprintf("%s(%s, %s)", name, s.Name, pyG(n))
 		p, ok := percentile(s.Values, n, false)
 		if !ok {
-			return nil, c.errf("n", "percentile %s is out of range", pyG(n))
+			p = null // graphite-web's IndexError, caught there: the series is kept
 		}
 		if isNull(p) || (s.End-s.Start)/s.Step == 0 {
 			r := derive(s, label, s.Values)
@@ -340,7 +343,7 @@ func nPercentile(c *callCtx) ([]*Series, error) {
 
 func stdev(c *callCtx) ([]*Series, error) {
 	points, tol := c.int(1), c.float(2)
-	if points <= 0 {
+	if points < 0 {
 		return nil, c.errf("points", "window of %d points", points)
 	}
 	out := make([]*Series, 0, len(c.series(0)))
@@ -362,6 +365,9 @@ func stdev(c *callCtx) ([]*Series, error) {
 				sumSq += v * v
 			}
 			vals[i] = null
+			if points == 0 {
+				continue // graphite-web counts no valid points in an empty window
+			}
 			if valid > 0 && float64(valid)/float64(points) >= tol {
 				if d := float64(valid)*sumSq - sum*sum; d >= 0 {
 					vals[i] = math.Sqrt(d) / float64(valid)
@@ -391,8 +397,11 @@ func aggregateLine(c *callCtx) ([]*Series, error) {
 			continue
 		}
 		text := pyFloat(v)
-		if isNull(v) {
+		switch {
+		case isNull(v):
 			text = "None"
+		case c.str(1) == "count":
+			text = strconv.FormatInt(int64(v), 10) // safeLen is an int
 		}
 		l := constantLine(c, v, text)
 		l.Name, l.PathExpression = name, name

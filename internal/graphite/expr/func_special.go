@@ -60,11 +60,15 @@ func init() {
 	}, pSeriesList)
 	register("scaleToSeconds", "Transform", func(c *callCtx) ([]*Series, error) {
 		secs := c.float(1)
+		d, ok := pyInt(secs)
+		if !ok {
+			return nil, c.errf("seconds", "%s has no integer form for the name", pyG(secs))
+		}
 		out := make([]*Series, 0, len(c.series(0)))
 		for _, s := range c.series(0) {
 			f := secs / float64(s.Step)
 			vals := mapValues(s, func(v float64) float64 { return round6(v * f) })
-			out = append(out, derive(s, fmt.Sprintf("scaleToSeconds(%s,%d)", s.Name, int64(secs)), vals, "scaleToSeconds", pyStr(c.arg(1))))
+			out = append(out, derive(s, fmt.Sprintf("scaleToSeconds(%s,%s)", s.Name, d), vals, "scaleToSeconds", pyStr(c.arg(1))))
 		}
 		return out, nil
 	}, pSeriesList, req("seconds", "float"))
@@ -222,7 +226,10 @@ func legendValue(c *callCtx) ([]*Series, error) {
 	for _, v := range c.multi(1) {
 		types = append(types, pyStr(v))
 	}
-	if len(types) > 0 && (types[len(types)-1] == "si" || types[len(types)-1] == "binary") {
+	if len(types) == 0 {
+		return nil, c.errf("valuesTypes", "at least one value type is required")
+	}
+	if types[len(types)-1] == "si" || types[len(types)-1] == "binary" {
 		return nil, c.errf("valuesTypes", "unit systems (si, binary) are not supported")
 	}
 	out := make([]*Series, len(c.series(0)))

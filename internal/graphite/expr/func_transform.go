@@ -139,7 +139,7 @@ func safePow(a, b float64) float64 {
 		return null
 	}
 	r := math.Pow(a, b)
-	if r != r || (math.IsInf(r, 0) && !math.IsInf(a, 0)) {
+	if r != r || (math.IsInf(r, 0) && !math.IsInf(a, 0) && !math.IsInf(b, 0)) {
 		return null
 	}
 	return r
@@ -336,6 +336,12 @@ func transformNull(c *callCtx) ([]*Series, error) {
 			default:
 				vals[i] = def
 			}
+		}
+		// graphite-web extends the series with the new values and deletes
+		// as many from the front: when the reference series are longer,
+		// what remains is the tail of the new values.
+		if len(vals) > len(s.Values) {
+			vals = vals[len(vals)-len(s.Values):]
 		}
 		out = append(out, derive(s, name, vals, extra...))
 	}

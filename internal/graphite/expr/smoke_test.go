@@ -3,6 +3,7 @@ package expr
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,10 @@ var smokeArgs = map[string][]string{
 	"aggFunc":         {"'sum'", "'median'", "'count'", "'last'"},
 	"aggOrSeriesFunc": {"'sum'", "'sumSeries'", "'asPercent'", "'countSeries'", "'sumSeriesLists'"},
 }
+
+// smokeOut, if set (TestMain with -smoke-out), receives the smoke targets
+// in targets.txt form, to make a graphite-web reference of them.
+var smokeOut io.Writer
 
 // TestFunctionsSmoke calls every function with each candidate of each
 // parameter in turn (the others at their first candidate), with and
@@ -68,6 +73,9 @@ func TestFunctionsSmoke(t *testing.T) {
 						continue
 					}
 					n++
+					if smokeOut != nil {
+						fmt.Fprintf(smokeOut, "0 60 %s\n", target)
+					}
 					got, err := Eval(context.Background(), e, 0, 60, 60, refStore(t))
 					if err != nil {
 						continue

@@ -3,6 +3,7 @@ package expr
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"regexp"
 	"strconv"
 	"strings"
@@ -134,6 +135,19 @@ func pyFloat(v float64) string {
 		s += ".0"
 	}
 	return s
+}
+
+// pyInt formats a float as Python's "%d" does (truncating; exact for
+// large values); ok is false for inf and nan, where Python raises.
+func pyInt(v float64) (string, bool) {
+	if math.IsInf(v, 0) || v != v {
+		return "", false
+	}
+	if math.Abs(v) < 1<<62 {
+		return strconv.FormatInt(int64(v), 10), true
+	}
+	i, _ := new(big.Float).SetFloat64(math.Trunc(v)).Int(nil)
+	return i.String(), true
 }
 
 // pyStr formats an argument value as Python's str().

@@ -95,6 +95,13 @@ def num(v):
     if math.isinf(v): return 'inf' if v > 0 else '-inf'
     return v
 
+import signal
+class Timeout(Exception):
+    pass
+def _alarm(signum, frame):
+    raise Timeout('no answer within 5 s')
+signal.signal(signal.SIGALRM, _alarm)
+
 results = []
 for line in open(os.path.join(d, 'targets.txt')):
     line = line.rstrip('\n')
@@ -110,13 +117,16 @@ for line in open(os.path.join(d, 'targets.txt')):
     }
     r = {'from': frm, 'until': until, 'target': target}
     try:
+        signal.alarm(5)
         series = evaluator.evaluateTarget(ctx, target)
+        signal.alarm(0)
         r['series'] = [{
             'name': s.name, 'pathExpression': s.pathExpression, 'start': s.start, 'step': s.step * s.valuesPerPoint,
             'values': [num(v) for v in s], 'tags': {k: str(v) for k, v in s.tags.items()},
-            'consolidationFunc': s.consolidationFunc, 'xFilesFactor': s.xFilesFactor,
+            'consolidationFunc': s.consolidationFunc, 'xFilesFactor': num(s.xFilesFactor),
         } for s in series]
     except Exception as e:
+        signal.alarm(0)
         r['error'] = type(e).__name__ + ': ' + str(e)
     results.append(r)
 
