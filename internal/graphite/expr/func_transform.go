@@ -112,6 +112,7 @@ func init() {
 func alignToParam() ParamInfo {
 	p := opt("alignTo", "string", nil)
 	p.Options = []any{"days", false, "hours", "minutes", "months", nil, "seconds", true, "weeks", "years"}
+	p.lenient = true // graphite-web goes by prefix: "weeks3", "h" …
 	return p
 }
 

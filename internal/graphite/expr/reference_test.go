@@ -71,12 +71,17 @@ func refDir() string {
 }
 
 func refStore(t testing.TB) *fakeFetcher {
-	b, err := os.ReadFile(filepath.Join(refDir(), "store.json"))
+	return refStoreIn(t, refDir())
+}
+
+func refStoreIn(t testing.TB, dir string) *fakeFetcher {
+	b, err := os.ReadFile(filepath.Join(dir, "store.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var raw []struct {
 		Name   string     `json:"name"`
+		Start  int64      `json:"start"`
 		Step   int64      `json:"step"`
 		Values []*float64 `json:"values"`
 	}
@@ -92,7 +97,7 @@ func refStore(t testing.TB) *fakeFetcher {
 				vs[i] = *v
 			}
 		}
-		s := newSeries(r.Name, 0, r.Step, vs, 0)
+		s := newSeries(r.Name, r.Start, r.Step, vs, 0)
 		f.series = append(f.series, s)
 	}
 	return f
@@ -162,6 +167,7 @@ func TestReferenceGraphiteWeb(t *testing.T) {
 	for _, name := range refCaseFiles {
 		cases := loadRefCases(t, name)
 		total += len(cases)
+		store := refStoreIn(t, filepath.Join(refDir(), filepath.Dir(name)))
 	next:
 		for _, rc := range cases {
 			if why, ok := refDifferences[rc.Target]; ok {
@@ -176,7 +182,8 @@ func TestReferenceGraphiteWeb(t *testing.T) {
 			e, err := Parse(rc.Target)
 			var got []*Series
 			if err == nil {
-				got, err = Eval(context.Background(), e, rc.From, rc.Until, rc.Until, refStore(t))
+				f := &fakeFetcher{series: store.series}
+				got, err = Eval(context.Background(), e, rc.From, rc.Until, rc.Until, f)
 			}
 			if rc.Error != "" {
 				if err == nil {

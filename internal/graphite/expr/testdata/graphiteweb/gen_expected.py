@@ -58,7 +58,7 @@ def tag_match(expr, tags):
             return re.match('^(?:' + v + ')', x) is None
 
 def cut(s, frm, until):
-    start, step = 0, s['step']
+    start, step = s.get('start', 0), s['step']
     lo = -((start - frm) // step)  # ceil((frm-start)/step)
     hi = -((start - until) // step)
     n = len(s['values'])
