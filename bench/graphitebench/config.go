@@ -19,8 +19,11 @@ type Config struct {
 	Runs                 int           // timed runs of each panel per peer (0 → the scale's)
 	// Profile, if set, is a file for a CPU profile of Aerie's server taken
 	// over (up to) ProfileSeconds of its largest ingest.
+	// ProfileAfter delays it from the first dial (the first seconds of a
+	// load create the series; steady appends come after).
 	Profile        string
 	ProfileSeconds int
+	ProfileAfter   time.Duration
 	Log            io.Writer
 }
 

@@ -180,3 +180,13 @@ func TestConfigCheck(t *testing.T) {
 	require.Equal(t, 600_000, sc.Series)
 	require.Equal(t, defaultClients, cfg.Clients)
 }
+
+func TestSchedstat(t *testing.T) {
+	w, err := parseSchedstatWait([]byte("5526528 12028481 9\n"))
+	require.NoError(t, err)
+	require.Equal(t, 12028481*time.Nanosecond, w)
+	_, err = parseSchedstatWait([]byte("1 2\n"))
+	require.ErrorContains(t, err, "3 fields")
+	_, err = procRunWait(os.Getpid())
+	require.NoError(t, err)
+}

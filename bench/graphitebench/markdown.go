@@ -1,6 +1,7 @@
 package graphitebench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -33,10 +34,14 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		p("| %s | %s | %s | %s |\n", r.Name, num(r.Value), r.Goal, mark)
 	}
 
-	p("\n### Ingest: plaintext over TCP\n\n| peer | series | points | clients | accepted points/s | stored points/s | stored | dropped | CPU s | stored per CPU s | peak RSS | RSS after | note |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	p("\n### Ingest: plaintext over TCP\n\n| peer | series | points | clients | accepted points/s | stored points/s | stored | dropped | CPU s | cores busy | run-queue wait s | stored per CPU s | peak RSS | RSS after | note |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, in := range rep.Ingest {
-		p("| %s | %d | %d | %d | %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", in.Peer, in.Series, in.Points, in.Clients,
-			num(in.AcceptedPerSecond), num(in.StoredPerSecond), in.Stored, in.Dropped, num(in.CPUSeconds), num(in.StoredPerCPUSecond),
+		busy := 0.0
+		if in.StoredSeconds > 0 {
+			busy = in.CPUSeconds / in.StoredSeconds
+		}
+		p("| %s | %d | %d | %d | %s | %s | %d | %d | %s | %.2f | %s | %s | %s | %s | %s |\n", in.Peer, in.Series, in.Points, in.Clients,
+			num(in.AcceptedPerSecond), num(in.StoredPerSecond), in.Stored, in.Dropped, num(in.CPUSeconds), busy, num(in.RunWaitSeconds), num(in.StoredPerCPUSecond),
 			bytesStr(in.RSSPeakBytes), bytesStr(in.RSSEndBytes), mdEscape(in.Note))
 	}
 	p("\nEach peer starts empty; %s clients each send their share of the hosts over one TCP connection, step after step (every series' point of a step before the next step), as fast as the server reads (TCP backpressure; the payload is generated before the clock starts). Accepted is over the wall time from the first dial until the server closed every connection after reading all; stored until every point was stored: ", c["clients"])
@@ -47,7 +52,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 			p("%s — %s. ", in.Peer, in.How)
 		}
 	}
-	p("CPU is the server's utime+stime (/proc/PID/stat) over that interval, peak RSS the largest VmRSS sampled every 250 ms. Tgres: 150 K points/s over 500 K series on 8 cores; issue 14's goal: ≥ 1 M points/s on these 2 cores (shared with the clients).\n\n")
+	p("CPU is the server's utime+stime (/proc/PID/stat) over that interval (cores busy: CPU s ÷ the stored interval; run-queue wait: the time the server's threads were runnable but waited for a core, summed over threads from /proc/PID/task/*/schedstat — the machine's other work), peak RSS the largest VmRSS sampled every 250 ms. Tgres: 150 K points/s over 500 K series on 8 cores; issue 14's goal: ≥ 1 M points/s on these 2 cores (shared with the clients).\n\n")
 
 	if len(rep.Panels) > 0 {
 		p("### Render: 20 Grafana panels\n\n| panel | target | range | series | points | Aerie p50 ms | p90 | graphite-web p50 ms | p90 | ratio | differing points |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
@@ -67,7 +72,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 			seriesOf(rep), c["max_data_points"], c["span"], runs)
 	}
 	if len(rep.Profile) > 0 {
-		p("### Aerie's CPU profile over its largest ingest\n\n```\n%s\n```\n\n", strings.Join(rep.Profile, "\n"))
+		p("### Aerie's CPU profile over its largest ingest\n\n`/debug/pprof/profile` of the server, %s; `go tool pprof -top`:\n\n```\n%s\n```\n\n", cmp.Or(c["profile"], "its first 20 s"), strings.Join(rep.Profile, "\n"))
 	}
 	for _, n := range rep.Notes {
 		p("- %s\n", n)

@@ -198,6 +198,48 @@ func parseStatCPU(b []byte) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / clockTicks, nil
 }
 
+// procRunWait sums, over pid's threads, the time they were runnable but
+// waited for a CPU (the second field of /proc/PID/task/TID/schedstat, in
+// ns): how much the machine's other work kept the server off the cores.
+// Threads that have exited are not counted.
+func procRunWait(pid int) (time.Duration, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil {
+		return 0, err
+	}
+	if len(tasks) == 0 {
+		return 0, fmt.Errorf("/proc/%d/task/*/schedstat: none", pid)
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			if os.IsNotExist(err) || errors.Is(err, syscall.ESRCH) {
+				continue // the thread exited
+			}
+			return 0, err
+		}
+		w, err := parseSchedstatWait(b)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", t, err)
+		}
+		total += w
+	}
+	return total, nil
+}
+
+func parseSchedstatWait(b []byte) (time.Duration, error) {
+	f := strings.Fields(string(b))
+	if len(f) != 3 {
+		return 0, fmt.Errorf("schedstat %q: want 3 fields", b)
+	}
+	n, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("schedstat run-queue wait %q: %w", f[1], err)
+	}
+	return time.Duration(n), nil
+}
+
 // procRSS reads VmRSS of pid from /proc/PID/status, in bytes.
 func procRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -63,10 +63,14 @@ type IngestResult struct {
 	Dropped            int64   `json:"dropped"` // Points - Stored
 	CPUSeconds         float64 `json:"cpu_seconds"`
 	StoredPerCPUSecond float64 `json:"stored_per_cpu_second"`
-	RSSPeakBytes       int64   `json:"rss_peak_bytes"`
-	RSSEndBytes        int64   `json:"rss_end_bytes"`
-	How                string  `json:"how"` // how stored was counted
-	Note               string  `json:"note,omitempty"`
+	// RunWaitSeconds is how long the server's threads were runnable but
+	// waited for a core over the interval (schedstat): the machine's
+	// other work.
+	RunWaitSeconds float64 `json:"run_wait_seconds"`
+	RSSPeakBytes   int64   `json:"rss_peak_bytes"`
+	RSSEndBytes    int64   `json:"rss_end_bytes"`
+	How            string  `json:"how"` // how stored was counted
+	Note           string  `json:"note,omitempty"`
 }
 
 // PanelResult is one panel rendered by both peers.

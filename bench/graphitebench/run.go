@@ -191,6 +191,7 @@ func (r *runner) ingestAerie(srv *aerieServer, d dataset, p [][]byte, bytes int6
 	if err != nil {
 		return res, err
 	}
+	wait0, _ := procRunWait(pid)
 	c0, err := readCounters(r.ctx, r.client, base)
 	if err != nil {
 		return res, err
@@ -199,7 +200,14 @@ func (r *runner) ingestAerie(srv *aerieServer, d dataset, p [][]byte, bytes int6
 	if r.cfg.Profile != "" && !r.profiled {
 		r.profiled = true
 		profErr = make(chan error, 1)
-		go func() { profErr <- r.profile(base) }()
+		go func() {
+			select {
+			case <-time.After(r.cfg.ProfileAfter):
+				profErr <- r.profile(base)
+			case <-r.ctx.Done():
+				profErr <- r.ctx.Err()
+			}
+		}()
 	}
 	w := watchRSS(pid, 250*time.Millisecond)
 	start := time.Now()
@@ -235,11 +243,13 @@ func (r *runner) ingestAerie(srv *aerieServer, d dataset, p [][]byte, bytes int6
 		time.Sleep(100 * time.Millisecond)
 	}
 	cpu1, err := procCPU(pid)
+	wait1, _ := procRunWait(pid)
 	res.RSSPeakBytes, res.RSSEndBytes = w.end()
 	if err != nil {
 		return res, err
 	}
 	res.CPUSeconds = (cpu1 - cpu0).Seconds()
+	res.RunWaitSeconds = round3((wait1 - wait0).Seconds())
 	r.logf("aerie: stored in %.1f s (%.0f points/s), %.1f CPU s, peak RSS %.0f MB", res.StoredSeconds, float64(d.points())/res.StoredSeconds, res.CPUSeconds, float64(res.RSSPeakBytes)/1e6)
 	if profErr != nil {
 		if err := <-profErr; err != nil {
@@ -270,6 +280,7 @@ func (r *runner) ingestCarbon(g *graphitetest.Graphite, d dataset, p [][]byte, b
 	if err != nil {
 		return res, err
 	}
+	wait0, _ := procRunWait(pid)
 	w := watchRSS(pid, 250*time.Millisecond)
 	start := time.Now()
 	r.logf("carbon: sending %d points over %d connections", d.points(), len(p))
@@ -287,11 +298,13 @@ func (r *runner) ingestCarbon(g *graphitetest.Graphite, d dataset, p [][]byte, b
 	}
 	res.StoredSeconds = time.Since(start).Seconds()
 	cpu1, err := procCPU(pid)
+	wait1, _ := procRunWait(pid)
 	res.RSSPeakBytes, res.RSSEndBytes = w.end()
 	if err != nil {
 		return res, err
 	}
 	res.CPUSeconds = (cpu1 - cpu0).Seconds()
+	res.RunWaitSeconds = round3((wait1 - wait0).Seconds())
 	whisperDir := filepath.Join(g.Dir, "storage", "whisper")
 	// Points still in flight when the cache first looked empty show up
 	// in a later count; it is final once two counts a Flush apart agree.
@@ -329,6 +342,7 @@ func (r *runner) finish(res *IngestResult) {
 // profile takes a CPU profile of Aerie's server into cfg.Profile and
 // keeps its top frames.
 func (r *runner) profile(base string) error {
+	r.rep.Config["profile"] = fmt.Sprintf("%d s from %s after the first dial of Aerie's largest ingest", r.cfg.ProfileSeconds, r.cfg.ProfileAfter)
 	u := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, r.cfg.ProfileSeconds)
 	c := &http.Client{Timeout: time.Duration(r.cfg.ProfileSeconds)*time.Second + time.Minute}
 	resp, err := c.Get(u)

@@ -67,6 +67,7 @@ bench/graphitebench/doc.go.`,
 	f.StringVar(&cfg.Dir, "dir", "", "scratch directory (default: a temporary directory, removed after)")
 	f.StringVar(&cfg.Profile, "profile", "", "write a CPU profile of aerie serve over its largest ingest to this file, and put its top frames in the report")
 	f.IntVar(&cfg.ProfileSeconds, "profile-seconds", 20, "length of that profile")
+	f.DurationVar(&cfg.ProfileAfter, "profile-after", 0, "start that profile this long after the ingest's first dial (its first seconds create the series)")
 	f.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file (aerie bench report reads it)")
 	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	return cmd
