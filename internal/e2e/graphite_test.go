@@ -115,37 +115,28 @@ func graphiteData(tEnd int64) []gPoint {
 	// hits_total: a counter (last) that web resets; latency.p99 (max) and
 	// latency.min (min), with a gap in api's.
 	for k, app := range []string{"web", "api", "db"} {
-		var appTimes []struct {
+		// 10 min history, 1 min history, then 10 s points; scale turns a
+		// rate per 10 s into a count per interval.
+		type appStamp struct {
 			t     int64
 			i     int
 			scale float64
 		}
+		var appTimes []appStamp
 		for t := tEnd - gApps10mFrom; t < tEnd-gApps10mTo; t += 600 {
-			appTimes = append(appTimes, struct {
-				t     int64
-				i     int
-				scale float64
-			}{t, -1, 60})
+			appTimes = append(appTimes, appStamp{t, -1, 60})
 		}
 		for t := tEnd - gApps1mFrom; t < tEnd-gHist1mTo; t += 60 {
-			appTimes = append(appTimes, struct {
-				t     int64
-				i     int
-				scale float64
-			}{t, -1, 6})
+			appTimes = append(appTimes, appStamp{t, -1, 6})
 		}
 		for i := range gRecentPoints {
-			appTimes = append(appTimes, struct {
-				t     int64
-				i     int
-				scale float64
-			}{recentT(i), i, 1})
+			appTimes = append(appTimes, appStamp{recentT(i), i, 1})
 		}
 		total := 1000.0 * float64(k+1)
 		for _, s := range appTimes {
 			ok := math.Round(max(0, s.scale*(50*float64(k+1)+20*wave(s.t, k)+5*rng.NormFloat64())))
 			burst := 0.0
-			if (s.t/600)%7 == 3 {
+			if ((s.t-tEnd)/600%7+7)%7 == 3 {
 				burst = 10
 			}
 			bad := math.Round(max(0, s.scale*(burst+2*rng.NormFloat64())))
@@ -938,4 +929,56 @@ func TestGraphiteSelfDifferential(t *testing.T) {
 	allowedDifferences = nil
 	defer func() { allowedDifferences = saved }()
 	run.compareWith(t, graphitePeer{name: "another graphite-web", url: other.URL})
+}
+
+// TestGraphiteData checks the generated data: deterministic, sorted by
+// time, on the archives' grids, inside the layout the windows assume, and
+// the same for every T but for the timestamps.
+func TestGraphiteData(t *testing.T) {
+	const tEnd = 1795566000
+	a, pathsA := graphiteLines(graphiteData(tEnd))
+	b, _ := graphiteLines(graphiteData(tEnd))
+	if !bytes.Equal(a, b) {
+		t.Fatal("graphiteData is not deterministic")
+	}
+	pts := graphiteData(tEnd)
+	if len(pathsA) != 55 {
+		t.Errorf("%d series, want 55", len(pathsA))
+	}
+	for i, p := range pts {
+		if i > 0 && p.t < pts[i-1].t {
+			t.Fatalf("point %d (%s at %d) before point %d (%d)", i, p.path, p.t, i-1, pts[i-1].t)
+		}
+		age := tEnd - p.t
+		switch {
+		case age < 0:
+			t.Errorf("%s at %d: after T", p.path, p.t)
+		case age < 100*60:
+			if p.t%10 != 0 {
+				t.Errorf("%s at %d: not on the 10 s grid", p.path, p.t)
+			}
+		case age <= gHist1mTo:
+			t.Errorf("%s at T-%ds: in the gap between 10 s data and history", p.path, age)
+		case age <= gApps10mTo:
+			if p.t%60 != 0 || age > gApps1mFrom {
+				t.Errorf("%s at T-%ds: not 1 min history", p.path, age)
+			}
+		default:
+			if p.t%600 != 0 || age > gApps10mFrom || !strings.HasPrefix(p.path, "apps.") {
+				t.Errorf("%s at T-%ds: not 10 min history of apps", p.path, age)
+			}
+		}
+		if math.IsNaN(p.v) || math.IsInf(p.v, 0) {
+			t.Errorf("%s at %d: %v", p.path, p.t, p.v)
+		}
+	}
+	later := graphiteData(tEnd + 600)
+	if len(later) != len(pts) {
+		t.Fatalf("%d points at T+600, %d at T", len(later), len(pts))
+	}
+	for i := range pts {
+		if later[i].path != pts[i].path || later[i].v != pts[i].v || later[i].t != pts[i].t+600 {
+			t.Fatalf("point %d: %+v at T+600, %+v at T", i, later[i], pts[i])
+		}
+	}
 }
