@@ -26,13 +26,20 @@ import (
 // get the same storage-schemas.conf and storage-aggregation.conf
 // (testdata/graphite) and the same plaintext lines; then every render case
 // of testdata/graphite/targets.txt (json and raw) and every query of
-// finds.txt is asked of both and compared point by point (graphiteTol).
-// A difference passes only when allowedDifferences explains it.
+// finds.txt is asked of both and compared point by point (graphiteTol;
+// format=csv too for the cases marked !csv). A difference passes only when
+// allowedDifferences explains it; findNormalizers first remove what
+// graphite-web itself does not keep the same between two instances.
+//
+// TestGraphiteSelfDifferential runs the same comparison between two
+// graphite-web instances, so that the harness, the data and the table are
+// known to give equal answers on equal systems: a case whose answer moves
+// with the clock or with the order carbon wrote files in shows there.
 
 const graphiteTestdata = "testdata/graphite"
 
-// The data's time layout, relative to T (gdata.tEnd, a multiple of 10 min
-// at most 10 min ago). Every series has 10 s points in (T-100m, T]; most
+// The data's time layout, relative to T (graphiteRun.tEnd, a multiple of
+// 10 min, at most 10 min ago). Every series has 10 s points in (T-100m, T]; most
 // have 1 min history in [T-10h, T-135m), which carbon writes straight into
 // the 1 min archive (older than the 10 s archive's 2 h); apps.* also have
 // 10 min history in [T-3d, T-13h), past their 1 min archive's 12 h.
