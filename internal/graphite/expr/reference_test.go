@@ -32,10 +32,10 @@ import (
 //	gzip -9 testdata/graphiteweb/smoke/expected.json
 
 type refSeries struct {
-	Name              string            `json:"name"`
-	PathExpression    string            `json:"pathExpression"`
-	Start             int64             `json:"start"`
-	Step              int64             `json:"step"`
+	Name              *string           `json:"name"` // null for verticalLine without a label
+	PathExpression    *string           `json:"pathExpression"`
+	Start             float64           `json:"start"`
+	Step              float64           `json:"step"` // 1.0 for verticalLine
 	Values            []any             `json:"values"`
 	Tags              map[string]string `json:"tags"`
 	ConsolidationFunc string            `json:"consolidationFunc"`
@@ -212,20 +212,30 @@ func compareRef(got []*Series, want []refSeries) string {
 			g = append(g, s.Name)
 		}
 		for _, s := range want {
-			w = append(w, s.Name)
+			if s.Name != nil {
+				w = append(w, *s.Name)
+			}
 		}
 		return fmt.Sprintf("series %q; graphite-web %q", g, w)
 	}
 	for i, s := range got {
 		x := want[i]
-		if s.Name != x.Name {
-			return fmt.Sprintf("series %d named %q; graphite-web %q", i, s.Name, x.Name)
+		// Eval names graphite-web's None name "None", as str() does.
+		name, path := "None", "None"
+		if x.Name != nil {
+			name = *x.Name
 		}
-		if s.PathExpression != x.PathExpression {
-			return fmt.Sprintf("%s: path expression %q; graphite-web %q", s.Name, s.PathExpression, x.PathExpression)
+		if x.PathExpression != nil {
+			path = *x.PathExpression
 		}
-		if s.Start != x.Start || s.Step != x.Step {
-			return fmt.Sprintf("%s: start/step %d/%d; graphite-web %d/%d", s.Name, s.Start, s.Step, x.Start, x.Step)
+		if s.Name != name {
+			return fmt.Sprintf("series %d named %q; graphite-web %q", i, s.Name, name)
+		}
+		if s.PathExpression != path {
+			return fmt.Sprintf("%s: path expression %q; graphite-web %q", s.Name, s.PathExpression, path)
+		}
+		if float64(s.Start) != x.Start || float64(s.Step) != x.Step {
+			return fmt.Sprintf("%s: start/step %d/%d; graphite-web %v/%v", s.Name, s.Start, s.Step, x.Start, x.Step)
 		}
 		wv := make([]float64, len(x.Values))
 		for j, v := range x.Values {
