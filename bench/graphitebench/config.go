@@ -43,7 +43,7 @@ type Scale struct {
 // schema takes 104 KB (8640 slots) and carbon creates and writes them
 // one at a time.
 var Scales = map[string]Scale{
-	"small":  {Name: "small", Series: 5_000, CarbonSeries: 5_000, Span: 5 * time.Minute, Runs: 2},
+	"small":  {Name: "small", Series: 5_000, CarbonSeries: 5_000, Span: 5 * time.Minute, Runs: 1},
 	"medium": {Name: "medium", Series: 500_000, CarbonSeries: 20_000, Span: 10 * time.Minute, Runs: 10},
 }
 

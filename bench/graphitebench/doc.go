@@ -63,7 +63,7 @@
 //     point; maxDataPoints 1000; format=json) are asked of Aerie and
 //     graphite-web once and the answers compared point by point
 //     (relative tolerance 1e-9: series, targets, times, nulls, values);
-//     then Runs times each (2 small, 10 medium), the peers taking turns
+//     then Runs times each (1 small, 10 medium), the peers taking turns
 //     to go first. Latency is from sending the request to reading the
 //     last byte; p50 and p90 per panel and per peer, and the ratio of
 //     p50s.
