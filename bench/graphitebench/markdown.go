@@ -34,6 +34,9 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		p("| %s | %s | %s | %s |\n", r.Name, num(r.Value), r.Goal, mark)
 	}
 
+	if big, eq := maxAerieSeries(rep), seriesOf(rep); big > eq {
+		p("Carbon is scaled down: Aerie ingests %d series alone, then both peers %d (each whisper file of the schema is 8640 slots, 104 KB, created and written one at a time by carbon's writer: %d series would be %.0f GB of whisper); the ratios against carbon are at equal series counts.\n", big, eq, big, float64(big)*(8640*12+28)/1e9)
+	}
 	p("\n### Ingest: plaintext over TCP\n\n| peer | series | points | clients | accepted points/s | stored points/s | stored | dropped | CPU s | cores busy | run-queue wait s | stored per CPU s | peak RSS | RSS after | note |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, in := range rep.Ingest {
 		busy := 0.0
@@ -81,6 +84,16 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		p("\n")
 	}
 	return nil
+}
+
+func maxAerieSeries(rep *Report) int {
+	n := 0
+	for _, in := range rep.Ingest {
+		if in.Peer == aerie {
+			n = max(n, in.Series)
+		}
+	}
+	return n
 }
 
 func seriesOf(rep *Report) int {
