@@ -179,6 +179,9 @@ func (ev *evaluator) call(e *CallExpr, from, until int64) (any, error) {
 	if err := c.bind(args, kwargs); err != nil {
 		return nil, err
 	}
+	if def.fnLists != nil {
+		return def.fnLists(c)
+	}
 	out, err := def.fn(c)
 	if err != nil {
 		return nil, err
@@ -317,6 +320,8 @@ func typeName(v any) string {
 		return "None"
 	case []*Series:
 		return "series list"
+	case [][]*Series:
+		return "list of series lists"
 	case int64:
 		return "integer"
 	case float64:
@@ -352,6 +357,10 @@ func (c *callCtx) check(p ParamInfo, v any) (any, error) {
 	switch p.Type {
 	case "seriesList":
 		if _, ok := v.([]*Series); !ok {
+			return nil, bad()
+		}
+	case "seriesLists":
+		if _, ok := v.([][]*Series); !ok {
 			return nil, bad()
 		}
 	case "float":
@@ -439,12 +448,18 @@ func (c *callCtx) check(p ParamInfo, v any) (any, error) {
 	if _, ok := v.([]*Series); ok && p.Type != "seriesList" && p.Type != "any" {
 		return nil, bad()
 	}
+	if _, ok := v.([][]*Series); ok && p.Type != "seriesLists" {
+		return nil, bad()
+	}
 	return v, nil
 }
 
 func reprArg(v any) string {
-	if _, ok := v.([]*Series); ok {
+	switch v.(type) {
+	case []*Series:
 		return "(a series list)"
+	case [][]*Series:
+		return "(a list of series lists)"
 	}
 	return pyRepr(v)
 }

@@ -21,6 +21,16 @@ func init() {
 	register("randomWalk", "Special", walk, req("name", "string"), opt("step", "integer", int64(60)))
 	register("randomWalkFunction", "Special", walk, req("name", "string"), opt("step", "integer", int64(60)))
 	register("removeBetweenPercentile", "Filter Series", removeBetweenPercentile, pSeriesList, req("n", "float"))
+	mapDef := &funcDef{FuncInfo: FuncInfo{Name: "mapSeries", Group: "Combine", Params: []ParamInfo{pSeriesList, multi(req("mapNodes", "nodeOrTag"))}}, fnLists: mapSeriesFunc}
+	mapDef.params = mapDef.Params
+	funcs["mapSeries"] = mapDef
+	mapAlias := *mapDef
+	mapAlias.Name = "map"
+	funcs["map"] = &mapAlias
+	register("reduceSeries", "Combine", reduceSeries, req("seriesLists", "seriesLists"), req("reduceFunction", "string"),
+		req("reduceNode", "node"), multi(req("reduceMatchers", "string")))
+	funcs["reduce"] = &funcDef{FuncInfo: FuncInfo{Name: "reduce", Group: "Combine", Params: funcs["reduceSeries"].params},
+		params: funcs["reduceSeries"].params, fn: reduceSeries}
 	register("useSeriesAbove", "Filter Series", useSeriesAbove, pSeriesList, req("value", "float"), req("search", "string"), req("replace", "string"))
 }
 
@@ -215,6 +225,87 @@ func useSeriesAbove(c *callCtx) ([]*Series, error) {
 		if len(s.Values) > 0 {
 			out = append(out, s)
 		}
+	}
+	return out, nil
+}
+
+func mapSeriesFunc(c *callCtx) ([][]*Series, error) {
+	var keys []string
+	groups := map[string][]*Series{}
+	for _, s := range c.series(0) {
+		k := aggKey(s, c.multi(1))
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], s)
+	}
+	out := make([][]*Series, len(keys))
+	for i, k := range keys {
+		out[i] = groups[k]
+	}
+	return out, nil
+}
+
+// reduceSeries calls reduceFunction with one series list per matcher, for
+// each group of series that share the nodes before reduceNode.
+func reduceSeries(c *callCtx) ([]*Series, error) {
+	lists, _ := c.arg(0).([][]*Series)
+	fnName, node := c.str(1), c.int(2)
+	var matchers []string
+	for _, m := range c.multi(3) {
+		matchers = append(matchers, pyStr(m))
+	}
+	def := funcs[fnName]
+	if def == nil || def.fn == nil {
+		return nil, &UnknownFunctionError{Name: fnName, Pos: c.expr.At}
+	}
+	var keys []string
+	slots := map[string][]*Series{}
+	for _, l := range lists {
+		for _, s := range l {
+			nodes := strings.Split(s.Name, ".")
+			idx := node
+			if idx < 0 {
+				idx += int64(len(nodes))
+			}
+			if idx < 0 || idx >= int64(len(nodes)) {
+				return nil, c.errf("reduceNode", "series %s has no node %d", s.Name, node)
+			}
+			key := strings.Join(nodes[:idx], ".") + ".reduce." + fnName
+			for i, m := range matchers {
+				if nodes[idx] != m {
+					continue
+				}
+				if _, ok := slots[key]; !ok {
+					slots[key] = make([]*Series, len(matchers))
+					keys = append(keys, key)
+				}
+				slots[key][i] = s
+				break
+			}
+		}
+	}
+	var out []*Series
+	for _, k := range keys {
+		args := make([]any, len(matchers))
+		for i, s := range slots[k] {
+			if s == nil {
+				return nil, c.errf("reduceMatchers", "no series for %q under %s", matchers[i], k)
+			}
+			args[i] = []*Series{s}
+		}
+		sub := &callCtx{ev: c.ev, expr: c.expr, def: def, from: c.from, until: c.until}
+		if err := sub.bind(args, nil); err != nil {
+			return nil, err
+		}
+		res, err := def.fn(sub)
+		if err != nil {
+			return nil, err
+		}
+		if len(res) == 0 {
+			return nil, c.errf("reduceFunction", "%s returned no series for %s", fnName, k)
+		}
+		out = append(out, rename(res[0], k))
 	}
 	return out, nil
 }

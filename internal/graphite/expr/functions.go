@@ -76,6 +76,9 @@ type funcDef struct {
 	deprecatedAgg bool
 	params        []ParamInfo
 	fn            func(c *callCtx) ([]*Series, error)
+	// fnLists is set instead of fn by mapSeries, the one function whose
+	// value is a list of series lists (for reduceSeries).
+	fnLists func(c *callCtx) ([][]*Series, error)
 }
 
 // funcs is the function table, filled by init so that functions can call
