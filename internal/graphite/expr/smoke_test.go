@@ -76,7 +76,11 @@ func TestFunctionsSmoke(t *testing.T) {
 					if smokeOut != nil {
 						fmt.Fprintf(smokeOut, "0 60 %s\n", target)
 					}
-					got, err := Eval(context.Background(), e, 0, 60, 60, refStore(t))
+					rf := &recordingFetcher{inner: refStore(t)}
+					got, err := Eval(context.Background(), e, 0, 60, 60, rf)
+					if msg := rf.changed(); msg != "" {
+						t.Errorf("%s changed a fetched series (invariant 1): %s", target, msg)
+					}
 					if err != nil {
 						continue
 					}
@@ -92,4 +96,45 @@ func TestFunctionsSmoke(t *testing.T) {
 	if n < 500 {
 		t.Errorf("only %d smoke targets", n)
 	}
+}
+
+// recordingFetcher keeps a deep copy of every series it hands out, so
+// that a test can check Eval wrote to none of them (invariant 1).
+type recordingFetcher struct {
+	inner  *fakeFetcher
+	handed []*Series
+	copies []Series
+}
+
+func (f *recordingFetcher) record(got []*Series, err error) ([]*Series, error) {
+	for _, s := range got {
+		c := *s
+		c.Values = append([]float64(nil), s.Values...)
+		c.Tags = copyTags(s.Tags)
+		f.handed = append(f.handed, s)
+		f.copies = append(f.copies, c)
+	}
+	return got, err
+}
+
+func (f *recordingFetcher) Fetch(ctx context.Context, pathExpr string, from, until int64) ([]*Series, error) {
+	return f.record(f.inner.Fetch(ctx, pathExpr, from, until))
+}
+
+func (f *recordingFetcher) FetchTagged(ctx context.Context, exprs []string, from, until int64) ([]*Series, error) {
+	return f.record(f.inner.FetchTagged(ctx, exprs, from, until))
+}
+
+// changed describes the first handed-out series that differs from its
+// copy, or returns "".
+func (f *recordingFetcher) changed() string {
+	for i, s := range f.handed {
+		c := f.copies[i]
+		if s.Name != c.Name || s.PathExpression != c.PathExpression || s.Start != c.Start || s.End != c.End ||
+			s.Step != c.Step || s.ConsolidationFunc != c.ConsolidationFunc || s.XFilesFactor != c.XFilesFactor ||
+			!sameVals(s.Values, c.Values) || !equalTags(s.Tags, c.Tags) {
+			return fmt.Sprintf("%s: %+v became %+v", c.Name, c, *s)
+		}
+	}
+	return ""
 }
