@@ -207,6 +207,11 @@ func (ev *evaluator) seriesByTag(e *CallExpr, from, until int64) (any, error) {
 		if !tagExprRe.MatchString(s.Value) {
 			return nil, &ArgError{Func: e.Name, Param: "tagExpressions", Pos: e.At, Msg: fmt.Sprintf("invalid tag expression %s", pyRepr(s.Value))}
 		}
+		if _, v, ok := strings.Cut(s.Value, "=~"); ok {
+			if _, err := regexp.Compile("^(?:" + v + ")"); err != nil {
+				return nil, &ArgError{Func: e.Name, Param: "tagExpressions", Pos: e.At, Msg: fmt.Sprintf("invalid regular expression in %s: %v", pyRepr(s.Value), err)}
+			}
+		}
 		exprs[i] = s.Value
 	}
 	raw := e.Raw

@@ -92,11 +92,17 @@ next:
 			switch {
 			case strings.Contains(e, "!=~"):
 				k, v, _ = strings.Cut(e, "!=~")
-				re := regexp.MustCompile("^(?:" + v + ")")
+				re, err := regexp.Compile("^(?:" + v + ")")
+				if err != nil {
+					return nil, err
+				}
 				match = func(x string) bool { return !re.MatchString(x) }
 			case strings.Contains(e, "=~"):
 				k, v, _ = strings.Cut(e, "=~")
-				re := regexp.MustCompile("^(?:" + v + ")")
+				re, err := regexp.Compile("^(?:" + v + ")")
+				if err != nil {
+					return nil, err
+				}
 				match = re.MatchString
 			case strings.Contains(e, "!="):
 				k, v, _ = strings.Cut(e, "!=")

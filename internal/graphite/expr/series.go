@@ -33,6 +33,9 @@ type Fetcher interface {
 	Fetch(ctx context.Context, pathExpr string, from, until int64) ([]*Series, error)
 	// FetchTagged returns the series seriesByTag selects: each expression
 	// is "tag=value", "tag!=value", "tag=~regex" or "tag!=~regex"
-	// (graphite-web's grammar; "name" is the path).
+	// (graphite-web's grammar; "name" is the path). Eval has checked
+	// each expression's syntax and that every =~ value compiles as a Go
+	// regular expression; graphite-web anchors them at the start of the
+	// value (re.match), i.e. "^(?:value)".
 	FetchTagged(ctx context.Context, exprs []string, from, until int64) ([]*Series, error)
 }
