@@ -235,3 +235,36 @@ func TestEvalFunctions(t *testing.T) {
 		checkSeries(t, tc.target, got, tc.want)
 	}
 }
+
+func TestConsolidate(t *testing.T) {
+	s := mk("x", 10, 1, N, 3, 4, N, N, 7)
+	for _, tc := range []struct {
+		fn   string
+		xff  float64
+		n    int64
+		want []float64
+	}{
+		{"average", 0, 2, vals(1, 3.5, N, 7)},
+		{"", 0, 3, vals(2, 4, 7)},
+		{"sum", 0, 3, vals(4, 4, 7)},
+		{"max", 0, 2, vals(1, 4, N, 7)},
+		{"min", 0, 7, vals(1)},
+		{"first", 0, 3, vals(1, 4, 7)},
+		{"last", 0, 3, vals(3, 4, 7)},
+		{"avg_zero", 0, 2, vals(0.5, 3.5, N, 7)},
+		{"average", 0.6, 2, vals(N, 3.5, N, N)}, // the short last group counts over n
+		{"average", 0, 1, vals(1, N, 3, 4, N, N, 7)},
+	} {
+		c := *s
+		c.ConsolidationFunc, c.XFilesFactor = tc.fn, tc.xff
+		if got := Consolidate(&c, tc.n); !sameVals(got, tc.want) {
+			t.Errorf("Consolidate(%s, xff %v, %d) = %s; want %s", tc.fn, tc.xff, tc.n, fmtVals(got), fmtVals(tc.want))
+		}
+	}
+	c := *s
+	got := Consolidate(&c, 1)
+	got[0] = 99
+	if s.Values[0] != 1 {
+		t.Error("Consolidate(s, 1) shares the series' values")
+	}
+}

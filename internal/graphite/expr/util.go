@@ -195,6 +195,22 @@ func lcm(a, b int64) int64 {
 	return a / gcd(a, b) * b
 }
 
+// Consolidate returns s's values grouped n points at a time with s's
+// ConsolidationFunc ("average" when empty, "avg" and "avg_zero" too) and
+// XFilesFactor, as graphite-web's TimeSeries.consolidate(n) makes them
+// for maxDataPoints and for normalize: a group is null unless its
+// non-null share reaches XFilesFactor; the last group may be short but
+// its share is counted over n. The result is a new slice; n <= 1 copies
+// the values. The consolidated series starts at s.Start with step
+// s.Step*n.
+func Consolidate(s *Series, n int64) []float64 {
+	v := consolidated(s, n)
+	if n <= 1 {
+		v = append([]float64(nil), v...)
+	}
+	return v
+}
+
 // consolidated returns s's values grouped by n points with s's
 // consolidation function and xFilesFactor, as graphite-web iterates a
 // series after consolidate(n). n <= 1 returns the values themselves.
@@ -231,6 +247,8 @@ func consolidated(s *Series, n int64) []float64 {
 // consolidate applies a render consolidation function to non-empty buf.
 func consolidate(fn string, buf []float64) float64 {
 	switch fn {
+	case "avg", "avg_zero", "average", "":
+		return sum(buf) / float64(len(buf))
 	case "sum":
 		return sum(buf)
 	case "max":
