@@ -31,9 +31,17 @@
 // consolidation function and xFilesFactor, rows aligned by position
 // (izip_longest), not by timestamp.
 //
-// Functions are in a table (funcs) filled at init; Functions exposes its
-// description in the shape of graphite-web's /functions (group, params
-// with name/type/required/default/multiple/options/suggestions).
+// Consolidate exposes that consolidation for the render API's
+// maxDataPoints, so both go through one implementation.
+//
+// Functions are in a table (funcs) filled at init: 149 of graphite-web
+// 1.1.8's 151 (not events, which needs graphite-web's event database, nor
+// stacked, whose running total spans the targets of a request);
+// template() is not supported either. mapSeries is the one function whose
+// value is a list of series lists, which only reduceSeries accepts.
+// Functions describes the table in the shape of graphite-web's
+// /functions (function signature, group, params with name, type,
+// required, default, multiple, options and suggestions).
 //
 // Names, path expressions and tags follow graphite-web's string formats
 // ("%g" numbers in scale(a,2), Python's str() in tag values and in
