@@ -15,7 +15,7 @@ import (
 const (
 	// MaxFetches bounds the Fetcher calls of one Eval: functions that
 	// re-fetch (timeStack, applyByNode, movingAverage …) multiply them.
-	MaxFetches = 1000
+	MaxFetches = 10000
 	// MaxPoints bounds the points of one series a function creates
 	// (summarize, hitcount, constantLine …).
 	MaxPoints = 1 << 22

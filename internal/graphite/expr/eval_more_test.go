@@ -186,7 +186,7 @@ func TestEvalKwargs(t *testing.T) {
 
 func TestEvalLimits(t *testing.T) {
 	for _, target := range []string{
-		"timeStack(m,'1s',0,5000)",
+		"timeStack(m,'1s',0,50000)",
 		"summarize(big,'1s')",
 		"hitcount(big,'1s')",
 	} {
