@@ -34,17 +34,23 @@
 //     values for one bucket.
 //  2. Ranges are rolled up in time order, each once the raw head takes
 //     no more samples in it (its newest time minus the out-of-order
-//     window or half a partition). Samples that reach such a range later
-//     (backfill, import) are stored raw but not rolled up: the level keeps
-//     what it computed first (first write wins).
+//     window or half a partition). Samples that reach a range later go to
+//     the raw engine's backfill, which reports the range
+//     (tsdb.Options.OnBackfill) before the write is acknowledged; the
+//     range is recorded in the state file and every level computes it
+//     again at the next pass. A bucket that was empty gets its value; one
+//     that already held another keeps it (first write wins) and is counted
+//     in aerie_rollup_stale_buckets_total.
 //  3. Raw samples of a schema's series are dropped only past the raw
 //     archive's duration and only once every level of the schema has
-//     consumed them (Retainer.Cutoff ≤ each level's done time).
+//     consumed them (Retainer.Cutoff ≤ each level's done time and ≤ the
+//     oldest range waiting to be computed again).
 //  4. A level's engine keeps a series' buckets for its own schema's
 //     duration at that step; the engine's retention is the longest of
 //     them.
 //
-// Locking: Manager.runMu serializes passes and guards the done times;
-// the Retainer reads a snapshot published through an atomic pointer, so
+// Locking: Manager.runMu serializes passes; stMu guards the state (done
+// times, ranges to redo) and its file, and is taken under runMu, never
+// the reverse. The Retainer reads a snapshot published through atomics, so
 // queries never wait for a pass.
 package rollup

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,29 @@ type Retainer struct {
 	rules *Rules
 	now   func() time.Time
 	done  atomic.Pointer[map[time.Duration]int64] // level step → done, set by the Manager
+	// dirtyMin is the start of the oldest raw range the levels must
+	// compute again (math.MaxInt64: none), set by the Manager.
+	dirtyMin atomic.Int64
+	// onBackfill is the Manager's, once it is open; before, ranges wait in
+	// early (no write reaches the engine before the server is built, but
+	// an engine opened by a tool may differ).
+	mu         sync.Mutex // guards onBackfill and early
+	onBackfill func(mint, maxt int64)
+	early      []Interval
+}
+
+// Backfilled is tsdb.Options.OnBackfill: samples in [mint, maxt] reached
+// the raw engine below the head, maybe inside ranges already rolled up.
+func (r *Retainer) Backfilled(mint, maxt int64) {
+	r.mu.Lock()
+	f := r.onBackfill
+	if f == nil {
+		r.early = append(r.early, Interval{mint, maxt})
+	}
+	r.mu.Unlock()
+	if f != nil {
+		f(mint, maxt)
+	}
 }
 
 // NewRetainer returns the retention of rules (now: [time.Now]).
@@ -65,6 +89,7 @@ func NewRetainer(rules *Rules, now func() time.Time) *Retainer {
 	}
 	r := &Retainer{rules: rules, now: now}
 	r.done.Store(&map[time.Duration]int64{})
+	r.dirtyMin.Store(math.MaxInt64)
 	return r
 }
 
@@ -75,7 +100,7 @@ func (r *Retainer) Cutoff(lset labels.Labels) int64 {
 	if keep <= 0 {
 		return math.MinInt64
 	}
-	c := r.now().Add(-keep).UnixMilli()
+	c := min(r.now().Add(-keep).UnixMilli(), r.dirtyMin.Load())
 	done := *r.done.Load()
 	for _, rt := range s.Retentions[1:] {
 		d, ok := done[rt.Step]
@@ -101,13 +126,16 @@ type Manager struct {
 	log    *slog.Logger
 	levels []*Level
 
-	runMu sync.Mutex       // serializes RunOnce; guards done
-	done  map[string]int64 // level name → every bucket before it is written
+	runMu sync.Mutex // serializes RunOnce
+
+	stMu sync.Mutex // guards st and the state file; taken under runMu, never the reverse
+	st   state      // done per level; raw ranges to compute again
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 
 	rolled   *prometheus.CounterVec
+	stale    *prometheus.CounterVec
 	failures prometheus.Counter
 	lag      *prometheus.GaugeVec
 }
@@ -133,11 +161,11 @@ func Open(dir string, raw *tsdb.DB, rules *Rules, ret *Retainer, opts Options) (
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	done, err := readState(filepath.Join(dir, stateFile))
+	st, err := readState(filepath.Join(dir, stateFile))
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{raw: raw, rules: rules, ret: ret, dir: dir, opts: opts, log: opts.Logger, done: done, stop: make(chan struct{})}
+	m := &Manager{raw: raw, rules: rules, ret: ret, dir: dir, opts: opts, log: opts.Logger, st: st, stop: make(chan struct{})}
 	for _, rt := range rules.Levels() {
 		l := &Level{Name: fmtDur(rt.Step), Step: rt.Step, Retention: rt.Duration}
 		eo := opts.Engine
@@ -155,9 +183,12 @@ func Open(dir string, raw *tsdb.DB, rules *Rules, ret *Retainer, opts Options) (
 		}
 		m.levels = append(m.levels, l)
 	}
-	m.publish()
 	m.rolled = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "aerie_rollup_buckets_total", Help: "Rollup buckets written, by level.",
+	}, []string{"level"})
+	m.stale = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "aerie_rollup_stale_buckets_total",
+		Help: "Buckets computed again after a backfill whose level already held another value (the level keeps the first).",
 	}, []string{"level"})
 	m.failures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "aerie_rollup_failures_total", Help: "Rollup passes that failed (retried at the next interval).",
@@ -166,14 +197,52 @@ func Open(dir string, raw *tsdb.DB, rules *Rules, ret *Retainer, opts Options) (
 		Name: "aerie_rollup_done_timestamp_seconds", Help: "Time up to which each rollup level holds every bucket.",
 	}, []string{"level"})
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{m.rolled, m.failures, m.lag} {
+		for _, c := range []prometheus.Collector{m.rolled, m.stale, m.failures, m.lag} {
 			if err := opts.Registerer.Register(c); err != nil {
 				m.closeLevels()
 				return nil, err
 			}
 		}
 	}
+	m.stMu.Lock()
+	m.publishLocked()
+	m.stMu.Unlock()
+	ret.mu.Lock()
+	early := ret.early
+	ret.early, ret.onBackfill = nil, m.noteBackfill
+	ret.mu.Unlock()
+	for _, iv := range early {
+		m.noteBackfill(iv.Mint, iv.Maxt)
+	}
 	return m, nil
+}
+
+// noteBackfill records a raw range written below the head durably (the
+// state file) if a level already covers part of it, so that the next
+// pass computes it again, even after a crash.
+func (m *Manager) noteBackfill(mint, maxt int64) {
+	m.stMu.Lock()
+	defer m.stMu.Unlock()
+	covered := false
+	for _, l := range m.levels {
+		if d, ok := m.st.done[l.Name]; ok && mint < d {
+			covered = true
+		}
+		if _, ok := m.st.done[l.Name]; !ok {
+			covered = true // not started: its first pass must not begin after mint
+		}
+	}
+	if !covered {
+		return
+	}
+	var changed bool
+	if m.st.dirty, changed = addInterval(m.st.dirty, Interval{mint, maxt}); !changed {
+		return
+	}
+	if err := writeState(filepath.Join(m.dir, stateFile), m.st, m.levelNames()); err != nil {
+		m.log.Error("record backfilled range for the rollups", "mint", mint, "maxt", maxt, "err", err)
+	}
+	m.publishLocked()
 }
 
 // levelPartition is a level engine's partition: about 120 buckets, at
@@ -200,18 +269,23 @@ func (m *Manager) levelCutoff(step time.Duration) func(labels.Labels) int64 {
 	}
 }
 
-// publish hands the done times to the Retainer. Caller holds runMu or is
-// Open.
-func (m *Manager) publish() {
+// publishLocked hands the done times and the oldest dirty range to the
+// Retainer. Caller holds stMu.
+func (m *Manager) publishLocked() {
 	by := make(map[time.Duration]int64, len(m.levels))
 	for _, l := range m.levels {
-		if d, ok := m.done[l.Name]; ok {
+		if d, ok := m.st.done[l.Name]; ok {
 			by[l.Step] = d
 		} else {
 			by[l.Step] = math.MinInt64
 		}
 	}
 	m.ret.done.Store(&by)
+	dm := int64(math.MaxInt64)
+	if len(m.st.dirty) > 0 {
+		dm = m.st.dirty[0].Mint
+	}
+	m.ret.dirtyMin.Store(dm)
 }
 
 // Levels returns the levels, finest first.
@@ -230,9 +304,9 @@ func (m *Manager) Level(name string) *Level {
 // Done returns the time up to which a level holds every bucket
 // (math.MinInt64: nothing rolled up yet).
 func (m *Manager) Done(name string) int64 {
-	m.runMu.Lock()
-	defer m.runMu.Unlock()
-	if d, ok := m.done[name]; ok {
+	m.stMu.Lock()
+	defer m.stMu.Unlock()
+	if d, ok := m.st.done[name]; ok {
 		return d
 	}
 	return math.MinInt64
@@ -308,17 +382,23 @@ func (m *Manager) settled() int64 {
 	return maxT - max(o.OOOWindow, o.PartitionRange/2)
 }
 
-// RunOnce rolls every level up to the settled time, a range at a time,
-// recording each range durably once its buckets are.
+// RunOnce computes again the ranges backfill wrote into, then rolls every
+// level up to the settled time, a range at a time, recording each range
+// durably once its buckets are.
 func (m *Manager) RunOnce(ctx context.Context) error {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
+	if err := m.redoDirty(ctx); err != nil {
+		return err
+	}
 	settled := m.settled()
 	for _, l := range m.levels {
 		step := l.Step.Milliseconds()
 		chunk := max(levelPartition(l.Step).Milliseconds()/step, 1) * step
 		end := floorDiv(settled, step) * step
-		done, ok := m.done[l.Name]
+		m.stMu.Lock()
+		done, ok := m.st.done[l.Name]
+		m.stMu.Unlock()
 		if !ok {
 			first := m.rawMinTime()
 			if first == math.MaxInt64 {
@@ -334,18 +414,67 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 			}
 			m.rolled.WithLabelValues(l.Name).Add(float64(n))
 			done = to
-			m.done[l.Name] = done
-			if err := writeState(filepath.Join(m.dir, stateFile), m.done, m.levelNames()); err != nil {
-				return fmt.Errorf("write rollup state: %w", err)
+			if err := m.setDone(l.Name, done); err != nil {
+				return err
 			}
-			m.publish()
 			m.lag.WithLabelValues(l.Name).Set(float64(done) / 1000)
 		}
 		if !ok && done >= end {
-			m.done[l.Name] = done
-			m.publish()
+			if err := m.setDone(l.Name, done); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// setDone records a level's progress durably.
+func (m *Manager) setDone(name string, done int64) error {
+	m.stMu.Lock()
+	defer m.stMu.Unlock()
+	if m.st.done == nil {
+		m.st.done = map[string]int64{}
+	}
+	m.st.done[name] = done
+	if err := writeState(filepath.Join(m.dir, stateFile), m.st, m.levelNames()); err != nil {
+		return fmt.Errorf("write rollup state: %w", err)
+	}
+	m.publishLocked()
+	return nil
+}
+
+// redoDirty computes every level again over the raw ranges backfill wrote
+// into (the part each level had already done), then forgets them.
+func (m *Manager) redoDirty(ctx context.Context) error {
+	m.stMu.Lock()
+	dirty := slices.Clone(m.st.dirty)
+	m.stMu.Unlock()
+	if len(dirty) == 0 {
+		return nil
+	}
+	for _, l := range m.levels {
+		step := l.Step.Milliseconds()
+		chunk := max(levelPartition(l.Step).Milliseconds()/step, 1) * step
+		done := m.Done(l.Name)
+		for _, iv := range dirty {
+			from := floorDiv(iv.Mint, step) * step
+			end := min(floorDiv(iv.Maxt, step)*step+step, done)
+			for ; from < end; from += chunk {
+				n, err := m.rollRange(ctx, l, from, min(from+chunk, end))
+				if err != nil {
+					return fmt.Errorf("level %s, backfilled [%d, %d): %w", l.Name, from, min(from+chunk, end), err)
+				}
+				m.rolled.WithLabelValues(l.Name).Add(float64(n))
+			}
+		}
+	}
+	m.stMu.Lock()
+	defer m.stMu.Unlock()
+	m.st.dirty = slices.DeleteFunc(m.st.dirty, func(iv Interval) bool { return slices.Contains(dirty, iv) })
+	if err := writeState(filepath.Join(m.dir, stateFile), m.st, m.levelNames()); err != nil {
+		return fmt.Errorf("write rollup state: %w", err)
+	}
+	m.publishLocked()
 	return nil
 }
 
@@ -410,8 +539,11 @@ func (m *Manager) rollRange(ctx context.Context, l *Level, from, to int64) (int,
 				}
 				ref, err := app.Append(refs[i], batch[i].lset, t, v)
 				if err != nil {
-					app.Rollback()
-					return fmt.Errorf("append %s at %d: %w", batch[i].lset, t, err)
+					// A bucket computed again after a backfill that the
+					// level already holds with another value (first write
+					// wins), or one past the level's retention.
+					m.stale.WithLabelValues(l.Name).Inc()
+					continue
 				}
 				refs[i] = ref
 				written++

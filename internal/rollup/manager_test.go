@@ -45,7 +45,7 @@ func newEnv(t *testing.T, dir string, now time.Time) *env {
 	clock := func() time.Time { return e.now }
 	e.ret = NewRetainer(e.rules, clock)
 	var err error
-	e.raw, err = tsdb.Open(dir+"/raw", &tsdb.Options{FlushCheckInterval: -1, SeriesRetention: e.ret.Cutoff})
+	e.raw, err = tsdb.Open(dir+"/raw", &tsdb.Options{FlushCheckInterval: -1, SeriesRetention: e.ret.Cutoff, OnBackfill: e.ret.Backfilled})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,5 +282,65 @@ func TestTagIndex(t *testing.T) {
 	vals, err := e.m.LabelValues(ctx, labels.MetricName)
 	if err != nil || strings.Join(vals, ",") != "app.c.count,disk.used" {
 		t.Fatalf("values %v %v", vals, err)
+	}
+}
+
+// TestBackfillRolledUp: samples written below the head into ranges a level
+// already covers (history sent late, a replay) are rolled up at the next
+// pass, even across a restart; raw data there are kept until then.
+func TestBackfillRolledUp(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Unix(1_700_000_000, 0).Truncate(time.Hour)
+	e := newEnv(t, dir, now)
+	ctx := context.Background()
+	write := func(name string, from, to time.Time) {
+		t.Helper()
+		app := e.raw.Appender(ctx)
+		for ts := from.UnixMilli(); ts < to.UnixMilli(); ts += 10_000 {
+			if _, err := app.Append(0, labels.FromStrings(labels.MetricName, name), ts, float64(ts/1000)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("app.live", now.Add(-6*time.Hour), now)
+	if err := e.m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Five hours ago, long rolled up: a new series, and the live one's
+	// history goes to the backfill.
+	old, oldEnd := now.Add(-5*time.Hour), now.Add(-4*time.Hour)
+	write("app.late", old, oldEnd)
+	if e.m.Done("1m") <= oldEnd.UnixMilli() {
+		t.Fatalf("1m done %d: the late range should be rolled up already", e.m.Done("1m"))
+	}
+	if ts, _ := e.samples(e.raw, "app.late", math.MinInt64, math.MaxInt64); len(ts) != 360 {
+		t.Fatalf("raw app.late: %d samples kept, want 360 (not rolled up yet)", len(ts))
+	}
+	e.close() // the range to redo is in the state file
+	e = newEnv(t, dir, now)
+	defer e.close()
+	if err := e.m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ts, vs := e.samples(e.m.Level("1m").DB, "app.late", math.MinInt64, math.MaxInt64)
+	if len(ts) != 60 {
+		t.Fatalf("1m level holds %d buckets of app.late, want 60", len(ts))
+	}
+	for i := range ts {
+		if want := float64(ts[i]/1000 + 25); vs[i] != want {
+			t.Fatalf("1m app.late at %d: %v, want %v", ts[i], vs[i], want)
+		}
+	}
+	if ts, _ := e.samples(e.m.Level("10m").DB, "app.late", math.MinInt64, math.MaxInt64); len(ts) != 6 {
+		t.Fatalf("10m level holds %d buckets of app.late, want 6", len(ts))
+	}
+	e.m.stMu.Lock()
+	n := len(e.m.st.dirty)
+	e.m.stMu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d dirty ranges left", n)
 	}
 }

@@ -1,10 +1,12 @@
 package rollup
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/aerie-db/aerie/internal/checksum"
 	"github.com/aerie-db/aerie/internal/fileutil"
@@ -19,9 +21,26 @@ const (
 	maxLevels           = 64
 )
 
-// appendState encodes the done times: magic, version, count, then per
-// level its name and done time, and a CRC32C of everything before it.
-func appendState(dst []byte, done map[string]int64, order []string) []byte {
+// maxDirty bounds the dirty ranges a state file may hold (they are merged,
+// so a real file holds few).
+const maxDirty = 1 << 16
+
+// Interval is an inclusive time range in ms.
+type Interval struct{ Mint, Maxt int64 }
+
+// state is what the state file holds: per level the time before which it
+// holds every bucket, and the raw ranges written since (backfill) that the
+// levels must compute again.
+type state struct {
+	done  map[string]int64
+	dirty []Interval
+}
+
+// appendState encodes the state: magic, version, level count, then per
+// level its name and done time, then the dirty count and each range, and
+// a CRC32C of everything before it.
+func appendState(dst []byte, st state, order []string) []byte {
+	done := st.done
 	start := len(dst)
 	dst = binary.BigEndian.AppendUint32(dst, StateMagic)
 	dst = append(dst, StateVersion)
@@ -31,67 +50,113 @@ func appendState(dst []byte, done map[string]int64, order []string) []byte {
 		dst = append(dst, name...)
 		dst = binary.AppendVarint(dst, done[name])
 	}
+	dst = binary.AppendUvarint(dst, uint64(len(st.dirty)))
+	for _, iv := range st.dirty {
+		dst = binary.AppendVarint(dst, iv.Mint)
+		dst = binary.AppendVarint(dst, iv.Maxt)
+	}
 	return binary.BigEndian.AppendUint32(dst, checksum.CRC32C(dst[start:]))
 }
 
 var errState = errors.New("rollup state")
 
-func decodeState(b []byte) (map[string]int64, error) {
+func decodeState(b []byte) (state, error) {
+	var st state
 	if len(b) < 9 {
-		return nil, fmt.Errorf("%w: %d bytes, too short", errState, len(b))
+		return st, fmt.Errorf("%w: %d bytes, too short", errState, len(b))
 	}
 	if m := binary.BigEndian.Uint32(b); m != StateMagic {
-		return nil, fmt.Errorf("%w: bad magic %#x", errState, m)
+		return st, fmt.Errorf("%w: bad magic %#x", errState, m)
 	}
 	if v := b[4]; v != StateVersion {
-		return nil, fmt.Errorf("%w: unknown version %d (this Aerie reads %d)", errState, v, StateVersion)
+		return st, fmt.Errorf("%w: unknown version %d (this Aerie reads %d)", errState, v, StateVersion)
 	}
 	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
 	if c := checksum.CRC32C(body); c != sum {
-		return nil, fmt.Errorf("%w: CRC32C %#x, want %#x", errState, c, sum)
+		return st, fmt.Errorf("%w: CRC32C %#x, want %#x", errState, c, sum)
 	}
 	p := body[5:]
 	n, k := binary.Uvarint(p)
 	if k <= 0 || n > maxLevels {
-		return nil, fmt.Errorf("%w: bad level count", errState)
+		return st, fmt.Errorf("%w: bad level count", errState)
 	}
 	p = p[k:]
 	out := make(map[string]int64, n)
 	for i := uint64(0); i < n; i++ {
 		l, k := binary.Uvarint(p)
 		if k <= 0 || l > 64 || uint64(len(p)-k) < l {
-			return nil, fmt.Errorf("%w: level %d: bad name", errState, i)
+			return st, fmt.Errorf("%w: level %d: bad name", errState, i)
 		}
 		name := string(p[k : k+int(l)])
 		p = p[k+int(l):]
 		d, k := binary.Varint(p)
 		if k <= 0 {
-			return nil, fmt.Errorf("%w: level %s: bad time", errState, name)
+			return st, fmt.Errorf("%w: level %s: bad time", errState, name)
 		}
 		p = p[k:]
 		out[name] = d
 	}
-	if len(p) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", errState, len(p))
+	nd, k := binary.Uvarint(p)
+	if k <= 0 || nd > maxDirty {
+		return st, fmt.Errorf("%w: bad dirty range count", errState)
 	}
-	return out, nil
+	p = p[k:]
+	for i := uint64(0); i < nd; i++ {
+		a, k := binary.Varint(p)
+		if k <= 0 {
+			return st, fmt.Errorf("%w: dirty range %d: bad start", errState, i)
+		}
+		p = p[k:]
+		z, k := binary.Varint(p)
+		if k <= 0 || z < a {
+			return st, fmt.Errorf("%w: dirty range %d: bad end", errState, i)
+		}
+		p = p[k:]
+		st.dirty = append(st.dirty, Interval{a, z})
+	}
+	if len(p) != 0 {
+		return st, fmt.Errorf("%w: %d trailing bytes", errState, len(p))
+	}
+	st.done = out
+	return st, nil
 }
 
-func readState(path string) (map[string]int64, error) {
+func readState(path string) (state, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return map[string]int64{}, nil
+		return state{done: map[string]int64{}}, nil
 	}
 	if err != nil {
-		return nil, err
+		return state{}, err
 	}
 	st, err := decodeState(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return state{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return st, nil
 }
 
-func writeState(path string, done map[string]int64, order []string) error {
-	return fileutil.WriteFileAtomic(path, appendState(nil, done, order))
+func writeState(path string, st state, order []string) error {
+	return fileutil.WriteFileAtomic(path, appendState(nil, st, order))
+}
+
+// addInterval adds iv to sorted, merged ivs (touching ranges merge) and
+// tells whether that changed anything.
+func addInterval(ivs []Interval, iv Interval) ([]Interval, bool) {
+	for _, x := range ivs {
+		if x.Mint <= iv.Mint && iv.Maxt <= x.Maxt {
+			return ivs, false
+		}
+	}
+	out := make([]Interval, 0, len(ivs)+1)
+	for _, x := range ivs {
+		if x.Maxt < iv.Mint-1 || x.Mint > iv.Maxt+1 {
+			out = append(out, x)
+			continue
+		}
+		iv.Mint, iv.Maxt = min(iv.Mint, x.Mint), max(iv.Maxt, x.Maxt)
+	}
+	out = append(out, iv)
+	slices.SortFunc(out, func(a, b Interval) int { return cmp.Compare(a.Mint, b.Mint) })
+	return out, true
 }

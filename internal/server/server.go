@@ -144,6 +144,7 @@ func New(opts Options) (*Server, error) {
 	retainer := rollup.NewRetainer(cfg.Rules, nil)
 	if len(cfg.Rules.Schemas) > 0 {
 		eo.SeriesRetention = retainer.Cutoff
+		eo.OnBackfill = retainer.Backfilled
 	}
 	start := time.Now()
 	s.db, err = tsdb.Open(opts.DataDir, &eo)

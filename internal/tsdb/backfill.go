@@ -443,10 +443,15 @@ func (db *DB) commitBackfill(ss []bfSample) error {
 			return err
 		}
 		app := g.head.Appender()
+		mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
 		for _, s := range ss[:n] {
 			_ = app.Append(s.l, s.t, s.v) // label errors are in the commit's AppendError
+			mint, maxt = min(mint, s.t), max(maxt, s.t)
 		}
 		err = app.Commit()
+		if db.opts.OnBackfill != nil && (err == nil || errors.As(err, new(*head.AppendError))) {
+			db.opts.OnBackfill(mint, maxt)
+		}
 		g.lastWrite.Store(time.Now().UnixNano())
 		g.commitMu.RUnlock()
 		var ae *head.AppendError

@@ -105,6 +105,10 @@ type Options struct {
 	OnWALFsync   func(time.Duration) // every WAL fsync
 	OnFlush      func(time.Duration) // every partition written as a block
 	OnCompaction func(time.Duration) // every compaction output written
+	// OnBackfill is called after samples in [mint, maxt] went durably to
+	// the backfill (older than the head takes), before their Commit
+	// returns: the rollup manager recomputes its levels over such ranges.
+	OnBackfill func(mint, maxt int64)
 }
 
 func (o *Options) headOptions() head.Options {
