@@ -22,6 +22,10 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		c["metrics_per_host"], c["step"], c["span"], c["end"], c["schemas"], c["aggregation"])
 	p("Peers: `aerie serve` (`%s`) and Debian's %s, on loopback, one after the other on the same data. **Durability differs:** whisper files are written without fsync (WHISPER_AUTOFLUSH False) and carbon's cache is in memory; Aerie's WAL is fsync'd every second (its default).\n\n", rep.Commit, rep.Peers[1].Version)
 
+	for _, pe := range rep.Peers {
+		p("- %s: %s\n", pe.Name, mdEscape(pe.Args))
+	}
+	p("\n")
 	p("### Headline figures\n\n| figure | value | goal | |\n|---|---:|---|---|\n")
 	for _, r := range rep.Ratios {
 		mark := ""
