@@ -161,7 +161,11 @@ func (a *API) handleRender(w http.ResponseWriter, r *http.Request) {
 		b, contentType = AppendRenderPickle(nil, series), "application/pickle"
 	}
 	w.Header().Set("Cache-Control", "no-cache")
-	writeBody(w, rr.JSONP, contentType, b)
+	jsonp := rr.JSONP
+	if rr.Format != "json" {
+		jsonp = "" // graphite-web wraps json answers only
+	}
+	writeBody(w, jsonp, contentType, b)
 }
 
 // Consolidate applies maxDataPoints to s as graphite-web's renderViewJson

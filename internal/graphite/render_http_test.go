@@ -74,7 +74,7 @@ func TestRenderErrors(t *testing.T) {
 		{"/render?format=json&target=sumSeries(a.b", 400, `parameter target: target 1 "sumSeries(a.b"`},
 		{"/render?format=json&target=a.[b", 400, `parameter target: target 1 "a.[b"`},
 		{"/render?format=json&target=seriesByTag('dc!=x')", 400, "at least one must not match"},
-		{"/render?format=json&target=seriesByTag('dc=~(')", 400, "bad regular expression"},
+		{"/render?format=json&target=seriesByTag('dc=~(')", 400, "invalid regular expression"},
 	})
 	// an empty target list is an empty answer, as graphite-web's
 	runAPICases(t, srv, []apiCase{{"/render?format=json", 200, "[]"}})

@@ -128,8 +128,9 @@ type Manager struct {
 
 	runMu sync.Mutex // serializes RunOnce
 
-	stMu sync.Mutex // guards st and the state file; taken under runMu, never the reverse
-	st   state      // done per level; raw ranges to compute again
+	stMu   sync.Mutex       // guards st, busyTo and the state file; taken under runMu, never the reverse
+	st     state            // done per level; raw ranges to compute again
+	busyTo map[string]int64 // per level, the end of the range a pass is computing
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -225,7 +226,7 @@ func (m *Manager) noteBackfill(mint, maxt int64) {
 	defer m.stMu.Unlock()
 	covered := false
 	for _, l := range m.levels {
-		if d, ok := m.st.done[l.Name]; ok && mint < d {
+		if d, ok := m.st.done[l.Name]; ok && mint < max(d, m.busyTo[l.Name]) {
 			covered = true
 		}
 		if _, ok := m.st.done[l.Name]; !ok {
@@ -369,12 +370,14 @@ func (m *Manager) closeLevels() error {
 	return errors.Join(errs...)
 }
 
-// settled is the time before which the raw head takes no more samples
-// (later writes there go to the backfill, which rollups do not follow).
+// settled is the time before which the raw head takes no more samples:
+// the engine's newest time (the head's, or the backfill's when the head
+// spills a burst of history there) minus the out-of-order window or half a
+// partition. Later writes below it go to the backfill, which reports them
+// (noteBackfill).
 func (m *Manager) settled() int64 {
-	h := m.raw.Head()
-	o := h.Options()
-	maxT := h.MaxTime()
+	o := m.raw.Head().Options()
+	maxT := m.raw.NewestTime()
 	now := m.opts.Now().UnixMilli()
 	if maxT == math.MinInt64 || maxT > now {
 		maxT = now
@@ -408,6 +411,7 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 		}
 		for done < end {
 			to := min(done+chunk, end)
+			m.setBusy(l.Name, to) // a backfill into [done, to) from now on is redone
 			n, err := m.rollRange(ctx, l, done, to)
 			if err != nil {
 				return fmt.Errorf("level %s [%d, %d): %w", l.Name, done, to, err)
@@ -426,6 +430,15 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+func (m *Manager) setBusy(name string, to int64) {
+	m.stMu.Lock()
+	defer m.stMu.Unlock()
+	if m.busyTo == nil {
+		m.busyTo = map[string]int64{}
+	}
+	m.busyTo[name] = to
 }
 
 // setDone records a level's progress durably.
@@ -500,6 +513,7 @@ func (m *Manager) rawMinTime() int64 {
 // (one group row per bucket time) and committed (durable) before the next.
 func (m *Manager) rollRange(ctx context.Context, l *Level, from, to int64) (int, error) {
 	step := l.Step.Milliseconds()
+	settled := m.settled()
 	var maxHB int64
 	for _, s := range m.rules.Schemas {
 		maxHB = max(maxHB, s.Heartbeat.Milliseconds())
@@ -575,7 +589,14 @@ func (m *Manager) rollRange(ctx context.Context, l *Level, from, to int64) (int,
 		}
 		k := int(step / step0)
 		slots = AppendSlots(slots[:0], ts, vs, from, step0, nb*k, agg.Method, sch.Heartbeat.Milliseconds())
-		vals := AppendBuckets(make([]float64, 0, nb), slots, k, agg.Method, agg.XFilesFactor)
+		xff := agg.XFilesFactor
+		if to <= settled-sch.Retentions[0].Duration.Milliseconds() {
+			// History older than the raw archive keeps, newest data
+			// considered: whisper writes such points straight into the
+			// coarser archive, without the finer archive's xFilesFactor.
+			xff = 0
+		}
+		vals := AppendBuckets(make([]float64, 0, nb), slots, k, agg.Method, xff)
 		batch = append(batch, rolled{lset: lset, vals: vals})
 		if len(batch) >= m.opts.BatchSeries {
 			if err := flush(); err != nil {

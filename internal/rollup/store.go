@@ -103,6 +103,29 @@ func (m *Manager) Points(ctx context.Context, lset labels.Labels, from, until, n
 			p.Values[j] = vs[i]
 		}
 	}
+	// The buckets the level has not reached yet (the newest ones, which
+	// the raw head may still change) are computed from the raw data as the
+	// level will compute them: whisper updates its coarser archives on
+	// every write, and so a render never misses the recent end.
+	done := m.Done(l.Name)
+	if done == math.MinInt64 || done/1000 >= end {
+		return p, nil
+	}
+	tail := max(start, done/1000)
+	tail = start + (tail-start+step-1)/step*step
+	if tail >= end {
+		return p, nil
+	}
+	step0 := s.Retentions[0].Step.Milliseconds()
+	hb := s.Heartbeat.Milliseconds()
+	rts, rvs, err := m.read(ctx, m.raw, lset, tail*1000-hb, end*1000-1)
+	if err != nil {
+		return p, err
+	}
+	k := int(step * 1000 / step0)
+	nb := int((end - tail) / step)
+	slots := AppendSlots(make([]float64, 0, nb*k), rts, rvs, tail*1000, step0, nb*k, agg.Method, hb)
+	copy(p.Values[(tail-start)/step:], AppendBuckets(make([]float64, 0, nb), slots, k, agg.Method, agg.XFilesFactor))
 	return p, nil
 }
 

@@ -680,3 +680,8 @@ func removeDir(dir string) error {
 	}
 	return os.RemoveAll(tmp)
 }
+
+// NewestTime returns the newest sample time in the engine: the head, the
+// blocks and the backfill generations (math.MinInt64 when empty). It
+// moves on even while the head spills samples to the backfill.
+func (db *DB) NewestTime() int64 { return db.newestT() }
