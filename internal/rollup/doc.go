@@ -23,11 +23,11 @@
 // slots is the time-weighted mean over the known time (Tgres's), and a
 // gap is a gap, never interpolated. Unlike whisper, every level is
 // computed from the finest grid, not from the next finer archive, so an
-// average of a partly known bucket weighs each known slot equally. A range
-// that is already older than the raw archive's duration when it is rolled
-// up (history sent in a burst, a backfill) is consolidated without the
-// xFilesFactor, as whisper writes such points straight into the coarser
-// archive. Until the level reaches them, the newest buckets of a level
+// average of a partly known bucket weighs each known slot equally. A bucket
+// that is already older than the raw archive's duration (from the wall
+// clock) when it is rolled up — history sent late or in a burst, a
+// backfill — is consolidated without the xFilesFactor, as whisper writes
+// such points straight into the coarser archive. Until the level reaches them, the newest buckets of a level
 // archive are computed from the raw data at read time, as whisper updates
 // its coarser archives on every write.
 //

@@ -513,7 +513,7 @@ func (m *Manager) rawMinTime() int64 {
 // (one group row per bucket time) and committed (durable) before the next.
 func (m *Manager) rollRange(ctx context.Context, l *Level, from, to int64) (int, error) {
 	step := l.Step.Milliseconds()
-	settled := m.settled()
+	now := m.opts.Now().UnixMilli()
 	var maxHB int64
 	for _, s := range m.rules.Schemas {
 		maxHB = max(maxHB, s.Heartbeat.Milliseconds())
@@ -589,14 +589,16 @@ func (m *Manager) rollRange(ctx context.Context, l *Level, from, to int64) (int,
 		}
 		k := int(step / step0)
 		slots = AppendSlots(slots[:0], ts, vs, from, step0, nb*k, agg.Method, sch.Heartbeat.Milliseconds())
-		xff := agg.XFilesFactor
-		if to <= settled-sch.Retentions[0].Duration.Milliseconds() {
-			// History older than the raw archive keeps, newest data
-			// considered: whisper writes such points straight into the
-			// coarser archive, without the finer archive's xFilesFactor.
-			xff = 0
+		// Buckets already older than the raw archive keeps when they are
+		// rolled up (history sent late or in a burst) take any known
+		// slot: whisper writes such points straight into the coarser
+		// archive, without the finer archive's xFilesFactor.
+		late := 0
+		if cut := now - sch.Retentions[0].Duration.Milliseconds(); cut > from {
+			late = min(int((cut-from+step-1)/step), nb)
 		}
-		vals := AppendBuckets(make([]float64, 0, nb), slots, k, agg.Method, xff)
+		vals := AppendBuckets(make([]float64, 0, nb), slots[:late*k], k, agg.Method, 0)
+		vals = AppendBuckets(vals, slots[late*k:], k, agg.Method, agg.XFilesFactor)
 		batch = append(batch, rolled{lset: lset, vals: vals})
 		if len(batch) >= m.opts.BatchSeries {
 			if err := flush(); err != nil {
