@@ -220,7 +220,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	for _, db := range []*tsdb.DB{plain, raw} {
-		if err := db.CompactBlocks(); err != nil {
+		if err := flushAll(db); err != nil {
 			return nil, err
 		}
 	}
@@ -232,10 +232,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.TotalBytes = rep.KeptRawBytes
 	for _, l := range m.Levels() {
-		if err := l.DB.FlushHead(); err != nil {
-			return nil, err
-		}
-		if err := l.DB.CompactBlocks(); err != nil {
+		if err := flushAll(l.DB); err != nil {
 			return nil, err
 		}
 		b, err := blockBytes(l.DB.Dir())
@@ -326,6 +323,22 @@ func check(ctx context.Context, m *rollup.Manager, raw *tsdb.DB, name string, no
 		}
 	}
 	return ss.Err()
+}
+
+// flushAll writes everything an engine holds into blocks (the head, the
+// backfill generations) and compacts them, so that its blocks are all its
+// data.
+func flushAll(db *tsdb.DB) error {
+	if err := db.FlushHead(); err != nil {
+		return err
+	}
+	if err := db.FlushBackfill(); err != nil {
+		return err
+	}
+	if _, err := db.ApplySeriesRetention(); err != nil {
+		return err
+	}
+	return db.CompactBlocks()
 }
 
 // countPoints counts every sample of an engine.
