@@ -108,7 +108,9 @@ aerie:
 	}, 30*time.Second, 100*time.Millisecond)
 
 	// /render of the same range at the same resolution: the 1m archive
-	// (from is older than the raw archive's hour).
+	// (from is older than the raw archive's hour), up to the level's done
+	// time (whisper's grid ends a step after until; newer buckets /render
+	// computes from raw data, which the archive does not have yet).
 	compare := func(series string, from, until int64) {
 		t.Helper()
 		code, body := get(t, fmt.Sprintf("%s/render?format=json&target=%s&from=%d&until=%d", base, series, from, until))
@@ -133,8 +135,8 @@ aerie:
 		}
 		require.Greater(t, n, 50, "%s: %d points compared", series, n)
 	}
-	compare("app.web.latency", start, doneSec)
-	compare("app.db.latency", start, doneSec)
+	compare("app.web.latency", start, doneSec-60)
+	compare("app.db.latency", start, doneSec-60)
 
 	// PostgreSQL stops: writes and rollups go on; back, the archive
 	// catches up.
@@ -153,5 +155,5 @@ aerie:
 		_, ok := tv(`{__name__="app.web.latency"}`)[doneSec-60]
 		return ok
 	}, 60*time.Second, 200*time.Millisecond)
-	compare("app.web.latency", start, doneSec)
+	compare("app.web.latency", start, doneSec-60)
 }
