@@ -9,7 +9,7 @@
 # tier against a Thanos-style layout, ~5 min); SENSORS=0 skips `aerie bench
 # --workload=sensors` (Peregreen's upload, search and extraction against
 # VictoriaMetrics, ~20 min); ROLLUP=0 skips `aerie bench rollup` (a year of
-# node-like data with and without Graphite-style rollups, ~13 min);
+# node-like data with and without Graphite-style rollups, ~9 min);
 # GRAPHITE=0 skips `aerie bench graphite` (plaintext ingest of 500 K series,
 # then 20 K into aerie and Debian's carbon-cache, and 20 Grafana panels
 # against graphite-web, ~15 min); LARGE=1 also runs node at Heracles' 150 K-series
