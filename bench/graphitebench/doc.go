@@ -31,7 +31,7 @@
 //     directory, with a configuration file that turns on carbon's
 //     plaintext TCP listener only (UDP, pickle and statsd off) and names
 //     the two carbon files (aerie: rollup:); every other setting at its
-//     default (WAL fsync'd every second).
+//     default (the WAL fsync'd before each commit returns: sync batch).
 //   - carbon: Debian's carbon-cache and graphite-web as
 //     internal/graphite/graphitetest starts them (StartDir): no creates or
 //     updates limit, unlimited cache, sorted write strategy, whisper

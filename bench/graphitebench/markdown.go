@@ -20,7 +20,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		rep.Scale, rep.Commit, rep.Date, rep.Seconds, c["loadavg_start"], c["loadavg_end"])
 	p("Node-like hosts of %s series each (cpu, mem, load, disk and net counters, app, proc, tcp, swap), one point every %s for %s ending %s, integer values; storage schema `%s`, aggregation `%s` on both peers. ",
 		c["metrics_per_host"], c["step"], c["span"], c["end"], c["schemas"], c["aggregation"])
-	p("Peers: `aerie serve` (`%s`) and Debian's %s, on loopback, one after the other on the same data. **Durability differs:** whisper files are written without fsync (WHISPER_AUTOFLUSH False) and carbon's cache is in memory; Aerie's WAL is fsync'd every second (its default).\n\n", rep.Commit, rep.Peers[1].Version)
+	p("Peers: `aerie serve` (`%s`) and Debian's %s, on loopback, one after the other on the same data. **Durability differs:** whisper files are written without fsync (WHISPER_AUTOFLUSH False) and carbon's cache is in memory; Aerie's WAL is fsync'd before each commit returns (`wal.sync: batch`, its default).\n\n", rep.Commit, rep.Peers[1].Version)
 
 	for _, pe := range rep.Peers {
 		p("- %s: %s\n", pe.Name, mdEscape(pe.Args))
