@@ -7,10 +7,11 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/aerie-db/aerie/internal/fileutil"
 )
 
 // Format constants of the tagdict file (docs/format/tagdict.md).
@@ -79,7 +80,7 @@ func newTagDict(path string) *TagDict {
 func OpenTagDict(path string) (*TagDict, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := writeFileAtomic(path, appendTagDictHeader(nil)); err != nil {
+		if err := fileutil.WriteFileAtomic(path, appendTagDictHeader(nil)); err != nil {
 			return nil, fmt.Errorf("create tagdict: %w", err)
 		}
 		f, err = os.OpenFile(path, os.O_RDWR, 0)
@@ -453,37 +454,4 @@ func (d *TagDict) Close() error {
 	cerr := d.f.Close()
 	d.f = nil
 	return errors.Join(err, cerr)
-}
-
-// writeFileAtomic writes a new file: tmp → fsync → rename → fsync dir.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
 }
