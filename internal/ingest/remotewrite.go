@@ -165,6 +165,11 @@ func (h *rwHandler) write(ctx context.Context, sc *rwScratch) (status int, err e
 		switch {
 		case errors.As(err, &pe), errors.Is(err, errHistograms):
 			return 0, err
+		case !decodes(sc.body):
+			// The request stopped at a sample or series before a later
+			// part that does not decode: Prometheus decodes the whole
+			// request first and refuses it for that.
+			return 0, protoError{err}
 		case errors.Is(err, storage.ErrOutOfOrderSample), errors.Is(err, storage.ErrOutOfBounds),
 			errors.Is(err, storage.ErrDuplicateSampleForTimestamp), errors.Is(err, storage.ErrTooOldSample):
 			return http.StatusBadRequest, err
@@ -178,6 +183,14 @@ func (h *rwHandler) write(ctx context.Context, sc *rwScratch) (status int, err e
 		return http.StatusInternalServerError, err
 	}
 	return 0, nil
+}
+
+// decodes tells whether body decodes as a WriteRequest as Prometheus'
+// handler decodes it (gogo protobuf); called only when a request already
+// failed, so the fast path never decodes twice.
+func decodes(body []byte) bool {
+	var req prompb.WriteRequest
+	return req.Unmarshal(body) == nil
 }
 
 // maxAheadMs is how far ahead of the clock Prometheus' handler takes
