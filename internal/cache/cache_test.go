@@ -57,13 +57,13 @@ func TestCover(t *testing.T) {
 	}
 	f(120, 180, 0, 120, 180, Hit)
 	f(100, 199, 0, 100, 199, Hit)
-	f(150, 250, 0, 150, 199, Partial)  // head covered
-	f(250, 350, 0, 300, 350, Partial)  // tail covered
-	f(150, 350, 0, 300, 350, Partial)  // both: the larger (51 ≥ 50)
-	f(190, 390, 0, 300, 390, Partial)  // both: the tail is larger
-	f(200, 299, 0, 0, 0, Miss)         // the middle is never returned
-	f(50, 450, 0, 0, 0, Miss)          // the cached part is in the middle
-	f(150, 250, 501, 0, 0, Miss)       // 50 units × 10 bytes = 500 bytes: too small
+	f(150, 250, 0, 150, 199, Partial) // head covered
+	f(250, 350, 0, 300, 350, Partial) // tail covered
+	f(150, 350, 0, 300, 350, Partial) // both: the larger (51 ≥ 50)
+	f(190, 390, 0, 300, 390, Partial) // both: the tail is larger
+	f(200, 299, 0, 0, 0, Miss)        // the middle is never returned
+	f(50, 450, 0, 0, 0, Miss)         // the cached part is in the middle
+	f(150, 250, 501, 0, 0, Miss)      // 50 units × 10 bytes = 500 bytes: too small
 	f(150, 250, 500, 150, 199, Partial)
 }
 
