@@ -5,4 +5,6 @@
 // `inspect` lists a data directory's blocks, and `import` loads files
 // (Influx, Prometheus text, VictoriaMetrics JSON lines or CSV) into a data
 // directory or through a running server, sorted by time in bounded memory.
+// `cache` runs the standalone time-series cache (TSCache) for clients of
+// any database, over HTTP and memcached's protocol (docs/cache-api.md).
 package main

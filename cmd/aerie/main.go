@@ -21,6 +21,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newDemoCmd(), newInspectCmd(), newBenchCmd(), newImportCmd(), newBucketCmd())
+	root.AddCommand(newServeCmd(), newDemoCmd(), newInspectCmd(), newBenchCmd(), newImportCmd(), newBucketCmd(), newCacheCmd())
 	return root
 }
