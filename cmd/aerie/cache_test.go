@@ -96,7 +96,7 @@ func TestCacheCommand(t *testing.T) {
 	}
 }
 
-func TestByteSizeFlag(t *testing.T) {
+func TestCacheByteSizeFlag(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want int64

@@ -67,6 +67,17 @@ func TestHTTPPutGet(t *testing.T) {
 		t.Fatalf("GET by hex key: %d %s", w.Code, w.Body)
 	}
 
+	// A key with a slash is percent-encoded in the path.
+	if w := do(t, h, "PUT", "/cache/a%2Fb?start=0&end=0", `{"fields":{"x":[[0,1]]}}`); w.Code != http.StatusNoContent {
+		t.Fatalf("PUT a/b: %d %s", w.Code, w.Body)
+	}
+	if w := do(t, h, "GET", "/cache/a%2Fb?start=0&end=0", ""); w.Code != 200 {
+		t.Fatalf("GET a/b: %d %s", w.Code, w.Body)
+	}
+	if w := do(t, h, "GET", "/cache/a?start=0&end=0", ""); w.Code != 404 {
+		t.Fatalf("GET a: %d %s", w.Code, w.Body)
+	}
+
 	if w := do(t, h, "GET", "/stats", ""); w.Code != 200 || !strings.Contains(w.Body.String(), `"Hits":`) {
 		t.Fatalf("stats: %d %s", w.Code, w.Body)
 	}
