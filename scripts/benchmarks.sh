@@ -12,7 +12,9 @@
 # node-like data with and without Graphite-style rollups, ~9 min);
 # GRAPHITE=0 skips `aerie bench graphite` (plaintext ingest of 500 K series,
 # then 20 K into aerie and Debian's carbon-cache, and 20 Grafana panels
-# against graphite-web, ~15 min); LARGE=1 also runs node at Heracles' 150 K-series
+# against graphite-web, ~15 min); CACHE=0 skips `aerie bench cache` (TSCache's
+# evaluation: Aerie's cache against memcached 4 h chunks and InfluxDB alone,
+# ~8 min); LARGE=1 also runs node at Heracles' 150 K-series
 # scale and history at its large scale (~30 more minutes). Large reports
 # already in bench/results/ are included either way.
 set -euo pipefail
@@ -51,6 +53,11 @@ if [ "${GRAPHITE:-1}" = 1 ]; then
   echo "=== graphite ($SCALE)" >&2
   bench/results/aerie bench graphite --scale="$SCALE" --json="bench/results/graphite-$SCALE.json"
   files+=("bench/results/graphite-$SCALE.json")
+fi
+if [ "${CACHE:-1}" = 1 ]; then
+  echo "=== cache ($SCALE)" >&2
+  bench/results/aerie bench cache --scale="$SCALE" --json="bench/results/cache-$SCALE.json"
+  files+=("bench/results/cache-$SCALE.json")
 fi
 if [ "${LARGE:-0}" = 1 ] && [ "$SCALE" = medium ]; then
   for w in node history; do

@@ -32,6 +32,11 @@ compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 # Graphite differential test (internal/graphite/graphitetest starts them).
 command -v carbon-cache >/dev/null 2>&1 || need+=(graphite-carbon)
 command -v graphite-manage >/dev/null 2>&1 || need+=(graphite-web)
+# Debian 12's influxdb 1.6 and memcached 1.6: the backend and the chunk
+# cache of `aerie bench cache` (bench/cachebench starts its own; it never
+# uses the packages' services).
+command -v influxd >/dev/null 2>&1 || need+=(influxdb)
+command -v memcached >/dev/null 2>&1 || need+=(memcached)
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "warning: no apt-get: not installing ${need[*]}; the end-to-end tests will skip" >&2

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aerie-db/aerie/bench"
 	"github.com/aerie-db/aerie/bench/bucketbench"
+	"github.com/aerie-db/aerie/bench/cachebench"
 	"github.com/aerie-db/aerie/bench/graphitebench"
 	"github.com/aerie-db/aerie/bench/httpbench"
 	"github.com/aerie-db/aerie/bench/rollupbench"
@@ -95,7 +96,7 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (both engines: use pprof -focus to split them)")
 	sensors.addFlags(f)
-	cmd.AddCommand(newBenchReportCmd(), newBenchHTTPCmd(), newBenchBucketCmd(), newBenchRollupCmd(), newBenchGraphiteCmd())
+	cmd.AddCommand(newBenchReportCmd(), newBenchHTTPCmd(), newBenchBucketCmd(), newBenchRollupCmd(), newBenchGraphiteCmd(), newBenchCacheCmd())
 	return cmd
 }
 
@@ -125,6 +126,14 @@ func newBenchReportCmd() *cobra.Command {
 				}
 				if rollupbench.IsReport(b) { // aerie bench rollup --json
 					r, err := rollupbench.ReadReport(a)
+					if err != nil {
+						return err
+					}
+					sections = append(sections, r)
+					continue
+				}
+				if cachebench.IsReport(b) { // aerie bench cache --json
+					r, err := cachebench.ReadReport(a)
 					if err != nil {
 						return err
 					}

@@ -1,0 +1,281 @@
+package cachebench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// database is the InfluxDB database the bench writes and queries.
+const database = "bench"
+
+// influx is the run's influxd: Debian's InfluxDB 1.6, started on a free
+// loopback port with its directories under the run's scratch directory.
+type influx struct {
+	*proc
+	addr    string
+	client  *http.Client
+	queries atomic.Int64 // /query requests answered
+}
+
+// influxConfig is influxd's configuration: everything under dir, usage
+// reporting, self-monitoring, the query log and the HTTP log off.
+func influxConfig(dir, httpAddr, rpcAddr string) string {
+	return fmt.Sprintf(`reporting-disabled = true
+bind-address = %q
+[meta]
+  dir = %q
+  logging-enabled = false
+[data]
+  dir = %q
+  wal-dir = %q
+  query-log-enabled = false
+[monitor]
+  store-enabled = false
+[http]
+  bind-address = %q
+  log-enabled = false
+  pprof-enabled = false
+[continuous_queries]
+  enabled = false
+`, rpcAddr, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpAddr)
+}
+
+// startInflux starts influxd over dir and creates the database. clients
+// is the number of concurrent requests to keep connections for.
+func startInflux(dir string, clients int) (*influx, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	addrs, err := freeAddrs(2)
+	if err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(dir, "influxdb.conf")
+	if err := os.WriteFile(conf, []byte(influxConfig(dir, addrs[0], addrs[1])), 0o644); err != nil {
+		return nil, err
+	}
+	p, err := startProc("influxd", filepath.Join(dir, "influxd.log"), "influxd", "run", "-config", conf)
+	if err != nil {
+		return nil, err
+	}
+	db := &influx{proc: p, addr: addrs[0], client: &http.Client{
+		Timeout:   5 * time.Minute,
+		Transport: &http.Transport{MaxIdleConnsPerHost: clients + 4, MaxIdleConns: clients + 4},
+	}}
+	err = p.waitReady(func() error {
+		resp, err := db.client.Get(db.url("/ping"))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			return fmt.Errorf("/ping: %s", resp.Status)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.statement("CREATE DATABASE " + database); err != nil {
+		db.close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *influx) url(path string) string { return "http://" + db.addr + path }
+
+func (db *influx) close() {
+	db.client.CloseIdleConnections()
+	db.stop()
+}
+
+// post sends body to path (with the URL query rawQuery) and returns the
+// body of a 2xx answer.
+func (db *influx) post(path, rawQuery, contentType string, body []byte) ([]byte, error) {
+	u := db.url(path)
+	if rawQuery != "" {
+		u += "?" + rawQuery
+	}
+	req, err := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := db.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("influxdb %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("influxdb %s: %w", path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("influxdb %s: %s: %s", path, resp.Status, bytes.TrimSpace(b))
+	}
+	return b, nil
+}
+
+// statement runs InfluxQL q (a form POST to /query) and returns the JSON.
+func (db *influx) statement(q string) ([]byte, error) {
+	form := url.Values{"db": {database}, "epoch": {"s"}, "q": {q}}
+	return db.post("/query", "", "application/x-www-form-urlencoded", []byte(form.Encode()))
+}
+
+// influxVersion is influxd's version line.
+func influxVersion() string {
+	out, err := execOutput("influxd", "version")
+	if err != nil {
+		return "influxd (version unknown)"
+	}
+	return out
+}
+
+// execOutput runs bin and returns its trimmed standard output.
+func execOutput(bin string, args ...string) (string, error) {
+	out, err := exec.Command(bin, args...).Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+// loadBatchLines is the number of points per /write request.
+const loadBatchLines = 5000
+
+// load writes d over /write in batches from two writers and returns the
+// bytes of line protocol sent.
+func (db *influx) load(ctx context.Context, d Dataset) (int64, error) {
+	type batch struct{ s, from, to int }
+	batches := make(chan batch)
+	var sent atomic.Int64
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(batches)
+		for s := range d.Sensors {
+			for from := 0; from < d.Steps(); from += loadBatchLines {
+				select {
+				case batches <- batch{s, from, min(from+loadBatchLines, d.Steps())}:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+		return nil
+	})
+	params := url.Values{"db": {database}, "precision": {"s"}}.Encode()
+	var bufs sync.Pool
+	for range 2 {
+		g.Go(func() error {
+			for b := range batches {
+				buf, _ := bufs.Get().(*[]byte)
+				if buf == nil {
+					buf = new([]byte)
+				}
+				*buf = d.AppendLines((*buf)[:0], b.s, b.from, b.to)
+				sent.Add(int64(len(*buf)))
+				_, err := db.post("/write", params, "text/plain; charset=utf-8", *buf)
+				bufs.Put(buf)
+				if err != nil {
+					return fmt.Errorf("write sensor %d steps [%d,%d): %w", b.s, b.from, b.to, err)
+				}
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	return sent.Load(), err
+}
+
+// queryResponse is the JSON of /query.
+type queryResponse struct {
+	Results []struct {
+		Series []struct {
+			Columns []string            `json:"columns"`
+			Values  [][]json.RawMessage `json:"values"`
+		} `json:"series"`
+		Error string `json:"error"`
+	} `json:"results"`
+	Error string `json:"error"`
+}
+
+// query asks InfluxDB for k over [start, end] (seconds, inclusive).
+func (db *influx) query(k Key, start, end int64) (Answer, error) {
+	db.queries.Add(1)
+	q := k.Range(start, end)
+	b, err := db.statement(q)
+	if err != nil {
+		return nil, err
+	}
+	a, err := parseQueryResponse(b, k.Fields)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", q, err)
+	}
+	return a, nil
+}
+
+// parseQueryResponse reads the answer of a single-statement /query for
+// fields (epoch=s). Null values are left out.
+func parseQueryResponse(b []byte, fields []string) (Answer, error) {
+	var r queryResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("influxdb answer: %w", err)
+	}
+	if r.Error != "" {
+		return nil, fmt.Errorf("influxdb: %s", r.Error)
+	}
+	a := make(Answer, len(fields))
+	for i, f := range fields {
+		a[i].Name = f
+	}
+	if len(r.Results) != 1 {
+		return nil, fmt.Errorf("influxdb answer: %d results, want 1", len(r.Results))
+	}
+	if r.Results[0].Error != "" {
+		return nil, fmt.Errorf("influxdb: %s", r.Results[0].Error)
+	}
+	for _, s := range r.Results[0].Series {
+		if len(s.Columns) != len(fields)+1 || s.Columns[0] != "time" {
+			return nil, fmt.Errorf("influxdb answer: columns %v, want time and %v", s.Columns, fields)
+		}
+		for i, f := range fields {
+			if s.Columns[i+1] != f {
+				return nil, fmt.Errorf("influxdb answer: column %d is %q, want %q", i+1, s.Columns[i+1], f)
+			}
+		}
+		for _, row := range s.Values {
+			if len(row) != len(s.Columns) {
+				return nil, fmt.Errorf("influxdb answer: row of %d values, want %d", len(row), len(s.Columns))
+			}
+			t, err := strconv.ParseInt(string(row[0]), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("influxdb answer: time %s: %w", row[0], err)
+			}
+			for i := range fields {
+				raw := string(row[i+1])
+				if raw == "null" {
+					continue
+				}
+				v, err := strconv.ParseFloat(raw, 64)
+				if err != nil {
+					return nil, fmt.Errorf("influxdb answer: %s at %d: %w", fields[i], t, err)
+				}
+				a[i].Points = append(a[i].Points, Point{T: t, V: formatValue(v)})
+			}
+		}
+	}
+	return a, nil
+}

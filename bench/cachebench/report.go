@@ -1,0 +1,168 @@
+package cachebench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/aerie-db/aerie/bench"
+)
+
+// Kind marks the JSON of this report ("kind"), for `aerie bench report`.
+const Kind = "cache"
+
+// Goals from the issue (TSCache §5.2's figures).
+const (
+	GoalHitRatio        = 0.92 // Aerie's share of delivered bytes served from the cache
+	GoalVsMemcached     = 1.5  // Aerie's bandwidth ÷ the memcached chunks'
+	GoalVsNoCache       = 2.7  // Aerie's bandwidth ÷ InfluxDB alone's
+	goalHitRatioText    = "≥ 92 %"
+	goalVsMemcachedText = "≥ 1.5×"
+	goalVsNoCacheText   = "≥ 2.7×"
+)
+
+// Report is one run of `aerie bench cache`.
+type Report struct {
+	Kind      string            `json:"kind"`
+	Machine   bench.Machine     `json:"machine"`
+	Commit    string            `json:"commit"`
+	Date      string            `json:"date"`
+	Scale     string            `json:"scale"`
+	Config    map[string]string `json:"config"`
+	Dataset   DatasetInfo       `json:"dataset"`
+	Workloads []WorkloadInfo    `json:"workloads"`
+	Results   []Result          `json:"results"`
+	Ratios    []Ratio           `json:"ratios"`
+	Notes     []string          `json:"notes,omitempty"`
+	Seconds   float64           `json:"seconds"`
+}
+
+// DatasetInfo describes the data loaded into InfluxDB.
+type DatasetInfo struct {
+	Sensors         int     `json:"sensors"`
+	Fields          int     `json:"fields"`
+	Keys            int     `json:"keys"` // (sensor, field set) query keys
+	IntervalSeconds int64   `json:"interval_seconds"`
+	Days            float64 `json:"days"`
+	Points          int64   `json:"points"` // rows (every field at every point)
+	Values          int64   `json:"values"`
+	Bytes           int64   `json:"bytes"`      // as the caches count them: 8 + value text per value
+	LineBytes       int64   `json:"line_bytes"` // line protocol sent
+	LoadSeconds     float64 `json:"load_seconds"`
+	CacheBytes      int64   `json:"cache_bytes"` // each cache's size
+	MemcachedMB     int64   `json:"memcached_mb"`
+	AerieSlabBytes  int     `json:"aerie_slab_bytes"`
+}
+
+// WorkloadInfo describes one query mix as generated.
+type WorkloadInfo struct {
+	Name      string   `json:"name"`
+	Ranges    []string `json:"ranges"`
+	Queries   int      `json:"queries"`
+	MeanBytes float64  `json:"mean_bytes"` // of an answer
+	MeanSpan  float64  `json:"mean_span_minutes"`
+}
+
+// Result is one system under one workload.
+type Result struct {
+	Workload string `json:"workload"`
+	System   string `json:"system"`
+	Queries  int    `json:"queries"`
+	Hits     int    `json:"hits"`
+	Partials int    `json:"partials"`
+	Misses   int    `json:"misses"`
+	// Bytes delivered to the clients; CacheBytes of them came from the
+	// cache.
+	Bytes      int64   `json:"bytes"`
+	CacheBytes int64   `json:"cache_bytes"`
+	HitRatio   float64 `json:"hit_ratio"` // CacheBytes ÷ Bytes
+	Seconds    float64 `json:"seconds"`
+	// BandwidthMBps is Bytes ÷ Seconds in MB (10⁶ bytes) per second.
+	BandwidthMBps float64          `json:"bandwidth_mbps"`
+	QPS           float64          `json:"qps"`
+	MeanMs        float64          `json:"mean_ms"`
+	P50Ms         float64          `json:"p50_ms"`
+	P99Ms         float64          `json:"p99_ms"`
+	DBQueries     int64            `json:"db_queries"` // InfluxDB /query requests made
+	Checked       int              `json:"checked"`    // answers compared with InfluxDB's
+	Stats         map[string]int64 `json:"stats,omitempty"`
+}
+
+// Ratio is a headline figure with its goal.
+type Ratio struct {
+	Workload string  `json:"workload"`
+	Name     string  `json:"name"`
+	Value    float64 `json:"value"`
+	Goal     string  `json:"goal,omitempty"`
+	Met      *bool   `json:"met,omitempty"` // nil where no goal applies
+}
+
+// WriteJSON writes the report as indented JSON.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// IsReport tells whether b is the JSON of a cache report.
+func IsReport(b []byte) bool {
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	return json.Unmarshal(b, &k) == nil && k.Kind == Kind
+}
+
+// ReadReport reads a report written by WriteJSON.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !IsReport(b) {
+		return nil, fmt.Errorf("%s: not an `aerie bench cache` report (no \"kind\": %q)", path, Kind)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &rep, nil
+}
+
+// result returns the result of system under workload, nil if none.
+func (rep *Report) result(workload, system string) *Result {
+	for i := range rep.Results {
+		if rep.Results[i].Workload == workload && rep.Results[i].System == system {
+			return &rep.Results[i]
+		}
+	}
+	return nil
+}
+
+// ratios computes the headline figures of every workload that ran all
+// three systems.
+func (rep *Report) ratios() []Ratio {
+	var out []Ratio
+	met := func(ok bool) *bool { return &ok }
+	for _, w := range rep.Workloads {
+		a, m, n := rep.result(w.Name, Aerie), rep.result(w.Name, Memcached), rep.result(w.Name, NoCache)
+		if a == nil || m == nil || n == nil {
+			continue
+		}
+		out = append(out,
+			Ratio{Workload: w.Name, Name: "Aerie's hit ratio (bytes from the cache ÷ bytes delivered)", Value: a.HitRatio, Goal: goalHitRatioText, Met: met(a.HitRatio >= GoalHitRatio)},
+			Ratio{Workload: w.Name, Name: "bandwidth, Aerie ÷ memcached 4 h chunks", Value: div(a.BandwidthMBps, m.BandwidthMBps), Goal: goalVsMemcachedText, Met: met(div(a.BandwidthMBps, m.BandwidthMBps) >= GoalVsMemcached)},
+			Ratio{Workload: w.Name, Name: "bandwidth, Aerie ÷ no cache", Value: div(a.BandwidthMBps, n.BandwidthMBps), Goal: goalVsNoCacheText, Met: met(div(a.BandwidthMBps, n.BandwidthMBps) >= GoalVsNoCache)},
+			Ratio{Workload: w.Name, Name: "mean latency, Aerie ÷ memcached 4 h chunks", Value: div(a.MeanMs, m.MeanMs)},
+			Ratio{Workload: w.Name, Name: "mean latency, Aerie ÷ no cache", Value: div(a.MeanMs, n.MeanMs)},
+		)
+	}
+	return out
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}

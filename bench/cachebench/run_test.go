@@ -1,0 +1,79 @@
+package cachebench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testWriter logs a run's progress through t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestRun runs two workloads of the small scale end to end against
+// Debian's influxd and memcached. Run fails on any sampled answer that
+// differs from InfluxDB's; the test checks that every system reported,
+// that both caches hit, and that the report reads back and renders.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 20 s")
+	}
+	if err := Available(); err != nil {
+		if os.Getenv("CI") != "" || os.Getenv("AERIE_REQUIRE_CACHEBENCH") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	rep, err := Run(context.Background(), Config{Scale: "small", Queries: 300, Workloads: []string{"full", "small"}, CheckEvery: 10, Dir: t.TempDir(), Log: testWriter{t}})
+	require.NoError(t, err)
+	require.Len(t, rep.Workloads, 2)
+	require.Len(t, rep.Results, 6)
+	for _, r := range rep.Results {
+		require.Equal(t, 300, r.Queries, "%s %s", r.Workload, r.System)
+		require.Equal(t, 30, r.Checked, "%s %s", r.Workload, r.System)
+		require.Positive(t, r.Bytes, "%s %s", r.Workload, r.System)
+		require.Positive(t, r.BandwidthMBps, "%s %s", r.Workload, r.System)
+		require.Positive(t, r.P50Ms, "%s %s", r.Workload, r.System)
+		switch r.System {
+		case NoCache:
+			require.Equal(t, r.Queries, r.Misses)
+			require.Zero(t, r.CacheBytes)
+			require.EqualValues(t, r.Queries, r.DBQueries)
+		default:
+			require.Positive(t, r.Hits+r.Partials, "%s %s", r.Workload, r.System)
+			require.Positive(t, r.CacheBytes, "%s %s", r.Workload, r.System)
+			require.Less(t, r.DBQueries, int64(r.Queries), "%s %s", r.Workload, r.System)
+		}
+	}
+	require.Len(t, rep.Ratios, 10)
+
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&buf))
+	require.True(t, IsReport(buf.Bytes()))
+	path := filepath.Join(t.TempDir(), "cache.json")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	back, err := ReadReport(path)
+	require.NoError(t, err)
+	require.Equal(t, rep, back)
+	var md strings.Builder
+	require.NoError(t, back.WriteMarkdown(&md))
+	require.Contains(t, md.String(), "| full | 1m–1w | 300 |")
+	require.Contains(t, md.String(), "| small | memcached-4h |")
+}
+
+func TestReadReportRejectsOthers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"kind":"graphite"}`), 0o644))
+	_, err := ReadReport(path)
+	require.ErrorContains(t, err, "not an `aerie bench cache` report")
+	require.False(t, IsReport([]byte(`{`)))
+}
