@@ -94,6 +94,21 @@ func NewRetainer(rules *Rules, now func() time.Time) *Retainer {
 }
 
 // Cutoff is tsdb.Options.SeriesRetention.
+// Oldest is the earliest Cutoff of any series: raw data before it may be
+// gone for some (math.MinInt64 when no schema deletes raw data).
+func (r *Retainer) Oldest() int64 {
+	out := int64(math.MaxInt64)
+	for _, s := range append(slices.Clone(r.rules.Schemas), DefaultSchema) {
+		if len(s.Retentions) > 0 && s.Retentions[0].Duration > 0 {
+			out = min(out, r.now().Add(-s.Retentions[0].Duration).UnixMilli())
+		}
+	}
+	if out == math.MaxInt64 {
+		return math.MinInt64
+	}
+	return min(out, r.dirtyMin.Load())
+}
+
 func (r *Retainer) Cutoff(lset labels.Labels) int64 {
 	s, _ := r.rules.Match(lset.Get(labels.MetricName))
 	keep := s.Retentions[0].Duration

@@ -95,6 +95,25 @@ type AerieConfig struct {
 	Statsd   StatsdConfig   `yaml:"statsd,omitempty"`
 	Rollup   RollupConfig   `yaml:"rollup,omitempty"`
 	Archive  ArchiveConfig  `yaml:"archive,omitempty"`
+	Cache    CacheConfig    `yaml:"cache,omitempty"`
+}
+
+// CacheConfig is the `aerie: cache:` section: the results cache (TSCache,
+// internal/resultcache) in front of /api/v1/query_range.
+type CacheConfig struct {
+	Results struct {
+		// Enabled turns the results cache off when false [true].
+		Enabled *bool `yaml:"enabled,omitempty"`
+		// Size is its file's size in <data.dir>/cache/results.cache
+		// [256MiB].
+		Size units.Base2Bytes `yaml:"size,omitempty"`
+		// MaxFreshness: answers at times within it of now are never
+		// cached [10m].
+		MaxFreshness model.Duration `yaml:"max_freshness,omitempty"`
+		// SplitInterval: requests are split at its multiples, each part a
+		// cache entry [24h].
+		SplitInterval model.Duration `yaml:"split_interval,omitempty"`
+	} `yaml:"results,omitempty"`
 }
 
 // Config is the whole configuration file.
@@ -204,6 +223,12 @@ func parseConfig(b []byte, logger *slog.Logger, dir string) (*Config, error) {
 	}
 	if fi := time.Duration(c.Aerie.Statsd.FlushInterval); fi != 0 && fi < time.Millisecond {
 		return nil, fmt.Errorf("aerie section: statsd.flush_interval %v: must be at least 1ms", fi)
+	}
+	if rc := &c.Aerie.Cache.Results; rc.Size != 0 && rc.Size < 4<<20 {
+		return nil, fmt.Errorf("aerie section: cache.results.size %v: must be at least 4MiB", rc.Size)
+	}
+	if si := time.Duration(c.Aerie.Cache.Results.SplitInterval); si != 0 && (si < time.Minute || si%time.Minute != 0) {
+		return nil, fmt.Errorf("aerie section: cache.results.split_interval %v: must be a whole number of minutes", si)
 	}
 	if pg := c.Aerie.Archive.Postgres; pg != nil {
 		if pg.DSN == "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/aerie-db/aerie/internal/bucket"
+	"github.com/aerie-db/aerie/internal/cache"
 	"log/slog"
 	"net"
 	"net/http"
@@ -81,7 +82,10 @@ type Server struct {
 	archive *pgarchive.Archiver // PostgreSQL archive (aerie.archive.postgres), or nil
 	carbon  *carbon.Receiver
 	statsd  *statsd.Server
-	ready   atomic.Bool
+	results *cache.Cache // the results cache's store, or nil
+	// retainer is the rollups' raw-data retention.
+	retainer *rollup.Retainer
+	ready    atomic.Bool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -142,6 +146,7 @@ func New(opts Options) (*Server, error) {
 		eo.Remote = tier
 	}
 	retainer := rollup.NewRetainer(cfg.Rules, nil)
+	s.retainer = retainer
 	if len(cfg.Rules.Schemas) > 0 {
 		eo.SeriesRetention = retainer.Cutoff
 		eo.OnBackfill = retainer.Backfilled
@@ -256,9 +261,14 @@ func (s *Server) build() error {
 		Registerer:  prefixed(reg),
 	})
 
+	queryRange, err := s.openResultsCache(handler)
+	if err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
 	writes := newWriteLimiter(s.opts.MaxInflightWrites)
 	mux.Handle("/api/v1/", s.m.instrument("api", limitBody(handler, s.opts.MaxBody)))
+	mux.Handle("/api/v1/query_range", s.m.instrument("api", limitBody(queryRange, s.opts.MaxBody)))
 	iopts := ingest.Options{MaxBodyBytes: s.opts.MaxBody, Logger: s.log.With("component", "ingest"), Metrics: s.m.ingestHook}
 	// Remote write 1.0 through Aerie's decoder, 2.0 through Prometheus'
 	// handler (in the API), which also refuses what the former cannot read.
@@ -439,6 +449,12 @@ func (s *Server) shutdown() {
 	if s.archive != nil {
 		if err := s.archive.Close(); err != nil {
 			s.log.Warn("close postgres archive", "err", err)
+		}
+	}
+	if s.results != nil {
+		s.db.SetLateObserver(nil)
+		if err := s.results.Close(); err != nil {
+			s.log.Warn("close results cache", "err", err)
 		}
 	}
 	if err := s.rollups.Close(); err != nil {

@@ -36,8 +36,12 @@ var ErrNativeHistogram = errors.New("native histograms are not supported by Aeri
 // series' next samples, it skips the label lookup, as in Prometheus, and
 // the labels may then be empty.
 func (db *DB) Appender(ctx context.Context) storage.Appender {
-	a := &appender{db: db, app: db.head.Appender(), below: math.MinInt64}
+	a := &appender{db: db, app: db.head.Appender(), below: math.MinInt64, lateBefore: math.MinInt64}
 	a.app.SetSpill(a.spill)
+	if o := db.lateObserver(); o != nil {
+		a.late, a.lateBefore = nil, o.Horizon()
+		a.observer = o
+	}
 	return a
 }
 
@@ -66,6 +70,18 @@ type appender struct {
 	bf    []bfSample // bound for the backfill
 	opts  storage.AppendOptions
 	below int64 // HistoryAppender: samples before go to the backfill
+
+	observer   LateObserver // SetLateObserver's when the appender was made
+	lateBefore int64        // its horizon then
+	late       []lateSample // head samples before lateBefore (backfill ones are in bf)
+}
+
+// lateSample is a head sample older than the late horizon: its series by
+// ref (resolved at Commit) or by labels.
+type lateSample struct {
+	ref model.SeriesRef
+	l   labels.Labels
+	t   int64
 }
 
 func (a *appender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
@@ -102,6 +118,9 @@ func (a *appender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v flo
 	if err != nil {
 		return 0, err
 	}
+	if t < a.lateBefore {
+		a.late = append(a.late, lateSample{l: l, t: t})
+	}
 	return storage.SeriesRef(r), nil
 }
 
@@ -134,6 +153,9 @@ func (a *appender) appendRef(ref storage.SeriesRef, l labels.Labels, t int64, v 
 	if err := a.app.AppendRef(hr, t, v); err != nil {
 		return 0, err
 	}
+	if t < a.lateBefore {
+		a.late = append(a.late, lateSample{ref: hr, t: t})
+	}
 	return ref, nil
 }
 
@@ -147,22 +169,63 @@ func (a *appender) SetOptions(o *storage.AppendOptions) {
 // another commit, or a duplicate inside the batch) are counted and
 // dropped, as Prometheus' head does; only a storage failure is an error.
 func (a *appender) Commit() error {
-	defer func() { clear(a.bf); a.bf = a.bf[:0] }()
+	defer func() { clear(a.bf); a.bf = a.bf[:0]; clear(a.late); a.late = a.late[:0] }()
 	err := a.app.Commit()
 	var ae *head.AppendError
 	if errors.As(err, &ae) {
 		a.db.countCommitRejections(ae)
 		err = nil
 	}
-	if err != nil || len(a.bf) == 0 {
+	if err != nil {
 		return err
 	}
-	err = a.db.commitBackfill(a.bf)
-	if errors.As(err, &ae) {
-		a.db.countCommitRejections(ae)
-		return nil
+	if len(a.bf) > 0 {
+		err = a.db.commitBackfill(a.bf)
+		if errors.As(err, &ae) {
+			a.db.countCommitRejections(ae)
+			err = nil
+		}
 	}
+	a.reportLate()
 	return err
+}
+
+// reportLate tells the late observer of the commit's samples older than its
+// horizon, a range per series. A sample the commit refused is reported
+// too: a cache entry dropped for nothing costs a query, never an answer.
+func (a *appender) reportLate() {
+	o := a.observer
+	if o == nil || (len(a.late) == 0 && len(a.bf) == 0) {
+		return
+	}
+	type rng struct {
+		l          labels.Labels
+		mint, maxt int64
+	}
+	bySeries := map[uint64]*rng{}
+	note := func(l labels.Labels, t int64) {
+		h := l.Hash()
+		if r := bySeries[h]; r != nil {
+			r.mint, r.maxt = min(r.mint, t), max(r.maxt, t)
+			return
+		}
+		bySeries[h] = &rng{l, t, t}
+	}
+	for _, s := range a.late {
+		l := s.l
+		if l.IsEmpty() {
+			l, _ = a.db.head.SeriesLabels(s.ref)
+		}
+		note(l, s.t)
+	}
+	for _, s := range a.bf {
+		if s.t < a.lateBefore {
+			note(s.l, s.t)
+		}
+	}
+	for _, r := range bySeries {
+		o.Written(r.l, r.mint, r.maxt)
+	}
 }
 
 // spill takes the samples the head's commit found too old (its bounds
@@ -178,6 +241,8 @@ func (a *appender) spill(l labels.Labels, t int64, v float64) bool {
 func (a *appender) Rollback() error {
 	clear(a.bf)
 	a.bf = a.bf[:0]
+	clear(a.late)
+	a.late = a.late[:0]
 	return a.app.Rollback()
 }
 

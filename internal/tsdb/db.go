@@ -111,6 +111,40 @@ type Options struct {
 	OnBackfill func(mint, maxt int64)
 }
 
+type lateHolder struct{ o LateObserver }
+
+// SetLateObserver makes o hear of writes and deletions reaching back
+// before its horizon (the results cache: what it may have cached); nil
+// stops it. Appenders made before the call do not report to o.
+func (db *DB) SetLateObserver(o LateObserver) {
+	if o == nil {
+		db.late.Store(nil)
+		return
+	}
+	db.late.Store(&lateHolder{o})
+}
+
+func (db *DB) lateObserver() LateObserver {
+	if h := db.late.Load(); h != nil {
+		return h.o
+	}
+	return nil
+}
+
+// LateObserver hears of committed samples older than Horizon() and of
+// deletions, before the Commit or Delete that made them returns, so a
+// cache of query results can drop what they make stale.
+type LateObserver interface {
+	// Horizon is read once per appender: samples before it are reported.
+	Horizon() int64
+	// Written reports, per series, the range of its late samples in one
+	// commit.
+	Written(lset labels.Labels, mint, maxt int64)
+	// Deleted reports a deletion of the series matching ms in
+	// [mint, maxt].
+	Deleted(mint, maxt int64, ms []*labels.Matcher)
+}
+
 func (o *Options) headOptions() head.Options {
 	ho := head.Options{
 		GroupBy:            o.GroupBy,
@@ -138,6 +172,8 @@ type DB struct {
 	wal  *wal.WAL
 	head *head.Head
 	tomb *tombstones
+
+	late atomic.Pointer[lateHolder] // SetLateObserver's
 
 	flushMu sync.Mutex // serializes flushes, retention and WAL truncation
 

@@ -285,7 +285,13 @@ func (db *DB) Delete(ctx context.Context, mint, maxt int64, ms ...*labels.Matche
 	if len(series) == 0 {
 		return nil
 	}
-	return db.tomb.add(series, Interval{mint, maxt})
+	if err := db.tomb.add(series, Interval{mint, maxt}); err != nil {
+		return err
+	}
+	if o := db.lateObserver(); o != nil {
+		o.Deleted(mint, maxt, ms)
+	}
+	return nil
 }
 
 // deletedIterator skips samples inside deleted intervals.

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aerie-db/aerie/internal/cache"
+	"github.com/aerie-db/aerie/internal/resultcache"
+)
+
+// openResultsCache puts the results cache (aerie.cache.results) in front
+// of the API's query_range: it returns the handler to serve it with, or
+// api itself when the cache is off. The cache starts empty at every start
+// (its file is removed first): the writes it must hear of to stay exact
+// are those of this process only, and an offline `aerie import` could
+// have written into any cached range.
+func (s *Server) openResultsCache(apiHandler http.Handler) (http.Handler, error) {
+	rcfg := s.cfg.Aerie.Cache.Results
+	if rcfg.Enabled != nil && !*rcfg.Enabled {
+		return apiHandler, nil
+	}
+	dir := filepath.Join(s.opts.DataDir, "cache")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("results cache: %w", err)
+	}
+	path := filepath.Join(dir, "results.cache")
+	for _, p := range []string{path, path + ".index"} {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("results cache: %w", err)
+		}
+	}
+	size := int64(rcfg.Size)
+	if size == 0 {
+		size = 256 << 20
+	}
+	c, err := cache.Open(cache.Options{
+		Path: path, Size: size, Name: "results", Registerer: s.m.reg,
+		Logger: s.log.With("component", "results_cache"),
+		// A dashboard's shifted range is worth its head even when small:
+		// the engine's cost is per sample read, not per request.
+		PartialMinBytes: -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("results cache: %w", err)
+	}
+	retention := time.Duration(s.cfg.Aerie.Retention).Milliseconds()
+	rc, err := resultcache.New(apiHandler, c, resultcache.Options{
+		MaxFreshness:  time.Duration(rcfg.MaxFreshness),
+		SplitInterval: time.Duration(rcfg.SplitInterval),
+		LookbackDelta: s.opts.LookbackDelta,
+		MinTime: func() int64 {
+			oldest := s.retainer.Oldest()
+			if retention > 0 {
+				if n := s.db.NewestTime(); n != math.MinInt64 {
+					oldest = max(oldest, n-retention)
+				}
+			}
+			return oldest
+		},
+		Logger:     s.log.With("component", "results_cache"),
+		Registerer: s.m.reg,
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("results cache: %w", err)
+	}
+	s.results = c
+	s.db.SetLateObserver(rc)
+	return rc, nil
+}

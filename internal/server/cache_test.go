@@ -1,0 +1,65 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestServeResultsCache: query_range goes through the results cache; a
+// repeated request is a hit, and a sample written later into the cached
+// range (through the backfill) is in the next answer.
+func TestServeResultsCache(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	base := "http://" + addr
+	s, err := New(Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.NoError(t, s.Listen())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+	require.Eventually(t, func() bool { c, _ := get(t, base+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+
+	end := time.Now().Add(-2*time.Hour).UnixMilli() / 60_000 * 60_000
+	start := end - 6*3600_000
+	var lines []string
+	for ts := start; ts <= end; ts += 60_000 {
+		for h := range 3 {
+			lines = append(lines, fmt.Sprintf("cpu,host=h%d usage=%d %d", h, (ts/60_000)%97+int64(h), ts))
+		}
+	}
+	write := func(body string) {
+		resp, err := http.Post(base+"/write?precision=ms", "text/plain", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	}
+	write(strings.Join(lines, "\n") + "\n")
+
+	q := url.Values{"query": {`max(cpu_usage)`}, "start": {strconv.FormatInt(start/1000, 10)}, "end": {strconv.FormatInt(end/1000, 10)}, "step": {"60"}}
+	rangeURL := base + "/api/v1/query_range?" + q.Encode()
+	code, first := get(t, rangeURL)
+	require.Equal(t, http.StatusOK, code, first)
+	_, again := get(t, rangeURL)
+	require.Equal(t, first, again)
+	_, metrics := get(t, base+"/metrics")
+	require.Regexp(t, `\naerie_results_cache_hits_total [12]\n`, metrics, "one or two parts (the range may cross midnight)")
+	require.Regexp(t, `\naerie_cache_hits_total\{cache="results"\} [12]\n`, metrics)
+
+	write(fmt.Sprintf("cpu,host=h9 usage=100000 %d\n", start+3600_000))
+	_, after := get(t, rangeURL)
+	require.Contains(t, after, `"100000"`, "the backfilled sample is in the answer")
+	_, metrics = get(t, base+"/metrics")
+	require.NotContains(t, metrics, "\naerie_results_cache_invalidations_total 0\n")
+}
