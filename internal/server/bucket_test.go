@@ -36,8 +36,19 @@ func TestBucketConfig(t *testing.T) {
 	for _, m := range []string{"aerie_bucket_data_gets_total", "aerie_bucket_meta_gets_total", "aerie_bucket_query_needed_bytes_total", "aerie_bucket_blocks", "aerie_bucket_upload_lag_seconds", "aerie_bucket_requests_total"} {
 		require.Contains(t, body, m)
 	}
+	require.NotContains(t, body, `aerie_cache_slabs{cache="chunks"}`, "no chunk cache in front of the filesystem bucket by default")
 	cancel()
 	require.NoError(t, <-done)
+
+	// chunk_cache: true puts one in front of it anyway
+	require.NoError(t, os.WriteFile(cfg, []byte("aerie:\n  storage:\n    bucket: {}\n    chunk_cache: true\n    chunk_cache_size: 8MiB\n"), 0o644))
+	s, err = New(Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.NotNil(t, s.chunks)
+	st, err = os.Stat(filepath.Join(dir, "data", "cache", "chunks.cache"))
+	require.NoError(t, err)
+	require.Equal(t, int64(8<<20), st.Size())
+	s.shutdown()
 
 	require.NoError(t, os.WriteFile(cfg, []byte("aerie:\n  storage:\n    bucket: {type: NOPE}\n"), 0o644))
 	_, err = New(Options{DataDir: filepath.Join(dir, "data2"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})

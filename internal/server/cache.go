@@ -2,11 +2,14 @@ package server
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/aerie-db/aerie/internal/cache"
 	"github.com/aerie-db/aerie/internal/resultcache"
@@ -71,4 +74,21 @@ func (s *Server) openResultsCache(apiHandler http.Handler) (http.Handler, error)
 	s.results = c
 	s.db.SetLateObserver(rc)
 	return rc, nil
+}
+
+// openChunkCache opens the bucket tier's chunk cache (aerie.storage.
+// chunk_cache): unlike the results cache it is kept across clean restarts,
+// since data objects never change under their names.
+func openChunkCache(dataDir string, size int64, log *slog.Logger, reg prometheus.Registerer) (*cache.Cache, error) {
+	dir := filepath.Join(dataDir, "cache")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if size == 0 {
+		size = 1 << 30
+	}
+	return cache.Open(cache.Options{
+		Path: filepath.Join(dir, "chunks.cache"), Size: size, Name: "chunks",
+		Logger: log.With("component", "chunk_cache"), Registerer: reg,
+	})
 }

@@ -79,6 +79,12 @@ type AerieConfig struct {
 		// disk in <data.dir>/bucket-meta, so a restart does not fetch them
 		// again [1GiB]; not used with the filesystem bucket.
 		MetaCacheSize units.Base2Bytes `yaml:"meta_cache_size,omitempty"`
+		// ChunkCache keeps range GETs of data objects in a TSCache slab
+		// store on local disk, <data.dir>/cache/chunks.cache
+		// (internal/chunkcache) [on, except with the filesystem bucket].
+		ChunkCache *bool `yaml:"chunk_cache,omitempty"`
+		// ChunkCacheSize is that file's size [1GiB].
+		ChunkCacheSize units.Base2Bytes `yaml:"chunk_cache_size,omitempty"`
 	} `yaml:"storage,omitempty"`
 	// MetricInterval is the interval of the block metrics (Peregreen's
 	// index blocks) that value search and aggregation read [1h].

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/aerie-db/aerie/internal/bucket"
 	"github.com/aerie-db/aerie/internal/cache"
+	"github.com/aerie-db/aerie/internal/chunkcache"
 	"log/slog"
 	"net"
 	"net/http"
@@ -83,6 +84,7 @@ type Server struct {
 	carbon  *carbon.Receiver
 	statsd  *statsd.Server
 	results *cache.Cache // the results cache's store, or nil
+	chunks  *cache.Cache // the bucket tier's chunk cache, or nil
 	// retainer is the rollups' raw-data retention.
 	retainer *rollup.Retainer
 	ready    atomic.Bool
@@ -130,7 +132,19 @@ func New(opts Options) (*Server, error) {
 		if cache <= 0 {
 			cache = 256 << 20
 		}
-		tier := bucket.NewTier(s.bkt, 0, cache)
+		remote := strings.ToUpper(string(bc.Type))
+		remote = strings.TrimPrefix(remote, "FILESYSTEM") // "": the local filesystem bucket
+		var store bucket.RangeStore = s.bkt
+		if on := st.ChunkCache; (on == nil && remote != "") || (on != nil && *on) {
+			cc, err := openChunkCache(opts.DataDir, int64(st.ChunkCacheSize), s.log, s.m.reg)
+			if err != nil {
+				s.bkt.Close()
+				return nil, fmt.Errorf("aerie section: storage.chunk_cache: %w", err)
+			}
+			s.chunks = cc
+			store = chunkcache.New(s.bkt, cc)
+		}
+		tier := bucket.NewTier(store, 0, cache)
 		if p := strings.ToUpper(string(bc.Type)); p != "" && p != "FILESYSTEM" {
 			size := int64(st.MetaCacheSize)
 			if size <= 0 {
@@ -138,7 +152,7 @@ func New(opts Options) (*Server, error) {
 			}
 			mc, err := bucket.NewMetaCache(filepath.Join(opts.DataDir, "bucket-meta"), size)
 			if err != nil {
-				s.bkt.Close()
+				s.closeTier()
 				return nil, fmt.Errorf("aerie section: storage.meta_cache_size: %w", err)
 			}
 			tier.SetMetaCache(mc)
@@ -154,9 +168,7 @@ func New(opts Options) (*Server, error) {
 	start := time.Now()
 	s.db, err = tsdb.Open(opts.DataDir, &eo)
 	if err != nil {
-		if s.bkt != nil {
-			s.bkt.Close()
-		}
+		s.closeTier()
 		return nil, fmt.Errorf("open data directory %s: %w", opts.DataDir, err)
 	}
 	s.log.Info("data directory open", "dir", opts.DataDir, "took", time.Since(start), "head_series", s.db.Head().NumSeries(), "blocks", len(s.db.Blocks()))
@@ -174,9 +186,7 @@ func New(opts Options) (*Server, error) {
 	})
 	if err != nil {
 		s.db.Close()
-		if s.bkt != nil {
-			s.bkt.Close()
-		}
+		s.closeTier()
 		return nil, fmt.Errorf("rollup levels: %w", err)
 	}
 	if pg := cfg.Aerie.Archive.Postgres; pg != nil {
@@ -186,18 +196,14 @@ func New(opts Options) (*Server, error) {
 		if err != nil {
 			s.rollups.Close()
 			s.db.Close()
-			if s.bkt != nil {
-				s.bkt.Close()
-			}
+			s.closeTier()
 			return nil, fmt.Errorf("aerie section: archive.postgres: %w", err)
 		}
 	}
 	if err := s.build(); err != nil {
 		s.rollups.Close()
 		s.db.Close()
-		if s.bkt != nil {
-			s.bkt.Close()
-		}
+		s.closeTier()
 		return nil, err
 	}
 	return s, nil
@@ -468,6 +474,11 @@ func (s *Server) shutdown() {
 			s.log.Warn("close bucket", "err", err)
 		}
 	}
+	if s.chunks != nil {
+		if err := s.chunks.Close(); err != nil {
+			s.log.Warn("close chunk cache", "err", err)
+		}
+	}
 	s.log.Info("Aerie stopped")
 }
 
@@ -484,4 +495,15 @@ func retentionString(d model.Duration) string {
 		return "none"
 	}
 	return d.String()
+}
+
+// closeTier closes the bucket and the chunk cache of a server that failed
+// to start.
+func (s *Server) closeTier() {
+	if s.bkt != nil {
+		s.bkt.Close()
+	}
+	if s.chunks != nil {
+		s.chunks.Close()
+	}
 }
