@@ -14,7 +14,7 @@
 # then 20 K into aerie and Debian's carbon-cache, and 20 Grafana panels
 # against graphite-web, ~15 min); CACHE=0 skips `aerie bench cache` (TSCache's
 # evaluation: Aerie's cache against memcached 4 h chunks and InfluxDB alone,
-# ~8 min); LARGE=1 also runs node at Heracles' 150 K-series
+# ~5-8 min); LARGE=1 also runs node at Heracles' 150 K-series
 # scale and history at its large scale (~30 more minutes). Large reports
 # already in bench/results/ are included either way.
 set -euo pipefail

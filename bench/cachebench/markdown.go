@@ -21,7 +21,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	p("Backend: %s (Debian's package; its own process on loopback, default storage settings). ", c["influxdb"])
 	p("Data: measurement `%s`, %d sensors (tags `sensor`, `room`) × %d float fields, one point every %d s for %.0f days: %d points, %d values, %s as the caches count them (8 bytes a value's timestamp plus its text), loaded as %s of line protocol in %.1f s. ",
 		Measurement, d.Sensors, d.Fields, d.IntervalSeconds, d.Days, d.Points, d.Values, mb(d.Bytes), mb(d.LineBytes), d.LoadSeconds)
-	p("Each cache: %s (%s of the data, rounded to whole MiB): %s with `-m %d` holding 4-hour chunks; Aerie's cache (`internal/cache`, %s) with %d KiB slabs. %s client goroutines (the paper's 64); every %s-th answer of every system is compared with InfluxDB's own answer (all equal, or the run fails).\n\n",
+	p("Each cache: %s (%s of the data, rounded to whole MiB): %s with `-m %d` holding 4-hour chunks; Aerie's cache (`internal/cache`, %s) with %d KiB slabs. %s client goroutines (the paper's 64); one answer in %s of every system is compared with InfluxDB's own answer (all equal, or the run fails).\n\n",
 		mb(d.CacheBytes), pct(parseFloat(c["cache_share"])), c["memcached"], d.MemcachedMB, c["aerie_front_end"], d.AerieSlabBytes>>10, c["clients"], c["check_every"])
 
 	p("### Workloads\n\n| workload | range lengths | queries | mean answer | mean range |\n|---|---|---:|---:|---:|\n")
