@@ -14,7 +14,9 @@
 # then 20 K into aerie and Debian's carbon-cache, and 20 Grafana panels
 # against graphite-web, ~15 min); CACHE=0 skips `aerie bench cache` (TSCache's
 # evaluation: Aerie's cache against memcached 4 h chunks and InfluxDB alone,
-# ~5-8 min); LARGE=1 also runs node at Heracles' 150 K-series
+# ~5-8 min); DASHBOARD=0 skips `aerie bench dashboard` (a Grafana dashboard
+# replayed against Aerie with its results cache off and on and against
+# VictoriaMetrics, ~5 min); LARGE=1 also runs node at Heracles' 150 K-series
 # scale and history at its large scale (~30 more minutes). Large reports
 # already in bench/results/ are included either way.
 set -euo pipefail
@@ -58,6 +60,11 @@ if [ "${CACHE:-1}" = 1 ]; then
   echo "=== cache ($SCALE)" >&2
   bench/results/aerie bench cache --scale="$SCALE" --json="bench/results/cache-$SCALE.json"
   files+=("bench/results/cache-$SCALE.json")
+fi
+if [ "${DASHBOARD:-1}" = 1 ]; then
+  echo "=== dashboard ($SCALE)" >&2
+  bench/results/aerie bench dashboard --scale="$SCALE" --json="bench/results/dashboard-$SCALE.json"
+  files+=("bench/results/dashboard-$SCALE.json")
 fi
 if [ "${LARGE:-0}" = 1 ] && [ "$SCALE" = medium ]; then
   for w in node history; do

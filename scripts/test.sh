@@ -53,7 +53,7 @@ for pkg in $(go list ./...); do
   done
 done
 
-step "bench harness: aerie bench at small scale, side by side with prometheus/tsdb, aerie bench http against VictoriaMetrics, aerie bench bucket against a Thanos-style layout, aerie bench --workload=sensors against VictoriaMetrics, aerie bench rollup (14 days with and without rollups), aerie bench graphite (plaintext ingest and 20 Grafana panels against carbon-cache and graphite-web) and aerie bench cache (TSCache's evaluation: Aerie's cache, memcached 4 h chunks and no cache over Debian's InfluxDB) (no timing is asserted; http fails on a server that does not start, a lost sample or a wrong answer; bucket on answers that differ; sensors on any answer that differs from the data; rollup on a bucket that differs from the raw data; graphite on a point Aerie did not store as sent; cache on an assembled answer that differs from InfluxDB's)"
+step "bench harness: aerie bench at small scale, side by side with prometheus/tsdb, aerie bench http against VictoriaMetrics, aerie bench bucket against a Thanos-style layout, aerie bench --workload=sensors against VictoriaMetrics, aerie bench rollup (14 days with and without rollups), aerie bench graphite (plaintext ingest and 20 Grafana panels against carbon-cache and graphite-web), aerie bench cache (TSCache's evaluation: Aerie's cache, memcached 4 h chunks and no cache over Debian's InfluxDB) and aerie bench dashboard (a Grafana dashboard replayed against Aerie with its results cache off and on and against VictoriaMetrics) (no timing is asserted; http fails on a server that does not start, a lost sample or a wrong answer; bucket on answers that differ; sensors on any answer that differs from the data; rollup on a bucket that differs from the raw data; graphite on a point Aerie did not store as sent; cache on an assembled answer that differs from InfluxDB's; dashboard on an answer through the results cache that differs from Aerie's without it)"
 go run ./cmd/aerie bench --workload=node --scale=small --quiet && go run ./cmd/aerie bench --workload=history --scale=small --quiet
 go run ./cmd/aerie bench http --scale=small --quiet
 go run ./cmd/aerie bench bucket --scale=small --quiet > /dev/null
@@ -61,6 +61,7 @@ go run ./cmd/aerie bench --workload=sensors --scale=small --quiet > /dev/null
 go run ./cmd/aerie bench rollup --scale=small --quiet > /dev/null
 go run ./cmd/aerie bench graphite --scale=small --quiet > /dev/null
 go run ./cmd/aerie bench cache --scale=small --quiet > /dev/null
+go run ./cmd/aerie bench dashboard --scale=small --quiet > /dev/null
 
 step "benchmarks compile and run once"
 go test -run '^$' -bench . -benchtime 1x ./internal/... > /dev/null

@@ -3,6 +3,7 @@ package httpbench
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -116,6 +117,9 @@ func promQuery(ctx context.Context, s *server, q query) ([]byte, time.Duration, 
 		return nil, 0, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if q.gzip {
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
 	t0 := time.Now()
 	resp, err := httpClient.Do(req)
 	if err != nil {
@@ -127,7 +131,20 @@ func promQuery(ctx context.Context, s *server, q query) ([]byte, time.Duration, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s %s: %w", s.spec.name, path, err)
 	}
+	if resp.Header.Get("Content-Encoding") == "gzip" { // after the clock: the client's work
+		if b, err = gunzip(b); err != nil {
+			return nil, 0, fmt.Errorf("%s %s: gzip answer: %w", s.spec.name, path, err)
+		}
+	}
 	return b, d, nil
+}
+
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }
 
 // promTime formats ms as the API's seconds.

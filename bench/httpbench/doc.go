@@ -81,6 +81,44 @@
 //     the time to the last answer, and (VmRSS 3 s after every sample is
 //     visible − VmRSS before) ÷ series are reported.
 //
+// # Dashboard replay
+//
+// `aerie bench dashboard` (RunDashboard) measures Aerie's results cache
+// (internal/resultcache) as a Grafana dashboard uses it, through the same
+// fleet, encoding, loading and counting as above:
+//
+//  1. Peers: aerie-off (`serve --config.file` holding `aerie: cache:
+//     results: enabled: false`), aerie-on (`serve` with its defaults:
+//     the results cache on) and vm (VictoriaMetrics with its rollup
+//     result cache, its default, and -search.latencyOffset=0s). Each gets
+//     its own process and data directory, all three up at once.
+//  2. Data: node targets (517 series, 15 s scrapes) whose newest rows are
+//     at the wall clock's now when the run starts, spanning 6 h + the
+//     replay + 10 min; loaded into each peer in turn by remote write from
+//     4 clients, every sample counted back. At medium scale the replay
+//     waits until both Aerie servers' flush loops have flushed what the
+//     load made due.
+//  3. The dashboard: 20 panels over every instance of job="node" (CPU by
+//     mode with rate and irate, load, memory, disk and network rates,
+//     filesystem usage, context switches, interrupts, TCP connections;
+//     dashboardPanels), range "last 6 hours", step 30 s, rate windows
+//     $__rate_interval = 1m, refreshing every 30 s. Refresh k of n asks
+//     [E − 6 h, E] with E = T − (n − k)·30 s, T the newest data time
+//     floored to the step: fast-forward through the data's last n·30 s,
+//     whose newest minutes are within both caches' freshness windows.
+//  4. In each refresh, each peer in turn (rotating the order) gets the 20
+//     panels from 6 clients (a browser's connections per host), POST
+//     /api/v1/query_range with Accept-Encoding: gzip. Measured per peer:
+//     CPU (utime+stime of /proc/PID/stat) over the whole replay and over
+//     the first (cold) refresh, the rest being the steady state; wall
+//     time (the sum of the refreshes' first request to last answer);
+//     latency p50 and p99 per query; the caches' counters from /metrics.
+//  5. Every answer of aerie-on, decompressed, must equal aerie-off's to
+//     the same request byte for byte, or RunDashboard returns the report
+//     with ErrMismatch naming the query and range. vm's values are not
+//     compared (its rate() does not extrapolate); a series count that
+//     differs from aerie-off's is reported.
+//
 // # Invariants
 //
 //  1. Every server is started in a directory the run owns and stopped

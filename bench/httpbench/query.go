@@ -133,6 +133,9 @@ type query struct {
 	// nocache asks VictoriaMetrics not to use or fill its rollup result
 	// cache (nocache=1; Aerie ignores it): counts taken while data arrive.
 	nocache bool
+	// gzip asks for a compressed answer (Accept-Encoding: gzip), as a
+	// browser does; promQuery returns it decompressed.
+	gzip bool
 }
 
 // instance draws an instance of pt over data in [mint, maxt] written

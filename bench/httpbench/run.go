@@ -47,31 +47,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Aerie == "" {
-		if cfg.Aerie, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("the aerie binary: %w (pass --aerie)", err)
-		}
-	}
-	if cfg.VM == "" {
-		cfg.VM = defaultVMPath()
-	}
-	if st, err := os.Stat(cfg.VM); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		return nil, fmt.Errorf("VictoriaMetrics binary not found or not executable at %s: pass --vm=PATH (it is built as described in /work/shared/peers/README.md)", cfg.VM)
-	}
-	r := &runner{ctx: ctx, cfg: cfg, sc: sc}
-	r.specs = map[string]peerSpec{aerie: aerieSpec(cfg.Aerie), vm: vmSpec(cfg.VM, false), vmNoCache: vmSpec(cfg.VM, true)}
-	r.root = cfg.Dir
-	if r.root == "" {
-		if r.root, err = os.MkdirTemp("", "aerie-bench-http-"); err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(r.root)
-	} else if err := os.MkdirAll(r.root, 0o755); err != nil {
+	r, cleanup, err := newRunner(ctx, cfg, sc, "aerie-bench-http-")
+	if err != nil {
 		return nil, err
 	}
-	r.fleet = newFleet(r.root, cfg.Log)
-	defer r.fleet.stopAll()
-
+	defer cleanup()
+	cfg = r.cfg
 	if r.w, err = newWorkload(cfg.Workload, sc, cfg.Seed); err != nil {
 		return nil, err
 	}
@@ -105,6 +86,42 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.rep.Config["loadavg_end"] = loadavg()
 	r.rep.Seconds = time.Since(start).Seconds()
 	return r.rep, mismatch
+}
+
+// newRunner resolves the binaries of cfg and makes the scratch directory
+// and the fleet. cleanup stops every server and removes a temporary
+// scratch directory.
+func newRunner(ctx context.Context, cfg Config, sc Scale, tmpPrefix string) (r *runner, cleanup func(), err error) {
+	if cfg.Aerie == "" {
+		if cfg.Aerie, err = os.Executable(); err != nil {
+			return nil, nil, fmt.Errorf("the aerie binary: %w (pass --aerie)", err)
+		}
+	}
+	if cfg.VM == "" {
+		cfg.VM = defaultVMPath()
+	}
+	if st, err := os.Stat(cfg.VM); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return nil, nil, fmt.Errorf("VictoriaMetrics binary not found or not executable at %s: pass --vm=PATH (it is built as described in /work/shared/peers/README.md)", cfg.VM)
+	}
+	r = &runner{ctx: ctx, cfg: cfg, sc: sc}
+	r.specs = map[string]peerSpec{aerie: aerieSpec(cfg.Aerie), vm: vmSpec(cfg.VM, false), vmNoCache: vmSpec(cfg.VM, true)}
+	r.root = cfg.Dir
+	removeRoot := false
+	if r.root == "" {
+		if r.root, err = os.MkdirTemp("", tmpPrefix); err != nil {
+			return nil, nil, err
+		}
+		removeRoot = true
+	} else if err := os.MkdirAll(r.root, 0o755); err != nil {
+		return nil, nil, err
+	}
+	r.fleet = newFleet(r.root, cfg.Log)
+	return r, func() {
+		r.fleet.stopAll()
+		if removeRoot {
+			os.RemoveAll(r.root)
+		}
+	}, nil
 }
 
 // defaultVMPath is ../shared/peers/victoria-metrics from the repository
@@ -365,8 +382,8 @@ const countTimeout = 2 * time.Minute
 // seconds after it acknowledged them, unless /internal/force_flush is
 // called first, as here. More than written fails at once.
 func (r *runner) waitCounts(s *server, w workload.Workload, want map[string]int64) error {
-	if s.spec.name != aerie { // make VictoriaMetrics' buffered rows searchable now
-		if _, err := get(r.ctx, s, "/internal/force_flush"); err != nil {
+	if s.spec.flush != "" { // make VictoriaMetrics' buffered rows searchable now
+		if _, err := get(r.ctx, s, s.spec.flush); err != nil {
 			return err
 		}
 	}

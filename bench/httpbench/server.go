@@ -29,6 +29,9 @@ type peerSpec struct {
 	bin   string
 	args  func(dir, addr string) []string
 	ready string // path answering 200 once the server takes requests
+	// flush makes rows acknowledged but not yet searchable searchable
+	// ("": the server has none; its rows are searchable once acknowledged).
+	flush string
 }
 
 func aerieSpec(bin string) peerSpec {
@@ -46,7 +49,7 @@ func vmSpec(bin string, noCache bool) peerSpec {
 		name = vmNoCache
 	}
 	return peerSpec{
-		name: name, bin: bin, ready: "/health",
+		name: name, bin: bin, ready: "/health", flush: "/internal/force_flush",
 		args: func(dir, addr string) []string {
 			a := []string{"-httpListenAddr=" + addr, "-storageDataPath=" + dir,
 				"-retentionPeriod=100y", "-search.latencyOffset=0s"}

@@ -96,7 +96,7 @@ docs/BENCHMARKS.md ("make benchmarks" regenerates it).`,
 	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (both engines: use pprof -focus to split them)")
 	sensors.addFlags(f)
-	cmd.AddCommand(newBenchReportCmd(), newBenchHTTPCmd(), newBenchBucketCmd(), newBenchRollupCmd(), newBenchGraphiteCmd(), newBenchCacheCmd())
+	cmd.AddCommand(newBenchReportCmd(), newBenchHTTPCmd(), newBenchBucketCmd(), newBenchRollupCmd(), newBenchGraphiteCmd(), newBenchCacheCmd(), newBenchDashboardCmd())
 	return cmd
 }
 
@@ -150,6 +150,14 @@ func newBenchReportCmd() *cobra.Command {
 				}
 				if bucketbench.IsReport(b) { // aerie bench bucket --json
 					r, err := bucketbench.ReadReport(a)
+					if err != nil {
+						return err
+					}
+					sections = append(sections, r)
+					continue
+				}
+				if httpbench.IsDashboardReport(b) { // aerie bench dashboard --json
+					r, err := httpbench.ReadDashboardReport(a)
 					if err != nil {
 						return err
 					}

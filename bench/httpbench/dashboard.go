@@ -1,0 +1,516 @@
+package httpbench
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aerie-db/aerie/bench/workload"
+)
+
+// Peers of the dashboard replay (doc.go, "Dashboard replay"), besides vm.
+const (
+	aerieOff = "aerie-off" // results cache off: aerie.cache.results.enabled: false
+	aerieOn  = "aerie-on"  // results cache on, as by default
+)
+
+// dashboardPeers in the order of the report.
+var dashboardPeers = []string{aerieOff, aerieOn, vm}
+
+// DashboardConfig is one `aerie bench dashboard` run.
+type DashboardConfig struct {
+	Scale     string // small or medium
+	Aerie     string // the aerie binary ("" → this executable)
+	VM        string // the victoria-metrics binary ("" → ../shared/peers/victoria-metrics from the repository root)
+	Dir       string // scratch directory ("" → a temporary one, removed after)
+	Seed      int64
+	Refreshes int // 0 → the scale's
+	Log       io.Writer
+}
+
+// DashboardScale sizes a replay.
+type DashboardScale struct {
+	Name      string
+	Targets   int // node_exporter targets of 517 series
+	Refreshes int // dashboard refreshes replayed, 20 queries each
+	// Settle waits, before the replay, until Aerie's flush loop (once a
+	// minute) has flushed the partitions the load made due, so that the
+	// flushes' CPU is not counted as the replay's.
+	Settle bool
+}
+
+// DashboardScales are the predefined sizes: small is what CI runs (≲1
+// min on two cores), medium what `make benchmarks` runs.
+var DashboardScales = map[string]DashboardScale{
+	"small":  {Name: "small", Targets: 2, Refreshes: 3},
+	"medium": {Name: "medium", Targets: 10, Refreshes: 40, Settle: true},
+}
+
+const (
+	dashRange   = 6 * time.Hour    // the dashboard's time range, "Last 6 hours"
+	dashRefresh = 30 * time.Second // its refresh interval
+	// dashStep is every panel's step: 6 h over 720 points, what Grafana
+	// picks for a ~1000 px panel over 15 s scrapes with its max data
+	// points at 720 (its $__interval rounds 21.6 s to 20 s without).
+	dashStep = 30 * time.Second
+	// dashRate is $__rate_interval: max($__interval + scrape interval,
+	// 4 × scrape interval) = max(45 s, 60 s).
+	dashRate = "1m"
+	// dashClients is how many panels of a refresh are in flight at once:
+	// a browser's connections per host.
+	dashClients = 6
+	// dashLoadClients load the data (remote write).
+	dashLoadClients = 4
+	// dashMargin is data before the first refresh's range: Prometheus'
+	// lookback (5 min) and the rate window, with room.
+	dashMargin = 10 * time.Minute
+)
+
+// panel is one query of the dashboard.
+type panel struct {
+	title string
+	expr  string
+}
+
+// dashboardPanels are the 20 panels: those of a fleet overview of
+// node_exporter hosts (Node Exporter Full's queries over every instance
+// of job="node"), with $__rate_interval written out.
+func dashboardPanels() []panel {
+	sel := func(name, extra string) string {
+		if extra != "" {
+			extra = "," + extra
+		}
+		return fmt.Sprintf(`%s{job="node"%s}`, name, extra)
+	}
+	rate := func(fn, name, extra string) string {
+		return fmt.Sprintf(`%s(%s[%s])`, fn, sel(name, extra), dashRate)
+	}
+	const fs = `fstype!~"tmpfs|vfat"`
+	return []panel{
+		{"CPU busy %", fmt.Sprintf(`100 * (1 - avg by (instance) (%s))`, rate("rate", "node_cpu_seconds_total", `mode="idle"`))},
+		{"CPU by mode", fmt.Sprintf(`sum by (instance, mode) (%s)`, rate("rate", "node_cpu_seconds_total", `mode!="idle"`))},
+		{"CPU by mode, fleet (irate)", fmt.Sprintf(`sum by (mode) (%s)`, rate("irate", "node_cpu_seconds_total", ""))},
+		{"I/O wait %", fmt.Sprintf(`avg by (instance) (%s) * 100`, rate("irate", "node_cpu_seconds_total", `mode="iowait"`))},
+		{"load 1m", sel("node_load1", "")},
+		{"load 15m per CPU", fmt.Sprintf(`%s / on (instance) count by (instance) (%s)`, sel("node_load15", ""), sel("node_cpu_seconds_total", `mode="idle"`))},
+		{"memory used %", fmt.Sprintf(`100 * (1 - %s / %s)`, sel("node_memory_MemAvailable_bytes", ""), sel("node_memory_MemTotal_bytes", ""))},
+		{"memory available", sel("node_memory_MemAvailable_bytes", "")},
+		{"memory used", fmt.Sprintf(`%s - %s - %s - %s`, sel("node_memory_MemTotal_bytes", ""), sel("node_memory_MemFree_bytes", ""),
+			sel("node_memory_Buffers_bytes", ""), sel("node_memory_Cached_bytes", ""))},
+		{"disk read B/s", rate("rate", "node_disk_read_bytes_total", "")},
+		{"disk written B/s", rate("rate", "node_disk_written_bytes_total", "")},
+		{"disk IOPS", rate("rate", "node_disk_reads_completed_total", "") + " + " + rate("rate", "node_disk_writes_completed_total", "")},
+		{"disk busy", rate("rate", "node_disk_io_time_seconds_total", "")},
+		{"filesystem used %", fmt.Sprintf(`100 - %s * 100 / %s`, sel("node_filesystem_avail_bytes", fs), sel("node_filesystem_size_bytes", fs))},
+		{"network received b/s", rate("rate", "node_network_receive_bytes_total", `device!="lo"`) + " * 8"},
+		{"network transmitted b/s", rate("rate", "node_network_transmit_bytes_total", `device!="lo"`) + " * 8"},
+		{"packets received (irate)", rate("irate", "node_network_receive_packets_total", `device!="lo"`)},
+		{"context switches", rate("rate", "node_context_switches_total", "")},
+		{"interrupts", rate("rate", "node_intr_total", "")},
+		{"TCP connections", sel("node_netstat_Tcp_CurrEstab", "")},
+	}
+}
+
+// refreshEnds returns the end of every refresh: refresh k of n (from 1)
+// ends at tEnd − (n−k)·dashRefresh, tEnd aligned down to the step as
+// Grafana aligns its ranges (start and end floored to the step).
+func refreshEnds(dataEnd int64, n int) []int64 {
+	step := dashStep.Milliseconds()
+	tEnd := dataEnd - mod(dataEnd, step)
+	ends := make([]int64, n)
+	for k := 1; k <= n; k++ {
+		e := tEnd - int64(n-k)*dashRefresh.Milliseconds()
+		ends[k-1] = e - mod(e, step)
+	}
+	return ends
+}
+
+// refreshQueries returns the panels' queries of the refresh ending at end.
+func refreshQueries(panels []panel, end int64) []query {
+	qs := make([]query, len(panels))
+	for i, p := range panels {
+		qs[i] = query{expr: p.expr, start: end - dashRange.Milliseconds(), end: end, step: dashStep, gzip: true}
+	}
+	return qs
+}
+
+// aerieConfigSpec is Aerie named name, with --config.file=configFile
+// unless it is "".
+func aerieConfigSpec(bin, name, configFile string) peerSpec {
+	sp := aerieSpec(bin)
+	sp.name = name
+	if configFile != "" {
+		base := sp.args
+		sp.args = func(dir, addr string) []string {
+			return append(base(dir, addr), "--config.file="+configFile)
+		}
+	}
+	return sp
+}
+
+// aerieOffConfig turns the results cache off.
+const aerieOffConfig = "aerie:\n  cache:\n    results:\n      enabled: false\n"
+
+// cacheCounters are the results cache's counters on Aerie's /metrics.
+var cacheCounters = []string{"hits", "partial_hits", "misses", "passed", "engine_queries", "invalidations", "stores_skipped"}
+
+// vmCacheCounters are VictoriaMetrics' rollup result cache counters.
+var vmCacheCounters = []string{"vm_rollup_result_cache_full_hits_total", "vm_rollup_result_cache_partial_hits_total", "vm_rollup_result_cache_miss_total"}
+
+// check fills the defaults of cfg and validates it.
+func (cfg *DashboardConfig) check() (DashboardScale, error) {
+	sc, ok := DashboardScales[cfg.Scale]
+	if !ok {
+		return sc, fmt.Errorf("--scale=%q: want small or medium", cfg.Scale)
+	}
+	if cfg.Refreshes < 0 || cfg.Refreshes > 10_000 {
+		return sc, fmt.Errorf("--refreshes=%d: want 1 to 10000 (0: the scale's)", cfg.Refreshes)
+	}
+	if cfg.Refreshes > 0 {
+		sc.Refreshes = cfg.Refreshes
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	return sc, nil
+}
+
+// RunDashboard replays a Grafana dashboard against Aerie with its results
+// cache off and on and against VictoriaMetrics (doc.go, "Dashboard
+// replay"). If an answer of Aerie with the cache differs from Aerie's
+// without, it returns the report and an error wrapping ErrMismatch.
+func RunDashboard(ctx context.Context, cfg DashboardConfig) (*DashboardReport, error) {
+	sc, err := cfg.check()
+	if err != nil {
+		return nil, err
+	}
+	hcfg := Config{Workload: "node", Scale: sc.Name, Aerie: cfg.Aerie, VM: cfg.VM, Dir: cfg.Dir, Seed: cfg.Seed,
+		Clients: []int{dashLoadClients}, RWBatch: defaultRWBatch, Log: cfg.Log}
+	r, cleanup, err := newRunner(ctx, hcfg, Scale{Name: sc.Name}, "aerie-bench-dashboard-")
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	cfg.Aerie, cfg.VM = r.cfg.Aerie, r.cfg.VM
+	t0 := time.Now()
+
+	// The data end at the wall clock's now, as a live dashboard's do.
+	span := dashRange + time.Duration(sc.Refreshes)*dashRefresh + dashMargin
+	interval := (15 * time.Second).Milliseconds()
+	start := t0.Add(-span).UnixMilli()
+	start -= mod(start, interval)
+	if r.w, err = workload.New("node", workload.Spec{Targets: sc.Targets, Duration: span, Start: start, Seed: cfg.Seed}); err != nil {
+		return nil, err
+	}
+	r.prof = nodeProfile
+	offConfig := filepath.Join(r.root, "aerie-off.yml")
+	if err := os.WriteFile(offConfig, []byte(aerieOffConfig), 0o644); err != nil {
+		return nil, err
+	}
+	specs := map[string]peerSpec{
+		aerieOff: aerieConfigSpec(cfg.Aerie, aerieOff, offConfig),
+		aerieOn:  aerieConfigSpec(cfg.Aerie, aerieOn, ""),
+		vm:       vmSpec(cfg.VM, false),
+	}
+	rep := newDashboardReport(cfg, sc, r.w)
+	for _, p := range dashboardPeers {
+		v := rep.Commit
+		if p == vm {
+			v = vmVersion(cfg.VM)
+		}
+		rep.Peers = append(rep.Peers, Peer{Name: p, Version: v, Args: specs[p].args("DIR", "127.0.0.1:PORT")})
+	}
+	rep.Config["loadavg_start"] = loadavg()
+
+	enc, err := encodeWorkload(r.w, remoteWrite, dashLoadClients, defaultRWBatch)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	rep.Samples = enc.samples
+	r.logf("dashboard: %d targets, %d samples up to now, loading into %v (remote write, %d clients)", sc.Targets, enc.samples, dashboardPeers, dashLoadClients)
+	srv := map[string]*server{}
+	for _, p := range dashboardPeers {
+		res, s, err := r.load(specs[p], enc, dashLoadClients, true)
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", p, err)
+		}
+		defer r.stopAndRemove(s)
+		srv[p] = s
+		rep.Load = append(rep.Load, DashboardLoad{Peer: p, Seconds: res.Seconds, CPUSeconds: res.CPUSeconds})
+		r.logf("%-9s loaded in %.1f s, %.1f CPU s; every sample counted back", p, res.Seconds, res.CPUSeconds)
+	}
+	if sc.Settle {
+		for _, p := range []string{aerieOff, aerieOn} {
+			note, err := r.awaitAerieFlush(srv[p])
+			if err != nil {
+				return nil, err
+			}
+			if note != "" {
+				rep.Config["settle_"+p] = note
+			}
+		}
+		rep.Config["settled"] = "true"
+		r.logf("Aerie's flushes done")
+	}
+	mismatch := r.replay(srv, sc.Refreshes, rep)
+	if mismatch != nil && !errors.Is(mismatch, ErrMismatch) {
+		return nil, mismatch
+	}
+	rep.Config["loadavg_end"] = loadavg()
+	rep.Seconds = time.Since(t0).Seconds()
+	return rep, mismatch
+}
+
+// snapshot is what the replay reads of a server between refreshes.
+type snapshot struct {
+	cpu      time.Duration
+	counters map[string]float64 // Aerie-on's and VictoriaMetrics' cache counters
+}
+
+func (r *runner) snapshot(p string, s *server) (snapshot, error) {
+	st, err := s.stats()
+	if err != nil {
+		return snapshot{}, err
+	}
+	snap := snapshot{cpu: st.cpu, counters: map[string]float64{}}
+	var names []string
+	switch p {
+	case aerieOn:
+		for _, c := range cacheCounters {
+			names = append(names, "aerie_results_cache_"+c+"_total")
+		}
+	case vm:
+		names = vmCacheCounters
+	default:
+		return snap, nil
+	}
+	m, err := get(r.ctx, s, "/metrics")
+	if err != nil {
+		return snap, err
+	}
+	for _, n := range names {
+		v, ok := metricValue(m, n)
+		if !ok && p == aerieOn {
+			return snap, fmt.Errorf("%s /metrics has no %s", p, n)
+		}
+		snap.counters[n] = v
+	}
+	return snap, nil
+}
+
+// peerRun accumulates one peer's replay.
+type peerRun struct {
+	lat, steadyLat   []time.Duration
+	wall, firstWall  time.Duration
+	bytes            int64
+	first, mid, last snapshot
+}
+
+// replay runs the refreshes on every peer, one peer after the other in
+// each refresh (rotating which goes first), compares the answers and
+// fills rep. It returns an error wrapping ErrMismatch if Aerie's answers
+// with and without its cache differ, or any other error that stopped it.
+func (r *runner) replay(srv map[string]*server, n int, rep *DashboardReport) error {
+	panels := dashboardPanels()
+	for _, p := range panels {
+		rep.Panels = append(rep.Panels, DashboardPanel{Title: p.title, Expr: p.expr})
+	}
+	ends := refreshEnds(r.w.MaxTime(), n)
+	rep.Config["data_end"] = time.UnixMilli(ends[n-1]).UTC().Format(time.RFC3339)
+	rep.Config["replay_start_lag"] = time.Since(time.UnixMilli(ends[n-1])).Round(time.Second).String()
+	r.logf("replay: %d refreshes × %d panels per peer, %v ranges at a %v step, the last ending at %s (%s ago)",
+		n, len(panels), dashRange, dashStep, rep.Config["data_end"], rep.Config["replay_start_lag"])
+	runs := map[string]*peerRun{}
+	for _, p := range dashboardPeers {
+		runs[p] = &peerRun{}
+		var err error
+		if runs[p].first, err = r.snapshot(p, srv[p]); err != nil {
+			return err
+		}
+	}
+	var mismatches, seriesDiffs []string
+	for k, end := range ends {
+		if k == 1 {
+			for _, p := range dashboardPeers {
+				var err error
+				if runs[p].mid, err = r.snapshot(p, srv[p]); err != nil {
+					return err
+				}
+			}
+		}
+		qs := refreshQueries(panels, end)
+		answers := map[string][][]byte{}
+		for j := range dashboardPeers {
+			p := dashboardPeers[(j+k)%len(dashboardPeers)]
+			bodies, lat, wall, err := r.refresh(srv[p], qs)
+			if err != nil {
+				return fmt.Errorf("refresh %d of %d (%s): %w", k+1, n, p, err)
+			}
+			pr := runs[p]
+			pr.lat = append(pr.lat, lat...)
+			pr.wall += wall
+			if k == 0 {
+				pr.firstWall = wall
+			} else {
+				pr.steadyLat = append(pr.steadyLat, lat...)
+			}
+			for _, b := range bodies {
+				pr.bytes += int64(len(b))
+			}
+			answers[p] = bodies
+		}
+		for i, q := range qs {
+			off, on, v := answers[aerieOff][i], answers[aerieOn][i], answers[vm][i]
+			rep.Compared++
+			if msg := compareBytes(on, off); msg != "" {
+				mismatches = append(mismatches, fmt.Sprintf("refresh %d, panel %q: %s, start=%s end=%s step=%gs: %s",
+					k+1, panels[i].title, q.expr, promTime(q.start), promTime(q.end), q.step.Seconds(), msg))
+			}
+			ro, err := parseResult(off)
+			if err != nil {
+				mismatches = append(mismatches, fmt.Sprintf("refresh %d, panel %q: %s, start=%s end=%s: %s answered: %v",
+					k+1, panels[i].title, q.expr, promTime(q.start), promTime(q.end), aerieOff, err))
+				continue
+			}
+			rv, err := parseResult(v)
+			vmSeries := -1
+			if err != nil {
+				seriesDiffs = appendNote(seriesDiffs, fmt.Sprintf("panel %q: vm answered: %v", panels[i].title, err))
+			} else {
+				vmSeries = len(rv.series)
+				if vmSeries != len(ro.series) {
+					seriesDiffs = appendNote(seriesDiffs, fmt.Sprintf("panel %q: %d series from Aerie, %d from vm", panels[i].title, len(ro.series), vmSeries))
+				}
+			}
+			rep.Panels[i].AerieSeries, rep.Panels[i].VMSeries = len(ro.series), vmSeries
+		}
+		if (k+1)%10 == 0 || k == n-1 {
+			r.logf("refresh %d of %d done", k+1, n)
+		}
+	}
+	for _, p := range dashboardPeers {
+		var err error
+		if runs[p].last, err = r.snapshot(p, srv[p]); err != nil {
+			return err
+		}
+	}
+	rep.Config["replay_end_lag"] = time.Since(time.UnixMilli(ends[n-1])).Round(time.Second).String()
+	for _, p := range dashboardPeers {
+		pr := runs[p]
+		if n == 1 {
+			pr.mid = pr.last
+		}
+		sys := DashboardSystem{
+			Peer: p, Queries: len(pr.lat), AnswerBytes: pr.bytes,
+			CPUSeconds:       (pr.last.cpu - pr.first.cpu).Seconds(),
+			FirstCPUSeconds:  (pr.mid.cpu - pr.first.cpu).Seconds(),
+			SteadyCPUSeconds: (pr.last.cpu - pr.mid.cpu).Seconds(),
+			WallSeconds:      pr.wall.Seconds(),
+			FirstWallSeconds: pr.firstWall.Seconds(),
+			P50Ms:            ms(percentile(pr.lat, 0.5)),
+			P99Ms:            ms(percentile(pr.lat, 0.99)),
+			SteadyP50Ms:      ms(percentile(pr.steadyLat, 0.5)),
+			SteadyP99Ms:      ms(percentile(pr.steadyLat, 0.99)),
+		}
+		if len(pr.last.counters) > 0 {
+			sys.Counters, sys.FirstCounters = map[string]float64{}, map[string]float64{}
+			for c, v := range pr.last.counters {
+				sys.Counters[c] = v - pr.first.counters[c]
+				sys.FirstCounters[c] = pr.mid.counters[c] - pr.first.counters[c]
+			}
+		}
+		rep.Systems = append(rep.Systems, sys)
+		r.logf("%-9s %d queries: %.2f CPU s (first refresh %.2f), wall %.2f s, p50 %.1f ms, p99 %.1f ms",
+			p, sys.Queries, sys.CPUSeconds, sys.FirstCPUSeconds, sys.WallSeconds, sys.P50Ms, sys.P99Ms)
+	}
+	rep.SeriesDifferences = seriesDiffs
+	rep.Mismatches = len(mismatches)
+	rep.MismatchExamples = mismatches[:min(len(mismatches), 10)]
+	if len(mismatches) > 0 {
+		return fmt.Errorf("%w: %d of %d answers of %s differ from %s's; the first: %s", ErrMismatch, len(mismatches), rep.Compared, aerieOn, aerieOff, mismatches[0])
+	}
+	return nil
+}
+
+func appendNote(notes []string, s string) []string {
+	for _, n := range notes {
+		if n == s {
+			return notes
+		}
+	}
+	return append(notes, s)
+}
+
+// refresh sends the panels' queries to s from dashClients clients and
+// returns the answers (decompressed), each query's latency, and the time
+// from the first request to the last answer.
+func (r *runner) refresh(s *server, qs []query) ([][]byte, []time.Duration, time.Duration, error) {
+	bodies := make([][]byte, len(qs))
+	lat := make([]time.Duration, len(qs))
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	t0 := time.Now()
+	for range min(dashClients, len(qs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(qs) {
+					return
+				}
+				b, d, err := promQuery(r.ctx, s, qs[i])
+				if err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+					return
+				}
+				bodies[i], lat[i] = b, d
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(t0)
+	if first != nil {
+		if err := s.alive(); err != nil {
+			return nil, nil, 0, err
+		}
+		return nil, nil, 0, first
+	}
+	return bodies, lat, wall, nil
+}
+
+// compareBytes returns "" if got equals want byte for byte, or where the
+// first difference is, with some context.
+func compareBytes(got, want []byte) string {
+	if bytes.Equal(got, want) {
+		return ""
+	}
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	ctx := func(b []byte) string {
+		lo, hi := max(0, i-60), min(len(b), i+60)
+		return strconv.Quote(string(b[lo:hi]))
+	}
+	return fmt.Sprintf("%s's answer (%d bytes) differs from %s's (%d bytes) at byte %d: %s vs %s",
+		aerieOn, len(got), aerieOff, len(want), i, ctx(got), ctx(want))
+}
