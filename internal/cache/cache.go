@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -28,10 +29,12 @@ type Cache struct {
 	slabSize int
 	dataOff  int // where a slab's data part starts
 	dataCap  int // bytes of a slab's data part
-	maxOpen  int // open slabs (one per field) kept in memory at most
+	maxOpen  int // open slabs (one per field) at most, each holding a slot
 	maxKeys  int // key entries kept at most
 
-	mu        sync.Mutex // guards everything below, and the file's reads and writes
+	readers sync.WaitGroup // Gets reading without the lock; Close waits for them
+
+	mu        sync.Mutex // guards everything below, and the file's writes
 	closed    bool
 	keys      map[Key]*keyEntry
 	epoch     uint64 // the last epoch handed to a key
@@ -58,6 +61,11 @@ type slab struct {
 	vr    *vrange
 	part  partition
 	hits  uint64
+
+	pins    int              // Gets reading it without the lock: its slot is not reused
+	gone    bool             // it left the cache while pinned: the last unpin frees the slot
+	freed   bool             // its slot went back to the free list
+	corrupt *CorruptionError // what a read found wrong with it
 }
 
 // fieldIndex is the slab index of one field: its virtual time ranges (the
@@ -76,13 +84,17 @@ type vrange struct {
 	slabs  []*slab
 }
 
-// openSlab gathers points for one field in memory until it is sealed.
+// openSlab gathers points for one field in memory until it is sealed
+// into the slot it holds (open slabs count against the cache's size).
 type openSlab struct {
 	field  string
+	slot   int
 	keys   []slabKey
 	keyIdx map[keyEpoch]uint16
 	points []slabPoint
-	bytes  int // encoded data bytes at the widest bit array
+	arena  []byte   // the points' values
+	keyBuf []uint16 // the points' key lists
+	bytes  int      // encoded data bytes at the widest bit array
 	used   uint64
 }
 
@@ -135,7 +147,7 @@ func Open(opts Options) (*Cache, error) {
 		log:      log,
 		slabSize: opts.SlabSize,
 		dataOff:  dataOffFor(opts.SlabSize, opts.MaxKeysPerSlab),
-		maxOpen:  max(2, min(16, nslots/4)),
+		maxOpen:  max(1, min(64, nslots/2)),
 		maxKeys:  nslots*opts.MaxKeysPerSlab + 1024,
 		keys:     map[Key]*keyEntry{},
 		slots:    make([]*slab, nslots),
@@ -288,7 +300,11 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 			if err := c.makeRoomLocked(); err != nil {
 				return err
 			}
-			o = &openSlab{field: f.Name, keyIdx: map[keyEpoch]uint16{}}
+			slot, err := c.allocLocked()
+			if err != nil {
+				return err
+			}
+			o = &openSlab{field: f.Name, slot: slot, keyIdx: map[keyEpoch]uint16{}, arena: make([]byte, 0, c.dataCap)}
 			fi.open = o
 			c.openCount++
 		}
@@ -307,7 +323,11 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 		}
 		k := &o.keys[ki]
 		k.minT, k.maxT = min(k.minT, p.T), max(k.maxT, p.T)
-		o.points = append(o.points, slabPoint{t: p.T, v: bytes.Clone(p.V), keys: []uint16{ki}})
+		a := len(o.arena)
+		o.arena = append(o.arena, p.V...) // never grows: the values fit in dataCap
+		kb := len(o.keyBuf)
+		o.keyBuf = append(o.keyBuf, ki)
+		o.points = append(o.points, slabPoint{t: p.T, v: o.arena[a:len(o.arena):len(o.arena)], keys: o.keyBuf[kb : kb+1 : kb+1]})
 		o.bytes += n
 		c.tick++
 		o.used = c.tick
@@ -337,6 +357,7 @@ func (c *Cache) sealLocked(fi *fieldIndex) error {
 	fi.open = nil
 	c.openCount--
 	pts := mergePoints(o.points)
+	c.free = append(c.free, o.slot) // the slab's first slot: the next alloc takes it
 	return c.writeSlabsLocked(fi, o.keys, pts, false)
 }
 
@@ -399,14 +420,19 @@ func (c *Cache) writeSlabsLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint
 			n++
 		}
 		chunk := make([]slabPoint, n)
+		total := 0
+		for _, p := range pts[:n] {
+			total += len(p.keys)
+		}
+		kbuf := make([]uint16, 0, total)
 		for i, p := range pts[:n] {
-			ks := make([]uint16, len(p.keys))
-			for j, k := range p.keys {
-				ks[j] = remap[k]
-				x := &sk[ks[j]]
-				x.minT, x.maxT = min(x.minT, p.t), max(x.maxT, p.t)
+			j0 := len(kbuf)
+			for _, k := range p.keys {
+				x := remap[k]
+				kbuf = append(kbuf, x)
+				sk[x].minT, sk[x].maxT = min(sk[x].minT, p.t), max(sk[x].maxT, p.t)
 			}
-			chunk[i] = slabPoint{t: p.t, v: p.v, keys: ks}
+			chunk[i] = slabPoint{t: p.t, v: p.v, keys: kbuf[j0:len(kbuf):len(kbuf)]}
 		}
 		pts = pts[n:]
 		if err := c.writeSlabLocked(fi, sk, chunk, compacting); err != nil {
@@ -442,7 +468,7 @@ func (c *Cache) writeSlabLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint,
 	c.insertLocked(fi, s)
 	c.pol.insert(s)
 	c.stats.SlabsUsed++
-	if !compacting && len(s.vr.slabs) > c.opts.CompactSlabs {
+	if !compacting && len(s.vr.slabs) > c.opts.CompactSlabs && depth(s.vr.slabs) > c.opts.CompactSlabs {
 		return c.compactLocked(fi, s.vr)
 	}
 	return nil
@@ -482,9 +508,19 @@ func (c *Cache) dropLocked(s *slab) {
 	}
 	fi := c.fields[s.h.field]
 	c.removeFromVRLocked(fi, s)
+	c.releaseSlotLocked(s)
+}
+
+// releaseSlotLocked takes s out of its slot, which becomes free now or,
+// if a Get is reading s, when it is done.
+func (c *Cache) releaseSlotLocked(s *slab) {
 	c.slots[s.slot] = nil
-	c.free = append(c.free, s.slot)
 	c.stats.SlabsUsed--
+	s.gone = true
+	if s.pins == 0 {
+		s.freed = true
+		c.free = append(c.free, s.slot)
+	}
 }
 
 // insertLocked adds s to its field's virtual ranges, joining those its
@@ -533,60 +569,220 @@ func (c *Cache) removeFromVRLocked(fi *fieldIndex, s *slab) {
 // (all the key's fields if nil): a hit if the range is cached, a partial
 // hit if its head or its tail is and the estimated size of that part is at
 // least Options.PartialMinBytes, else a miss.
+//
+// The lock is held to find the slabs, which are pinned (their slots are
+// not reused while pinned), and again to account for the reads; the
+// reads themselves and their decoding run without it.
 func (c *Cache) Get(key Key, start, end int64, fields []string) (Result, error) {
 	if start > end {
 		return Result{}, fmt.Errorf("cache: get range %d-%d: start after end", start, end)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return Result{}, ErrClosed
-	}
-	res, err := c.getLocked(key, start, end, fields)
-	switch {
-	case err != nil:
-		return Result{}, err
-	case res.Status == Hit:
-		c.stats.Hits++
-	case res.Status == Partial:
-		c.stats.Partials++
-	default:
-		c.stats.Misses++
-	}
-	return res, nil
-}
-
-func (c *Cache) getLocked(key Key, start, end int64, fields []string) (Result, error) {
-	e := c.entryLocked(key, false)
-	c.pol.ghostHits(key, start, end)
-	if e == nil {
-		return Result{}, nil
-	}
-	lo, hi, status := e.cover(start, end, c.opts.PartialMinBytes)
-	if status == Miss {
-		return Result{}, nil
-	}
-	if fields == nil {
-		fields = e.fields
-	}
-	res := Result{Status: status, Start: lo, End: hi}
-	for _, name := range fields {
-		pts, err := c.readFieldLocked(key, e, name, lo, hi)
-		if errors.Is(err, errCorrupt) {
-			// the slab was dropped with its ranges: answer again
-			return c.getLocked(key, start, end, fields)
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return Result{}, ErrClosed
 		}
-		if err != nil {
-			return Result{}, err
+		plan := c.planLocked(key, start, end, fields)
+		if plan.res.Status != Miss {
+			c.readers.Add(1)
 		}
-		if len(pts) > 0 {
-			res.Fields = append(res.Fields, Field{Name: name, Points: pts})
-			for _, p := range pts {
+		c.mu.Unlock()
+		if plan.res.Status == Miss {
+			c.mu.Lock()
+			c.stats.Misses++
+			c.mu.Unlock()
+			return Result{}, nil
+		}
+		corrupt, err := plan.read(c)
+		c.readers.Done()
+		c.mu.Lock()
+		c.finishLocked(plan, corrupt)
+		if err != nil || corrupt != nil {
+			c.mu.Unlock()
+			if err != nil {
+				return Result{}, err
+			}
+			continue // the corrupt slab went with its ranges: answer again
+		}
+		res := plan.result()
+		if res.Status == Hit {
+			c.stats.Hits++
+		} else {
+			c.stats.Partials++
+		}
+		for _, f := range res.Fields {
+			for _, p := range f.Points {
 				c.stats.GetBytes += uint64(8 + len(p.V))
 			}
 		}
+		c.mu.Unlock()
+		return res, nil
 	}
-	return res, nil
+}
+
+// getPlan is what a Get reads: per field, the points of the open slab
+// (copied) and the sealed slabs (pinned) with the key's bit in each.
+type getPlan struct {
+	res    Result
+	fields []string
+	out    [][]Point
+	reads  []slabRead
+	arena  []byte
+}
+
+type slabRead struct {
+	s     *slab
+	bit   int
+	field int // index in fields
+}
+
+func (c *Cache) planLocked(key Key, start, end int64, fields []string) *getPlan {
+	plan := &getPlan{}
+	e := c.entryLocked(key, false)
+	c.pol.ghostHits(key, start, end)
+	if e == nil {
+		return plan
+	}
+	lo, hi, status := e.cover(start, end, c.opts.PartialMinBytes)
+	if status == Miss {
+		return plan
+	}
+	if fields == nil {
+		fields = slices.Clone(e.fields)
+	}
+	plan.res = Result{Status: status, Start: lo, End: hi}
+	plan.fields = fields
+	plan.out = make([][]Point, len(fields))
+	for fx, name := range fields {
+		fi := c.fields[name]
+		if fi == nil {
+			continue
+		}
+		if o := fi.open; o != nil {
+			if ki, ok := o.keyIdx[keyEpoch{key, e.epoch}]; ok {
+				for _, p := range o.points {
+					if p.t >= lo && p.t <= hi && slices.Contains(p.keys, ki) {
+						plan.out[fx] = append(plan.out[fx], Point{T: p.t, V: plan.save(p.v)})
+					}
+				}
+			}
+		}
+		i := sort.Search(len(fi.vrs), func(i int) bool { return fi.vrs[i].hi >= lo })
+		for ; i < len(fi.vrs) && fi.vrs[i].lo <= hi; i++ {
+			for _, s := range fi.vrs[i].slabs {
+				if s.h.minT > hi || s.h.maxT < lo || !bloomHas(s.bloom, key) || s.h.npoints == 0 {
+					continue
+				}
+				bit := slices.IndexFunc(s.h.keys, func(k slabKey) bool { return k.key == key && k.epoch == e.epoch })
+				if bit < 0 || s.h.keys[bit].minT > hi || s.h.keys[bit].maxT < lo {
+					continue
+				}
+				s.pins++
+				plan.reads = append(plan.reads, slabRead{s: s, bit: bit, field: fx})
+			}
+		}
+	}
+	return plan
+}
+
+// save copies v into the plan's arena.
+func (p *getPlan) save(v []byte) []byte {
+	a := len(p.arena)
+	p.arena = append(p.arena, v...)
+	return p.arena[a:len(p.arena):len(p.arena)]
+}
+
+var readBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// read reads the planned slabs (without the cache's lock): only the data
+// blocks the time markers point to, each checked against its CRC. It
+// returns the first slab that fails a check.
+func (p *getPlan) read(c *Cache) (*slab, error) {
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	if len(*bp) < c.slabSize {
+		*bp = alignedBuf(c.slabSize)
+	}
+	lo, hi := p.res.Start, p.res.End
+	for _, r := range p.reads {
+		s := r.s
+		b0, b1 := s.h.blockRange(lo, hi)
+		data, err := c.file.readBlocks(s.slot, s.h.dataOff, b0, b1, *bp)
+		if err != nil {
+			return nil, err
+		}
+		reason := ""
+		for b := b0; b < b1 && reason == ""; b++ {
+			blk := data[(b-b0)*BlockSize : min((b-b0+1)*BlockSize, s.h.dataLen-b0*BlockSize)]
+			if got := crc32c(blk); got != s.h.markers[b].crc {
+				reason = fmt.Sprintf("data block %d: CRC %#x, want %#x", b, got, s.h.markers[b].crc)
+			}
+		}
+		if reason == "" {
+			out := p.out[r.field]
+			reason = scanPoints(&s.h, data, b0, lo, hi, func(t int64, bm, v []byte) {
+				if hasBit(bm, r.bit) {
+					out = append(out, Point{T: t, V: p.save(v)})
+				}
+			})
+			p.out[r.field] = out
+		}
+		if reason != "" {
+			s.corrupt = &CorruptionError{Slot: s.slot, Offset: int64(s.slot) * int64(c.slabSize), Reason: reason}
+			return s, nil
+		}
+	}
+	return nil, nil
+}
+
+// finishLocked unpins the plan's slabs, frees the slots of those that
+// left meanwhile, drops a corrupt one and records the reads in the
+// policy.
+func (c *Cache) finishLocked(p *getPlan, corrupt *slab) {
+	for _, r := range p.reads {
+		r.s.pins--
+		if r.s.pins < 0 {
+			panic("cache: slab unpinned more than pinned")
+		}
+	}
+	if corrupt != nil && c.slots[corrupt.slot] == corrupt {
+		c.log.Warn("cache: dropping a corrupt slab", "err", corrupt.corrupt)
+		c.stats.CorruptSlabs++
+		c.evictLocked(corrupt, false)
+	}
+	for _, r := range p.reads {
+		switch {
+		case r.s.gone && r.s.pins == 0 && !r.s.freed:
+			r.s.freed = true
+			c.free = append(c.free, r.s.slot)
+		case corrupt == nil && c.slots[r.s.slot] == r.s:
+			c.pol.access(r.s)
+		}
+	}
+}
+
+// result sorts and merges each field's points (several slabs may hold
+// the same point).
+func (p *getPlan) result() Result {
+	res := p.res
+	for fx, pts := range p.out {
+		if len(pts) == 0 {
+			continue
+		}
+		less := func(a, b Point) int {
+			if c := cmp.Compare(a.T, b.T); c != 0 {
+				return c
+			}
+			return bytes.Compare(a.V, b.V)
+		}
+		if !slices.IsSortedFunc(pts, less) {
+			slices.SortFunc(pts, less)
+		}
+		pts = slices.CompactFunc(pts, func(a, b Point) bool { return a.T == b.T && bytes.Equal(a.V, b.V) })
+		res.Fields = append(res.Fields, Field{Name: p.fields[fx], Points: pts})
+	}
+	return res
 }
 
 // cover decides what a get of [start, end] finds in the ranges.
@@ -617,93 +813,6 @@ func (e *keyEntry) cover(start, end, partialMin int64) (lo, hi int64, st Status)
 	return lo, hi, Partial
 }
 
-// readFieldLocked collects the points of key (at its epoch) in field over
-// [lo, hi] from the open slab and the sealed slabs the slab index points
-// to, merged and in order.
-func (c *Cache) readFieldLocked(key Key, e *keyEntry, field string, lo, hi int64) ([]Point, error) {
-	fi := c.fields[field]
-	if fi == nil {
-		return nil, nil
-	}
-	var out []Point
-	if o := fi.open; o != nil {
-		if ki, ok := o.keyIdx[keyEpoch{key, e.epoch}]; ok {
-			for _, p := range o.points {
-				if p.t >= lo && p.t <= hi && slices.Contains(p.keys, ki) {
-					out = append(out, Point{T: p.t, V: bytes.Clone(p.v)})
-				}
-			}
-		}
-	}
-	var touched []*slab
-	i := sort.Search(len(fi.vrs), func(i int) bool { return fi.vrs[i].hi >= lo })
-	for ; i < len(fi.vrs) && fi.vrs[i].lo <= hi; i++ {
-		for _, s := range fi.vrs[i].slabs {
-			if s.h.minT > hi || s.h.maxT < lo || !bloomHas(s.bloom, key) {
-				continue
-			}
-			bit := slices.IndexFunc(s.h.keys, func(k slabKey) bool { return k.key == key && k.epoch == e.epoch })
-			if bit < 0 || s.h.keys[bit].minT > hi || s.h.keys[bit].maxT < lo {
-				continue
-			}
-			var err error
-			if out, err = c.readSlabLocked(s, bit, lo, hi, out); err != nil {
-				return nil, err
-			}
-			touched = append(touched, s)
-		}
-	}
-	for _, s := range touched {
-		if c.slots[s.slot] == s {
-			c.pol.access(s)
-		}
-	}
-	slices.SortFunc(out, func(a, b Point) int {
-		if c := cmp.Compare(a.T, b.T); c != 0 {
-			return c
-		}
-		return bytes.Compare(a.V, b.V)
-	})
-	return slices.CompactFunc(out, func(a, b Point) bool { return a.T == b.T && bytes.Equal(a.V, b.V) }), nil
-}
-
-// readSlabLocked appends to out the points of s with key bit bit in
-// [lo, hi], reading only the data blocks the time markers point to and
-// checking their CRCs. A slab failing a check is dropped (with the ranges
-// it backed) and errCorrupt returned.
-func (c *Cache) readSlabLocked(s *slab, bit int, lo, hi int64, out []Point) ([]Point, error) {
-	if s.h.npoints == 0 {
-		return out, nil
-	}
-	b0, b1 := s.h.blockRange(lo, hi)
-	data, err := c.file.readBlocks(s.slot, s.h.dataOff, b0, b1, c.rbuf)
-	if err != nil {
-		return nil, err
-	}
-	fail := func(reason string) ([]Point, error) {
-		cerr := &CorruptionError{Slot: s.slot, Offset: int64(s.slot) * int64(c.slabSize), Reason: reason}
-		c.log.Warn("cache: dropping a corrupt slab", "err", cerr)
-		c.stats.CorruptSlabs++
-		c.evictLocked(s, false)
-		return nil, cerr
-	}
-	for b := b0; b < b1; b++ {
-		blk := data[(b-b0)*BlockSize : min((b-b0+1)*BlockSize, s.h.dataLen-b0*BlockSize)]
-		if got := crc32c(blk); got != s.h.markers[b].crc {
-			return fail(fmt.Sprintf("data block %d: CRC %#x, want %#x", b, got, s.h.markers[b].crc))
-		}
-	}
-	reason := scanPoints(&s.h, data, b0, lo, hi, func(t int64, bm, v []byte) {
-		if hasBit(bm, bit) {
-			out = append(out, Point{T: t, V: bytes.Clone(v)})
-		}
-	})
-	if reason != "" {
-		return fail(reason)
-	}
-	return out, nil
-}
-
 // Delete forgets key: its cached ranges, and (through a new epoch) every
 // point stored for it. It reports whether the key had ranges cached.
 func (c *Cache) Delete(key Key) bool {
@@ -732,14 +841,18 @@ func (c *Cache) Stats() Stats {
 // the file. A cache that is not closed (a crash) starts empty.
 func (c *Cache) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
 	c.closed = true
+	c.mu.Unlock()
+	c.readers.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var errs []error
-	for _, fi := range c.fields {
-		if fi.open != nil {
+	for _, name := range slices.Sorted(maps.Keys(c.fields)) {
+		if fi := c.fields[name]; fi.open != nil {
 			if err := c.sealLocked(fi); err != nil {
 				errs = append(errs, err)
 			}
@@ -760,4 +873,32 @@ func removeIfExists(path string) error {
 		return err
 	}
 	return nil
+}
+
+// depth is the most slabs of ss that hold one same instant: what a read
+// of that instant scans. A virtual range is compacted when it passes
+// CompactSlabs (TSCache §3.7 counts a range's slabs; slabs of wide ranges
+// would chain a field's slabs into one range that is always over the
+// threshold, and compacting it at every new slab rewrites the field).
+func depth(ss []*slab) int {
+	type ev struct {
+		t int64
+		d int
+	}
+	evs := make([]ev, 0, 2*len(ss))
+	for _, s := range ss {
+		evs = append(evs, ev{s.h.minT, 1}, ev{s.h.maxT, -1})
+	}
+	slices.SortFunc(evs, func(a, b ev) int {
+		if a.t != b.t {
+			return cmp.Compare(a.t, b.t)
+		}
+		return cmp.Compare(b.d, a.d) // starts before ends: touching slabs overlap
+	})
+	d, most := 0, 0
+	for _, e := range evs {
+		d += e.d
+		most = max(most, d)
+	}
+	return most
 }

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 )
 
-// Compact compacts every virtual time range holding more than
-// Options.CompactSlabs slabs, the newest first (TSCache §3.7). Set does
+// Compact compacts every virtual time range where more than
+// Options.CompactSlabs slabs hold one same instant, the newest first (TSCache §3.7). Set does
 // this for the range a new slab joins; Compact is for callers that want
 // it done at a time of their choosing.
 func (c *Cache) Compact() error {
@@ -17,11 +18,13 @@ func (c *Cache) Compact() error {
 	if c.closed {
 		return ErrClosed
 	}
-	for _, fi := range c.fields {
+	names := slices.Sorted(maps.Keys(c.fields)) // a fixed order: the same calls do the same work
+	for _, name := range names {
+		fi := c.fields[name]
 		vrs := slices.Clone(fi.vrs)
 		slices.SortFunc(vrs, func(a, b *vrange) int { return cmp.Compare(b.hi, a.hi) })
 		for _, v := range vrs {
-			if len(v.slabs) > c.opts.CompactSlabs && slices.Contains(fi.vrs, v) {
+			if len(v.slabs) > c.opts.CompactSlabs && depth(v.slabs) > c.opts.CompactSlabs && slices.Contains(fi.vrs, v) {
 				if err := c.compactLocked(fi, v); err != nil {
 					return err
 				}
@@ -117,9 +120,7 @@ func (c *Cache) compactLocked(fi *fieldIndex, v *vrange) error {
 	for _, s := range old {
 		c.pol.remove(s, false)
 		c.removeFromVRLocked(fi, s)
-		c.slots[s.slot] = nil
-		c.free = append(c.free, s.slot)
-		c.stats.SlabsUsed--
+		c.releaseSlotLocked(s)
 	}
 	c.stats.Compactions++
 	if err := c.writeSlabsLocked(fi, keys, pts, true); err != nil {

@@ -34,18 +34,24 @@
 //
 // Replacement (§3.6): a FIFO partition in data-time order and an LRU
 // partition of old slabs that were read again; ghost slabs tune the LRU's
-// share (policy.go). Compaction (§3.7): a virtual range of more than
-// CompactSlabs slabs is rewritten, newest slab first, into as few slabs as
-// hold its points, duplicates merged and points of deleted keys dropped.
+// share (policy.go). Compaction (§3.7): a virtual range where more than
+// CompactSlabs slabs hold one same instant (the paper counts the range's
+// slabs; with wide query ranges every slab of a field joins one range, so
+// counting them would rewrite the field at every new slab) is rewritten,
+// newest slab first, into as few slabs as hold its points, duplicates
+// merged and points of deleted keys dropped.
 //
 // Invalidation: Delete(key) forgets the key's ranges and gives it a new
 // epoch when it is set again; slab key entries name their epoch, so points
 // of an earlier epoch are never returned.
 //
-// Locking: one mutex guards the indexes, the policy and the file's reads
-// and writes; Get, Set, Delete and Compact hold it throughout. (A Get
-// reads at most the blocks it needs; a Set that seals a slab writes one
-// slab; a compaction reads and writes CompactSlabs+1 slabs under it.)
+// Locking: one mutex guards the indexes, the policy and the file's
+// writes; Set, Delete and Compact hold it throughout (a Set that seals a
+// slab writes one slab; a compaction reads and writes its range's slabs
+// under it). A Get holds it to find the slabs it needs, which it pins, and
+// again to record what it read; it reads and decodes the blocks without
+// it. A pinned slab's slot is not reused until the last Get reading it is
+// done; Close waits for those Gets.
 //
 // Invariants:
 //
@@ -67,7 +73,9 @@
 //     read and deleted at Open). A cache that was not closed, or whose
 //     snapshot or any slab it names fails a check, starts empty: a crash
 //     costs the cache's content, never a wrong answer.
-//  6. Memory is bounded: at most max(2, min(16, slabs/4)) open slabs, and
-//     at most slabs×MaxKeysPerSlab+1024 keys (the least recently used
-//     eighth is forgotten when a new key would pass the bound).
+//  6. Size and memory are bounded: an open slab holds a slot of the file
+//     from its first point (so data in memory and on disk together fit in
+//     Size); at most max(1, min(64, slabs/2)) are open; at most
+//     slabs×MaxKeysPerSlab+1024 keys (the least recently used eighth is
+//     forgotten when a new key would pass the bound).
 package cache

@@ -115,12 +115,12 @@ func FuzzSnapshot(f *testing.F) {
 	f.Add(binary.LittleEndian.AppendUint32(nil, SnapshotMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c.mu.Lock()
-		defer c.mu.Unlock()
-		err := c.decodeSnapshot(b)
-		if err != nil {
+		if err := c.decodeSnapshot(b); err != nil {
 			c.reset()
 		}
-		_, _ = c.getLocked(KeyOf("q"), 0, 10, nil)
+		c.mu.Unlock()
+		_, err := c.Get(KeyOf("q"), 0, 10, nil)
+		require.NoError(t, err)
 	})
 	c.Close()
 }
