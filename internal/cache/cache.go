@@ -705,6 +705,12 @@ func (p *getPlan) read(c *Cache) (*slab, error) {
 		*bp = alignedBuf(c.slabSize)
 	}
 	lo, hi := p.res.Start, p.res.End
+	total := 0
+	for _, r := range p.reads {
+		b0, b1 := r.s.h.blockRange(lo, hi)
+		total += (b1 - b0) * BlockSize
+	}
+	p.arena = slices.Grow(p.arena, total) // values are fewer bytes than the blocks
 	for _, r := range p.reads {
 		s := r.s
 		b0, b1 := s.h.blockRange(lo, hi)

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/util/httputil"
 
 	"github.com/aerie-db/aerie/internal/cache"
 )
@@ -277,9 +278,13 @@ func (rc *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(warnings) == 0 && len(infos) == 0 {
 		rc.store(req, parts, fetched, gen)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out.appendJSON(nil, warnings, infos))
+	body := out.appendJSON(nil, warnings, infos)
+	// compressed as the API compresses its own answers
+	httputil.CompressionHandler{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	})}.ServeHTTP(w, r)
 }
 
 // fetch asks next for the request over grid points [from, to].
@@ -407,7 +412,7 @@ type series struct {
 
 type sample struct {
 	t int64
-	v string // Prometheus' text of the value
+	v []byte // Prometheus' text of the value
 }
 
 func newMatrix() *matrix { return &matrix{series: map[string]*series{}} }
@@ -454,7 +459,7 @@ func parseMatrix(b []byte) (*matrix, error) {
 			if err != nil {
 				return nil, err
 			}
-			se.points = append(se.points, sample{t, val})
+			se.points = append(se.points, sample{t, []byte(val)})
 		}
 	}
 	return m, nil
@@ -478,27 +483,54 @@ func (m *matrix) merge(o *matrix) {
 	}
 }
 
-// addCached adds the points of a cache answer.
+// addCached adds the points of a cache answer. A point's labels are
+// decoded only for the first point of its series.
 func (m *matrix) addCached(res *cache.Result) {
 	for _, f := range res.Fields {
 		for _, p := range f.Points {
-			lset, val, ok := decodePoint(p.V)
-			if !ok {
+			n := labelsLen(p.V)
+			if n < 0 {
 				continue // not written by this package: skipped
 			}
-			se := m.get(lset)
-			se.points = append(se.points, sample{p.T, val})
+			se := m.series[string(p.V[:n])] // no allocation for the lookup
+			if se == nil {
+				lset, _, ok := decodePoint(p.V)
+				if !ok {
+					continue
+				}
+				se = m.get(lset)
+			}
+			se.points = append(se.points, sample{p.T, p.V[n:]})
 		}
 	}
 }
 
+// labelsLen is the length of the label encoding at the start of b, or -1.
+func labelsLen(b []byte) int {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return -1
+	}
+	off := k
+	for range 2 * n {
+		l, k := binary.Uvarint(b[off:])
+		if k <= 0 || l > uint64(len(b)-off-k) {
+			return -1
+		}
+		off += k + int(l)
+	}
+	return off
+}
+
 // appendPoints appends the points in [lo, hi] as cache points.
 func (m *matrix) appendPoints(dst []cache.Point, lo, hi int64) []cache.Point {
+	var arena []byte
 	for _, s := range m.series {
 		for _, p := range s.points {
 			if p.t >= lo && p.t <= hi {
-				v := append([]byte(s.enc), p.v...)
-				dst = append(dst, cache.Point{T: p.t, V: v})
+				a := len(arena)
+				arena = append(append(arena, s.enc...), p.v...)
+				dst = append(dst, cache.Point{T: p.t, V: arena[a:len(arena):len(arena)]})
 			}
 		}
 	}
@@ -539,9 +571,9 @@ func (m *matrix) appendJSON(dst []byte, warnings, infos []string) []byte {
 			}
 			dst = append(dst, '[')
 			dst = appendTime(dst, p.t)
-			dst = append(dst, ',')
-			dst = appendJSONString(dst, p.v)
-			dst = append(dst, ']')
+			dst = append(dst, ',', '"')
+			dst = append(dst, p.v...) // a number's text: nothing to escape
+			dst = append(dst, '"', ']')
 		}
 		dst = append(dst, "]}"...)
 	}
@@ -569,9 +601,18 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
+// appendJSONString writes s as a JSON string as encoding/json does
+// (escaping <, > and & too, as Prometheus' JSON does).
 func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s)
-	return append(dst, b...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // appendTime writes a timestamp in ms as Prometheus' JSON does: seconds,
