@@ -106,6 +106,12 @@ type Options struct {
 	CompactSlabs int
 	// NoDirectIO turns off O_DIRECT even where the filesystem allows it.
 	NoDirectIO bool
+	// KeepCoveredPoints makes Set store every point, also those at times
+	// its key has cached already (which Set otherwise skips: they are in
+	// the slabs). For clients whose points are extents rather than
+	// instants, as the chunk cache's pieces of objects, a piece starting
+	// in a cached range may reach past it.
+	KeepCoveredPoints bool
 	// Logger and Registerer (both optional) take the cache's log lines and
 	// metrics (aerie_cache_*{cache=Name}).
 	Logger     *slog.Logger

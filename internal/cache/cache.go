@@ -224,6 +224,13 @@ func (c *Cache) Set(key Key, start, end int64, fields []Field) error {
 		return ErrClosed
 	}
 	e := c.entryLocked(key, true)
+	// Points the key has cached already are not stored again: a range in
+	// the key index has all its points in the slabs (invariant 2), so a
+	// Set overlapping earlier ones stores only what is new.
+	had := &keyEntry{}
+	if !c.opts.KeepCoveredPoints {
+		had.ranges = slices.Clone(e.ranges)
+	}
 	// The range is added before the points: an eviction while they are
 	// placed then takes back what it loses (invariant 2).
 	e.add(start, end)
@@ -236,6 +243,15 @@ func (c *Cache) Set(key Key, start, end int64, fields []Field) error {
 	for i := range fields {
 		f := &fields[i]
 		e.addField(f.Name)
+		if len(had.ranges) > 0 {
+			nf := Field{Name: f.Name}
+			for _, p := range f.Points {
+				if had.find(p.T) < 0 {
+					nf.Points = append(nf.Points, p)
+				}
+			}
+			f = &nf
+		}
 		if len(f.Points) == 0 {
 			continue
 		}
@@ -361,28 +377,23 @@ func (c *Cache) sealLocked(fi *fieldIndex) error {
 	return c.writeSlabsLocked(fi, o.keys, pts, false)
 }
 
-// mergePoints sorts points by (t, v) and merges equal ones, joining their
-// keys.
+// mergePoints sorts points (of one key each) by (t, v, key) and drops the
+// duplicates of a key. Equal points of different keys stay apart: a point
+// shared by two keys would sit in one key's run, and the other key's reads
+// would have to scan the whole slab (readSpan).
 func mergePoints(pts []slabPoint) []slabPoint {
 	slices.SortFunc(pts, func(a, b slabPoint) int {
 		if c := cmp.Compare(a.t, b.t); c != 0 {
 			return c
 		}
-		return bytes.Compare(a.v, b.v)
-	})
-	out := pts[:0]
-	for _, p := range pts {
-		if n := len(out); n > 0 && out[n-1].t == p.t && bytes.Equal(out[n-1].v, p.v) {
-			for _, k := range p.keys {
-				if !slices.Contains(out[n-1].keys, k) {
-					out[n-1].keys = append(out[n-1].keys, k)
-				}
-			}
-			continue
+		if c := bytes.Compare(a.v, b.v); c != 0 {
+			return c
 		}
-		out = append(out, p)
-	}
-	return out
+		return cmp.Compare(a.keys[0], b.keys[0])
+	})
+	return slices.CompactFunc(pts, func(a, b slabPoint) bool {
+		return a.t == b.t && a.keys[0] == b.keys[0] && bytes.Equal(a.v, b.v)
+	})
 }
 
 // writeSlabsLocked writes points (sorted, merged; key indices into keys)
@@ -693,31 +704,30 @@ func (p *getPlan) save(v []byte) []byte {
 	return p.arena[a:len(p.arena):len(p.arena)]
 }
 
-var readBufs = sync.Pool{New: func() any { return new([]byte) }}
-
 // read reads the planned slabs (without the cache's lock): only the data
-// blocks the time markers point to, each checked against its CRC. It
-// returns the first slab that fails a check.
+// blocks the time markers point to, each checked against its CRC, into
+// one buffer that the points' values then share. It returns the first
+// slab that fails a check.
 func (p *getPlan) read(c *Cache) (*slab, error) {
-	bp := readBufs.Get().(*[]byte)
-	defer readBufs.Put(bp)
-	if len(*bp) < c.slabSize {
-		*bp = alignedBuf(c.slabSize)
-	}
 	lo, hi := p.res.Start, p.res.End
 	total := 0
-	for _, r := range p.reads {
-		b0, b1 := r.s.h.blockRange(lo, hi)
-		total += (b1 - b0) * BlockSize
+	spans := make([]readSpan, len(p.reads))
+	for i, r := range p.reads {
+		spans[i] = r.s.h.readSpan(r.bit, lo, hi)
+		total += (spans[i].b1 - spans[i].b0) * BlockSize
 	}
-	p.arena = slices.Grow(p.arena, total) // values are fewer bytes than the blocks
-	for _, r := range p.reads {
+	if total == 0 {
+		return nil, nil
+	}
+	buf := alignedBuf(total)
+	for i, r := range p.reads {
 		s := r.s
-		b0, b1 := s.h.blockRange(lo, hi)
-		data, err := c.file.readBlocks(s.slot, s.h.dataOff, b0, b1, *bp)
+		b0, b1 := spans[i].b0, spans[i].b1
+		data, err := c.file.readBlocks(s.slot, s.h.dataOff, b0, b1, buf)
 		if err != nil {
 			return nil, err
 		}
+		buf = buf[len(data):]
 		reason := ""
 		for b := b0; b < b1 && reason == ""; b++ {
 			blk := data[(b-b0)*BlockSize : min((b-b0+1)*BlockSize, s.h.dataLen-b0*BlockSize)]
@@ -727,9 +737,9 @@ func (p *getPlan) read(c *Cache) (*slab, error) {
 		}
 		if reason == "" {
 			out := p.out[r.field]
-			reason = scanPoints(&s.h, data, b0, lo, hi, func(t int64, bm, v []byte) {
+			reason = scanPoints(&s.h, data, spans[i], lo, hi, func(t int64, bm, v []byte) {
 				if hasBit(bm, r.bit) {
-					out = append(out, Point{T: t, V: p.save(v)})
+					out = append(out, Point{T: t, V: v[:len(v):len(v)]})
 				}
 			})
 			p.out[r.field] = out

@@ -47,7 +47,6 @@ func (c *Cache) compactLocked(fi *fieldIndex, v *vrange) error {
 		keys   []slabKey
 		keyIdx = map[keyEpoch]uint16{}
 		pts    []slabPoint
-		live   []uint16
 	)
 	for _, s := range old {
 		if s.h.npoints == 0 {
@@ -81,15 +80,16 @@ func (c *Cache) compactLocked(fi *fieldIndex, v *vrange) error {
 					bitTo[i] = int(x)
 				}
 			}
-			reason = scanPoints(&s.h, data, 0, minInt64, maxInt64, func(t int64, bm, val []byte) {
-				live = live[:0]
+			all := readSpan{b0: 0, b1: len(s.h.markers), from: 0, to: s.h.dataLen}
+			reason = scanPoints(&s.h, data, all, minInt64, maxInt64, func(t int64, bm, val []byte) {
+				var v []byte
 				for i, x := range bitTo {
 					if x >= 0 && hasBit(bm, i) {
-						live = append(live, uint16(x))
+						if v == nil {
+							v = bytes.Clone(val)
+						}
+						pts = append(pts, slabPoint{t: t, v: v, keys: []uint16{uint16(x)}}) // one point a key (mergePoints)
 					}
-				}
-				if len(live) > 0 {
-					pts = append(pts, slabPoint{t: t, v: bytes.Clone(val), keys: slices.Clone(live)})
 				}
 			})
 		}
@@ -104,18 +104,6 @@ func (c *Cache) compactLocked(fi *fieldIndex, v *vrange) error {
 	before := len(pts)
 	pts = mergePoints(pts)
 	c.stats.DuplicatePointsCompacted += uint64(before - len(pts))
-	// A point that more keys share than a slab holds keeps the first ones;
-	// the others no longer have it cached.
-	for i := range pts {
-		if p := &pts[i]; len(p.keys) > c.opts.MaxKeysPerSlab {
-			for _, k := range p.keys[c.opts.MaxKeysPerSlab:] {
-				if e := c.keys[keys[k].key]; e != nil && e.epoch == keys[k].epoch {
-					e.remove(p.t, p.t)
-				}
-			}
-			p.keys = p.keys[:c.opts.MaxKeysPerSlab]
-		}
-	}
 	// The old slabs leave without taking their keys' ranges along.
 	for _, s := range old {
 		c.pol.remove(s, false)

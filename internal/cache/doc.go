@@ -19,8 +19,13 @@
 // sealed, they are sorted by (time, value), equal points merged, and
 // written in one write to a free slot (O_DIRECT where the filesystem
 // takes it): a header with the key array (each key with the hull of its
-// points in the slab), a key bit array per point, a time marker and a
-// CRC32C per 4 KiB data block, and a header CRC. A slab holds at most
+// points in the slab and its run of data bytes), a key bit array per
+// point, a time marker and a CRC32C per 4 KiB data block, and a header
+// CRC. The data are in runs, one per key, each in time order: a Get reads
+// only its key's run, narrowed by the time markers (with every key's
+// points in one time order, as the paper lays them out, a Get of one key
+// among many whose ranges overlap read all of theirs). Equal points of
+// two keys are stored twice, so every run is whole. A slab holds at most
 // MaxKeysPerSlab keys; one whose key array is full is sealed (the format
 // takes up to 65535).
 //
@@ -40,6 +45,10 @@
 // counting them would rewrite the field at every new slab) is rewritten,
 // newest slab first, into as few slabs as hold its points, duplicates
 // merged and points of deleted keys dropped.
+//
+// A Set stores only the points outside the ranges its key has cached
+// already (those are in the slabs, invariant 2): a dashboard's shifted
+// range adds its new tail, not a second copy of the rest.
 //
 // Invalidation: Delete(key) forgets the key's ranges and gives it a new
 // epoch when it is set again; slab key entries name their epoch, so points

@@ -111,7 +111,7 @@ func TestModel(t *testing.T) {
 		noEvict bool // the cache is large enough never to evict: every set range must hit
 	}{
 		{name: "small cache", opts: Options{Size: 8 * 64 << 10, SlabSize: 64 << 10, CompactSlabs: 2, PartialMinBytes: -1, NoDirectIO: true}, ops: 3000},
-		{name: "few keys per slab", opts: Options{Size: 16 * 64 << 10, SlabSize: 64 << 10, MaxKeysPerSlab: 3, CompactSlabs: 4, PartialMinBytes: 2000, NoDirectIO: true}, ops: 3000},
+		{name: "few keys per slab", opts: Options{Size: 16 * 64 << 10, SlabSize: 64 << 10, MaxKeysPerSlab: 3, CompactSlabs: 4, PartialMinBytes: 2000, NoDirectIO: true, KeepCoveredPoints: true}, ops: 3000},
 		{name: "no eviction", opts: Options{Size: 256 * 64 << 10, SlabSize: 64 << 10, CompactSlabs: 3, PartialMinBytes: -1, NoDirectIO: true}, ops: 2000, noEvict: true},
 		{name: "direct io", opts: Options{Size: 10 * 64 << 10, SlabSize: 64 << 10, CompactSlabs: 2, PartialMinBytes: -1}, ops: 1500},
 	} {

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -29,19 +30,27 @@ const (
 
 const (
 	slabFixedLen = 64 // the header's fixed part
-	slabKeyLen   = 20 + 8 + 8 + 8
+	slabKeyLen   = 20 + 8 + 8 + 8 + 4 + 4
 	markerLen    = 8 + 4 + 4
 	noPoint      = math.MaxUint32 // a marker's offset when no point starts in its block
 )
 
-// slabKey is an entry of a slab's key array: a key at an epoch, and the
-// hull of that key's points in the slab (what an eviction of the slab
-// takes from the key's cached ranges).
+// slabKey is an entry of a slab's key array: a key at an epoch, the hull
+// of that key's points in the slab (what an eviction of the slab takes
+// from the key's cached ranges), and its run: the data bytes [off, end)
+// holding, in time order, the points whose first key it is. A key whose
+// points are all in its run is contiguous; one sharing points with an
+// earlier key (scattered) has them in that key's run too.
 type slabKey struct {
 	key        Key
 	epoch      uint64
 	minT, maxT int64
+	off, end   uint32
+	scattered  bool
 }
+
+// scatteredBit marks a scattered key in the encoded run end.
+const scatteredBit = 1 << 31
 
 // marker is a time marker: the timestamp and data offset of the first
 // point that starts in a block (off == noPoint: none does), and the CRC32C
@@ -108,9 +117,33 @@ func appendSlab(dst []byte, slabSize, dataOff int, seq uint64, field string, key
 	for i := range markers {
 		markers[i].off = noPoint
 	}
+	// Points in runs of their first key, each run in time order: a read
+	// for one key scans its run only.
+	home := func(p slabPoint) uint16 { return slices.Min(p.keys) }
+	points = slices.Clone(points)
+	slices.SortStableFunc(points, func(a, b slabPoint) int { return cmp.Compare(home(a), home(b)) })
+	keys = slices.Clone(keys)
+	for i := range keys {
+		keys[i].off, keys[i].end, keys[i].scattered = 0, 0, false
+	}
+	for _, p := range points {
+		for _, k := range p.keys {
+			if k != home(p) {
+				keys[k].scattered = true
+			}
+		}
+	}
 	off := 0
 	minT, maxT := int64(math.MaxInt64), int64(math.MinInt64)
+	run := -1
 	for _, p := range points {
+		if h := int(home(p)); h != run {
+			if run >= 0 {
+				keys[run].end = uint32(off)
+			}
+			run = h
+			keys[run].off = uint32(off)
+		}
 		n := pointLen(bitmapLen, len(p.v))
 		if off+n > len(data) {
 			return dst[:start], fmt.Errorf("slab overflow: %d points do not fit in %d bytes", len(points), len(data))
@@ -127,6 +160,9 @@ func appendSlab(dst []byte, slabSize, dataOff int, seq uint64, field string, key
 		off += binary.PutUvarint(data[off:], uint64(len(p.v)))
 		off += copy(data[off:], p.v)
 		minT, maxT = min(minT, p.t), max(maxT, p.t)
+	}
+	if run >= 0 {
+		keys[run].end = uint32(off)
 	}
 	if len(points) == 0 {
 		minT, maxT = 0, -1
@@ -161,6 +197,12 @@ func appendSlab(dst []byte, slabSize, dataOff int, seq uint64, field string, key
 		h = binary.LittleEndian.AppendUint64(h, k.epoch)
 		h = binary.LittleEndian.AppendUint64(h, uint64(k.minT))
 		h = binary.LittleEndian.AppendUint64(h, uint64(k.maxT))
+		h = binary.LittleEndian.AppendUint32(h, k.off)
+		end := k.end
+		if k.scattered {
+			end |= scatteredBit
+		}
+		h = binary.LittleEndian.AppendUint32(h, end)
 	}
 	for _, m := range markers {
 		h = binary.LittleEndian.AppendUint64(h, uint64(m.t))
@@ -234,6 +276,12 @@ func decodeSlabHeader(b []byte, slabSize int) (slabHeader, string) {
 		k.epoch = binary.LittleEndian.Uint64(p[20:])
 		k.minT = int64(binary.LittleEndian.Uint64(p[28:]))
 		k.maxT = int64(binary.LittleEndian.Uint64(p[36:]))
+		k.off = binary.LittleEndian.Uint32(p[44:])
+		end := binary.LittleEndian.Uint32(p[48:])
+		k.end, k.scattered = end&^scatteredBit, end&scatteredBit != 0
+		if k.off > k.end || int(k.end) > h.dataLen {
+			return h, fmt.Sprintf("key %d: run [%d, %d) outside %d data bytes", i, k.off, k.end, h.dataLen)
+		}
 		p = p[slabKeyLen:]
 	}
 	h.markers = make([]marker, nmarkers)
@@ -249,69 +297,62 @@ func decodeSlabHeader(b []byte, slabSize int) (slabHeader, string) {
 	return h, ""
 }
 
-// blockRange is the data blocks [b0, b1) a read of [mint, maxt] needs:
-// from the block holding the start of the last point that starts before
-// mint, to the block holding the first point after maxt.
-func (h *slabHeader) blockRange(mint, maxt int64) (b0, b1 int) {
-	b1 = len(h.markers)
+// readSpan is what a read of key bit's points in [mint, maxt] scans: data
+// bytes [from, to) (to: the run's end, or the data's), within blocks
+// [b0, b1). A contiguous key scans its run from the last time marker in it
+// before mint to the first after maxt; a scattered one scans everything.
+type readSpan struct {
+	b0, b1   int
+	from, to int
+	sorted   bool // the span is one run in time order: a point after maxt ends it
+}
+
+func (h *slabHeader) readSpan(bit int, mint, maxt int64) readSpan {
+	k := h.keys[bit]
+	if k.scattered {
+		return readSpan{b0: 0, b1: len(h.markers), from: 0, to: h.dataLen}
+	}
+	from, to := int(k.off), int(k.end)
 	for i, m := range h.markers {
-		if m.off == noPoint {
-			continue
+		if m.off == noPoint || int(m.off) < int(k.off) || int(m.off) >= int(k.end) {
+			continue // no point starts here, or it is another key's
 		}
 		if m.t < mint {
-			b0 = i
+			from = int(m.off)
 		}
 		if m.t > maxt {
-			b1 = i + 1 // that point may start in the middle of block i
+			to = min(to, (i+1)*BlockSize) // that point may start mid-block: read its block
 			break
 		}
 	}
-	return b0, b1
+	return readSpan{b0: from / BlockSize, b1: (max(to, from+1) + BlockSize - 1) / BlockSize, from: from, to: to, sorted: true}
 }
 
-// scanPoints calls fn for each point of the data bytes data (blocks b0..,
-// data[0] being the first byte of block b0) whose timestamp is in
-// [mint, maxt], in slab order, with its key bit array. It stops at the
-// first point after maxt, or at a point cut by the end of data when data
-// ends before the slab's data do. It returns what is wrong with a point
-// that does not decode.
-func scanPoints(h *slabHeader, data []byte, b0 int, mint, maxt int64, fn func(t int64, bm, v []byte)) string {
-	m := h.markers[b0]
-	if m.off == noPoint {
-		return ""
-	}
-	base := b0 * BlockSize
-	off := int(m.off) - base
-	end := min(len(data), h.dataLen-base)
-	cut := end < h.dataLen-base // data stops before the slab's data do
+// scanPoints calls fn for each point of the span whose timestamp is in
+// [mint, maxt], with its key bit array; data holds blocks sp.b0.. of the
+// slab. It returns what is wrong with a point that does not decode.
+func scanPoints(h *slabHeader, data []byte, sp readSpan, mint, maxt int64, fn func(t int64, bm, v []byte)) string {
+	base := sp.b0 * BlockSize
+	off, end := sp.from-base, min(sp.to-base, len(data), h.dataLen-base)
 	for off < end {
 		if off+8+h.bitmapLen > end {
-			if cut {
-				return ""
-			}
 			return fmt.Sprintf("point cut at data offset %d", off+base)
 		}
 		t := int64(binary.LittleEndian.Uint64(data[off:]))
-		if t > maxt {
+		if t > maxt && sp.sorted {
 			return ""
 		}
 		bm := data[off+8 : off+8+h.bitmapLen]
 		off += 8 + h.bitmapLen
 		n, k := binary.Uvarint(data[off:end])
 		if k <= 0 {
-			if k == 0 && cut {
-				return ""
-			}
 			return fmt.Sprintf("bad value length at data offset %d", off+base)
 		}
 		off += k
 		if n > uint64(end-off) {
-			if cut {
-				return ""
-			}
-			return fmt.Sprintf("value of %d bytes past the data's end at offset %d", n, off+base)
+			return fmt.Sprintf("value of %d bytes past the span's end at offset %d", n, off+base)
 		}
-		if t >= mint {
+		if t >= mint && t <= maxt {
 			fn(t, bm, data[off:off+int(n)])
 		}
 		off += int(n)

@@ -4,15 +4,14 @@
 // the object store's per-request latency.
 //
 // The cache's time axis is the byte offset in an object: an object is a
-// key (the SHA-1 of its name), a page of PageSize bytes at offset o is a
-// point at time o, and a GET of [off, off+n) is a Get of the pages from
-// off's page start to off+n-1. A hit is assembled from the pages; a
-// partial hit (the head or the tail of the range, TSCache §3.3) fetches
-// only the rest, from a page start; a miss fetches the range from its
-// page start. Every fetched range is Set, page-aligned at its start and
-// exact at its end (the object's size is not known, and a GET past it
-// fails), so a page may be cached shorter than PageSize; the longest copy
-// of a page is used.
+// key (the SHA-1 of its name), and fetched bytes are points, pieces cut at
+// the multiples of PageSize (a piece at offset o is a point at time o). A
+// GET of [off, off+n) is a Get from off's page start to off+n-1, so every
+// piece holding a byte of it is returned. A hit is assembled from the
+// pieces; a partial hit (the head or the tail of the range, TSCache §3.3)
+// fetches exactly the rest; a miss fetches from off's page start. Ranges
+// end exactly where asked: the object's size is not known, and a GET past
+// it fails.
 //
 // Invariants:
 //
@@ -25,8 +24,10 @@
 package chunkcache
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/aerie-db/aerie/internal/bucket"
 	"github.com/aerie-db/aerie/internal/cache"
@@ -41,7 +42,9 @@ type Store struct {
 	c *cache.Cache
 }
 
-// New returns st with its range GETs cached in c.
+// New returns st with its range GETs cached in c, which must keep
+// covered points (cache.Options.KeepCoveredPoints): a piece may start in a
+// cached range and reach past it.
 func New(st bucket.RangeStore, c *cache.Cache) *Store { return &Store{RangeStore: st, c: c} }
 
 func keyOf(name string) cache.Key { return cache.KeyOf("object\x00" + name) }
@@ -58,17 +61,21 @@ func (s *Store) GetRange(ctx context.Context, name string, off, length int64) ([
 		return s.RangeStore.GetRange(ctx, name, off, length)
 	}
 	out := make([]byte, length)
-	have := newPages(res)
+	var have pieces
+	for _, f := range res.Fields {
+		for _, pt := range f.Points {
+			have = append(have, piece{pt.T, pt.V})
+		}
+	}
 	switch res.Status {
 	case cache.Hit:
-		if have.copyTo(out, off, a, e) {
+		if have.fill(out, off) {
 			return out, nil
 		}
-		// a page shorter than the range claims: refetch all of it
 	case cache.Partial:
-		lo, hi := a, e // what to fetch
+		lo, hi := a, e // what to fetch: exactly what is not cached
 		if res.Start == a {
-			lo = (res.End + 1) / PageSize * PageSize
+			lo = res.End + 1
 		} else {
 			hi = res.Start - 1
 		}
@@ -76,8 +83,8 @@ func (s *Store) GetRange(ctx context.Context, name string, off, length int64) ([
 		if err != nil {
 			return nil, err
 		}
-		have.add(lo, got)
-		if have.copyTo(out, off, a, e) {
+		have = append(have, splitPieces(lo, got)...)
+		if have.fill(out, off) {
 			return out, nil
 		}
 	}
@@ -88,7 +95,7 @@ func (s *Store) GetRange(ctx context.Context, name string, off, length int64) ([
 	return got[off-a:], nil
 }
 
-// fetch reads [lo, hi] (lo a page start) from the store and caches it.
+// fetch reads [lo, hi] from the store and caches it.
 func (s *Store) fetch(ctx context.Context, key cache.Key, name string, lo, hi int64) ([]byte, error) {
 	b, err := s.RangeStore.GetRange(ctx, name, lo, hi-lo+1)
 	if err != nil {
@@ -98,8 +105,8 @@ func (s *Store) fetch(ctx context.Context, key cache.Key, name string, lo, hi in
 		return nil, fmt.Errorf("chunk cache: %s at %d: got %d bytes, want %d", name, lo, len(b), hi-lo+1)
 	}
 	var pts []cache.Point
-	for p := int64(0); p < int64(len(b)); p += PageSize {
-		pts = append(pts, cache.Point{T: lo + p, V: b[p:min(p+PageSize, int64(len(b)))]})
+	for _, p := range splitPieces(lo, b) {
+		pts = append(pts, cache.Point{T: p.off, V: p.b})
 	}
 	// a failed Set (a range larger than the cache takes) only costs the
 	// next GET
@@ -107,46 +114,48 @@ func (s *Store) fetch(ctx context.Context, key cache.Key, name string, lo, hi in
 	return b, nil
 }
 
-// Delete drops the object's cached pages, then the object.
+// Delete drops the object's cached pieces, then the object.
 func (s *Store) Delete(ctx context.Context, name string) error {
 	s.c.Delete(keyOf(name))
 	return s.RangeStore.Delete(ctx, name)
 }
 
-// pages holds the longest copy of each cached page.
-type pages map[int64][]byte
-
-func newPages(res cache.Result) pages {
-	p := pages{}
-	for _, f := range res.Fields {
-		for _, pt := range f.Points {
-			if len(pt.V) > len(p[pt.T]) {
-				p[pt.T] = pt.V
-			}
-		}
-	}
-	return p
+// piece is bytes of an object at an offset: a point of the cache.
+type piece struct {
+	off int64
+	b   []byte
 }
 
-func (p pages) add(lo int64, b []byte) {
-	for o := int64(0); o < int64(len(b)); o += PageSize {
-		v := b[o:min(o+PageSize, int64(len(b)))]
-		if len(v) > len(p[lo+o]) {
-			p[lo+o] = v
-		}
+// splitPieces cuts the bytes at lo into pieces ending at page boundaries.
+func splitPieces(lo int64, b []byte) []piece {
+	var out []piece
+	for len(b) > 0 {
+		n := min(int64(len(b)), (lo/PageSize+1)*PageSize-lo)
+		out = append(out, piece{lo, b[:n]})
+		lo, b = lo+n, b[n:]
 	}
+	return out
 }
 
-// copyTo fills out (the bytes at [off, off+len(out))) from the pages of
-// [a, e]; false if a page is missing or short.
-func (p pages) copyTo(out []byte, off, a, e int64) bool {
-	for t := a; t <= e; t += PageSize {
-		v := p[t]
-		from, to := max(off, t), min(e, t+PageSize-1) // the bytes wanted of this page
-		if int64(len(v)) < to-t+1 {
-			return false
+type pieces []piece
+
+// fill copies the pieces' bytes over out (the object's bytes from off);
+// false if a byte is not in any piece.
+func (ps pieces) fill(out []byte, off int64) bool {
+	slices.SortFunc(ps, func(a, b piece) int { return cmp.Compare(a.off, b.off) })
+	next := off // the first byte of out not filled yet
+	end := off + int64(len(out))
+	for _, p := range ps {
+		if p.off > next {
+			return false // a hole
 		}
-		copy(out[from-off:], v[from-t:to-t+1])
+		if pe := p.off + int64(len(p.b)); pe > next {
+			copy(out[next-off:], p.b[next-p.off:min(int64(len(p.b)), end-p.off)])
+			next = min(pe, end)
+		}
+		if next == end {
+			return true
+		}
 	}
-	return true
+	return next == end
 }

@@ -88,7 +88,7 @@ func openChunkCache(dataDir string, size int64, log *slog.Logger, reg prometheus
 		size = 1 << 30
 	}
 	return cache.Open(cache.Options{
-		Path: filepath.Join(dir, "chunks.cache"), Size: size, Name: "chunks",
+		Path: filepath.Join(dir, "chunks.cache"), Size: size, Name: "chunks", KeepCoveredPoints: true,
 		Logger: log.With("component", "chunk_cache"), Registerer: reg,
 	})
 }
