@@ -487,10 +487,12 @@ func (c *Cache) writeSlabLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint,
 
 // allocLocked returns a free slot, evicting a slab when none is.
 func (c *Cache) allocLocked() (int, error) {
-	if len(c.free) == 0 {
+	for len(c.free) == 0 {
+		// a victim a Get is reading frees its slot only when the Get is
+		// done: evict the next one too
 		victim := c.pol.victim()
 		if victim == nil {
-			return 0, errors.New("cache: no slab to evict")
+			return 0, errors.New("cache: no slab to evict (every slot is open or being read)")
 		}
 		c.evictLocked(victim, true)
 	}

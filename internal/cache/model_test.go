@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -242,4 +243,57 @@ func corrupt(t *testing.T, path string, rng *rand.Rand) {
 		b[i] ^= byte(1 + rng.IntN(255))
 	}
 	require.NoError(t, os.WriteFile(path, b, 0o644))
+}
+
+// TestConcurrent runs sets and gets of several goroutines on a small
+// cache (evictions and compactions under way while Gets read without the
+// lock): every answer is still the truth of the range it claims.
+func TestConcurrent(t *testing.T) {
+	c, err := Open(Options{Path: filepath.Join(t.TempDir(), "c"), Size: 10 * 64 << 10, SlabSize: 64 << 10, CompactSlabs: 2, PartialMinBytes: -1})
+	require.NoError(t, err)
+	defer c.Close()
+	w := &world{keys: 12, version: make([]int, 12)} // read-only here: no deletes
+	ops := 1500
+	if testing.Short() {
+		ops = 400
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 9))
+			for range ops {
+				k := rng.IntN(w.keys)
+				lo := rng.Int64N(20000)
+				hi := lo + rng.Int64N(3000)
+				if rng.IntN(2) == 0 {
+					if err := c.Set(w.key(k), lo, hi, w.truth(k, lo, hi)); err != nil {
+						errs <- err
+						return
+					}
+					continue
+				}
+				res, err := c.Get(w.key(k), lo, hi, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if res.Status == Miss {
+					continue
+				}
+				if got, want := fmtFields(res.Fields), fmtFields(sortedFields(w.truth(k, res.Start, res.End))); got != want {
+					errs <- fmt.Errorf("key %d %s %d-%d: got\n%s\nwant\n%s", k, res.Status, res.Start, res.End, got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	st := c.Stats()
+	require.Positive(t, st.Evictions)
+	require.Positive(t, st.Hits+st.Partials)
 }
