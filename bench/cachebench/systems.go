@@ -59,10 +59,10 @@ func statementKey(k Key) string {
 }
 
 // aerieSlabSize picks the cache's slab size for size bytes: the largest
-// power of two up to size/64, between 64 KiB and 1 MiB (the default). The
-// cache keeps up to a quarter of its slabs (at most 16) open, one per
-// field being written; with fewer open slabs than the dataset's eight
-// fields, sets of different fields seal each other's slabs half empty.
+// power of two up to size/64, between 64 KiB and 1 MiB (the default). An
+// open slab (one per field being written) holds a slot of the file until
+// it is sealed, so with a few large slabs the eight fields' open slabs
+// would take most of a small cache.
 func aerieSlabSize(size int64) int {
 	s := 64 << 10
 	for s < 1<<20 && int64(2*s) <= size/64 {

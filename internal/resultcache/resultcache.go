@@ -53,9 +53,43 @@ type Cache struct {
 	opts Options
 	m    *metrics
 
+	labels labelTable // the series of cached points, by hash
+
 	mu  sync.Mutex // guards gen and reg, and orders Sets after invalidations
 	gen uint64     // invalidations so far
 	reg registry
+}
+
+// labelTable maps the label hashes cached points carry to the series'
+// labels. It lives in memory, as the registry does (the cache starts
+// empty at every start); when it reaches maxSeries it is emptied, and the
+// parts whose series it lost become misses.
+type labelTable struct {
+	mu sync.Mutex // guards m
+	m  map[uint64]labels.Labels
+}
+
+const maxSeries = 1 << 20
+
+func (t *labelTable) get(h uint64) (labels.Labels, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l, ok := t.m[h]
+	return l, ok
+}
+
+// put records lset under h; false if h already names other labels.
+func (t *labelTable) put(h uint64, lset labels.Labels) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.m[h]; ok {
+		return labels.Equal(old, lset)
+	}
+	if t.m == nil || len(t.m) >= maxSeries {
+		t.m = map[uint64]labels.Labels{}
+	}
+	t.m[h] = lset
+	return true
 }
 
 // New returns a results cache storing into c in front of next (the
@@ -168,6 +202,7 @@ type part struct {
 	winLo    int64 // the data window of the whole split interval
 	winHi    int64
 	got      *cache.Result
+	cached   *matrix // got's points
 }
 
 // ServeHTTP answers a query_range request from the cache and, for what it
@@ -227,6 +262,12 @@ func (rc *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rc.opts.Logger.Warn("results cache: get", "err", err)
 			res.Status = cache.Miss
 		}
+		if res.Status != cache.Miss {
+			p.cached = newMatrix()
+			if !p.cached.addCached(&res, &rc.labels) {
+				res.Status, p.cached = cache.Miss, nil // a series the label table lost
+			}
+		}
 		switch res.Status {
 		case cache.Hit:
 			rc.m.hits.Inc()
@@ -268,8 +309,8 @@ func (rc *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out.merge(m)
 	}
 	for _, p := range parts {
-		if p.got != nil {
-			out.addCached(p.got)
+		if p.cached != nil {
+			out.merge(p.cached)
 		}
 	}
 
@@ -334,6 +375,13 @@ func (rc *Cache) store(req *request, parts []*part, fetched []*matrix, gen uint6
 		rc.m.skipped.Inc()
 		return
 	}
+	for _, m := range fetched {
+		for _, s := range m.series {
+			if !rc.labels.put(s.hash, s.lset) {
+				return // two label sets of one hash: not cached
+			}
+		}
+	}
 	for _, p := range parts {
 		// the cacheable range next answered for this part
 		lo, hi := p.from, p.cacheTo
@@ -395,18 +443,17 @@ func (rc *Cache) Deleted(mint, maxt int64, _ []*labels.Matcher) {
 	}
 }
 
-// matrix is a query_range answer: series by their labels' canonical
-// encoding, values as Prometheus wrote them.
+// matrix is a query_range answer: series by their labels' hash, values
+// as Prometheus wrote them.
 type matrix struct {
-	series   map[string]*series
+	series   map[uint64]*series
 	warnings []string
 	infos    []string
 }
 
 type series struct {
-	metric json.RawMessage // as Prometheus wrote it
 	lset   labels.Labels
-	enc    string
+	hash   uint64
 	points []sample
 }
 
@@ -415,7 +462,7 @@ type sample struct {
 	v []byte // Prometheus' text of the value
 }
 
-func newMatrix() *matrix { return &matrix{series: map[string]*series{}} }
+func newMatrix() *matrix { return &matrix{series: map[uint64]*series{}} }
 
 type apiResponse struct {
 	Status string `json:"status"`
@@ -466,11 +513,11 @@ func parseMatrix(b []byte) (*matrix, error) {
 }
 
 func (m *matrix) get(lset labels.Labels) *series {
-	enc := string(appendLabels(nil, lset))
-	se := m.series[enc]
+	h := lset.Hash()
+	se := m.series[h]
 	if se == nil {
-		se = &series{lset: lset, enc: enc}
-		m.series[enc] = se
+		se = &series{lset: lset, hash: h}
+		m.series[h] = se
 	}
 	return se
 }
@@ -483,53 +530,41 @@ func (m *matrix) merge(o *matrix) {
 	}
 }
 
-// addCached adds the points of a cache answer. A point's labels are
-// decoded only for the first point of its series.
-func (m *matrix) addCached(res *cache.Result) {
+// addCached adds the points of a cache answer, their series looked up by
+// hash in the label table; false if one is not there (the part is then a
+// miss).
+func (m *matrix) addCached(res *cache.Result, table *labelTable) bool {
 	for _, f := range res.Fields {
 		for _, p := range f.Points {
-			n := labelsLen(p.V)
-			if n < 0 {
-				continue // not written by this package: skipped
+			if len(p.V) < 8 {
+				return false
 			}
-			se := m.series[string(p.V[:n])] // no allocation for the lookup
+			h := binary.LittleEndian.Uint64(p.V)
+			se := m.series[h]
 			if se == nil {
-				lset, _, ok := decodePoint(p.V)
+				lset, ok := table.get(h)
 				if !ok {
-					continue
+					return false
 				}
-				se = m.get(lset)
+				se = &series{lset: lset, hash: h}
+				m.series[h] = se
 			}
-			se.points = append(se.points, sample{p.T, p.V[n:]})
+			se.points = append(se.points, sample{p.T, p.V[8:]})
 		}
 	}
+	return true
 }
 
-// labelsLen is the length of the label encoding at the start of b, or -1.
-func labelsLen(b []byte) int {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)) {
-		return -1
-	}
-	off := k
-	for range 2 * n {
-		l, k := binary.Uvarint(b[off:])
-		if k <= 0 || l > uint64(len(b)-off-k) {
-			return -1
-		}
-		off += k + int(l)
-	}
-	return off
-}
-
-// appendPoints appends the points in [lo, hi] as cache points.
+// appendPoints appends the points in [lo, hi] as cache points: the
+// series' label hash and the value's text.
 func (m *matrix) appendPoints(dst []cache.Point, lo, hi int64) []cache.Point {
 	var arena []byte
 	for _, s := range m.series {
 		for _, p := range s.points {
 			if p.t >= lo && p.t <= hi {
 				a := len(arena)
-				arena = append(append(arena, s.enc...), p.v...)
+				arena = binary.LittleEndian.AppendUint64(arena, s.hash)
+				arena = append(arena, p.v...)
 				dst = append(dst, cache.Point{T: p.t, V: arena[a:len(arena):len(arena)]})
 			}
 		}
@@ -564,7 +599,9 @@ func (m *matrix) appendJSON(dst []byte, warnings, infos []string) []byte {
 			dst = appendJSONString(dst, l.Value)
 		})
 		dst = append(dst, `},"values":[`...)
-		slices.SortFunc(s.points, func(a, b sample) int { return cmpInt(a.t, b.t) })
+		if cmpT := func(a, b sample) int { return cmpInt(a.t, b.t) }; !slices.IsSortedFunc(s.points, cmpT) {
+			slices.SortFunc(s.points, cmpT)
+		}
 		for k, p := range s.points {
 			if k > 0 {
 				dst = append(dst, ',')
@@ -634,46 +671,6 @@ func appendTime(dst []byte, t int64) []byte {
 		dst = strconv.AppendInt(dst, ms, 10)
 	}
 	return dst
-}
-
-// appendLabels encodes a label set: count, then length-prefixed names and
-// values. A cached point's value is this followed by the sample's text.
-func appendLabels(dst []byte, lset labels.Labels) []byte {
-	dst = binary.AppendUvarint(dst, uint64(lset.Len()))
-	lset.Range(func(l labels.Label) {
-		dst = binary.AppendUvarint(dst, uint64(len(l.Name)))
-		dst = append(dst, l.Name...)
-		dst = binary.AppendUvarint(dst, uint64(len(l.Value)))
-		dst = append(dst, l.Value...)
-	})
-	return dst
-}
-
-func decodePoint(b []byte) (labels.Labels, string, bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)) {
-		return labels.EmptyLabels(), "", false
-	}
-	b = b[k:]
-	sb := labels.NewScratchBuilder(int(n))
-	str := func() (string, bool) {
-		l, k := binary.Uvarint(b)
-		if k <= 0 || l > uint64(len(b)-k) {
-			return "", false
-		}
-		s := string(b[k : k+int(l)])
-		b = b[k+int(l):]
-		return s, true
-	}
-	for range n {
-		name, ok1 := str()
-		value, ok2 := str()
-		if !ok1 || !ok2 {
-			return labels.EmptyLabels(), "", false
-		}
-		sb.Add(name, value)
-	}
-	return sb.Labels(), string(b), true
 }
 
 func floorDiv(a, b int64) int64 {
