@@ -7,9 +7,12 @@
 // a cache key: the SHA-1 of the normalized query (PromQL's own printing of
 // the parsed expression), the step, the start's phase on the step grid,
 // the lookback delta and the part's interval. The grid points of a part
-// are its cache times; a point is one sample of one series (the series'
-// labels and Prometheus' text of the value), so answers are rebuilt byte
-// for byte as the engine writes them. A part the cache has whole is a hit;
+// are its cache times; a point is one sample of one series: the hash of
+// the series' labels and Prometheus' text of the value, so answers are
+// rebuilt byte for byte as the engine writes them (the labels are kept
+// once per series in an in-memory table; two label sets of one hash: that
+// answer is not stored; a series the table dropped: the part is a miss).
+// A part the cache has whole is a hit;
 // one whose head or tail it has is a partial hit, and only the missing
 // tail or head is asked of the engine; adjacent missing ranges across
 // parts are one engine query. Evaluation times within MaxFreshness of now
