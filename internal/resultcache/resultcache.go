@@ -71,6 +71,9 @@ type labelTable struct {
 
 const maxSeries = 1 << 20
 
+// maxEntries bounds the registry: parts cached (one per query and day).
+var maxEntries = 1 << 18 // a variable for the test
+
 func (t *labelTable) get(h uint64) (labels.Labels, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -401,6 +404,17 @@ func (rc *Cache) store(req *request, parts []*part, fetched []*matrix, gen uint6
 		var pts []cache.Point
 		for _, m := range fetched {
 			pts = m.appendPoints(pts, lo, hi)
+		}
+		if len(rc.reg.entries) >= maxEntries {
+			// The registry forgets nothing on its own (an evicted part's
+			// entry stays): when full, every registered part is dropped
+			// with it, since a part it does not know could not be
+			// invalidated.
+			for k := range rc.reg.entries {
+				rc.c.Delete(k)
+			}
+			rc.reg = newRegistry()
+			rc.m.registryResets.Inc()
 		}
 		if err := rc.c.Set(p.key, lo, hi, []cache.Field{{Points: pts}}); err != nil {
 			rc.opts.Logger.Debug("results cache: set", "err", err)

@@ -240,3 +240,26 @@ func BenchmarkDashboardPanel(b *testing.B) {
 		})
 	}
 }
+
+// TestRegistryBound: when the registry is full, every registered part is
+// dropped with it, so no cached part is left that a write could not
+// invalidate.
+func TestRegistryBound(t *testing.T) {
+	defer func(n int) { maxEntries = n }(maxEntries)
+	maxEntries = 2
+	e := newEnv(t)
+	start, end := day0+3600_000, day0+2*3600_000 // one part each
+	for _, q := range []string{`sum(temp)`, `max(temp)`} {
+		get(t, e.rc, q, start, end, "60")
+	}
+	calls := e.calls
+	get(t, e.rc, `sum(temp)`, start, end, "60")
+	require.Equal(t, calls, e.calls, "a hit")
+	get(t, e.rc, `min(temp)`, start, end, "60") // the third part: the registry is full
+	require.Equal(t, 1.0, testutil.ToFloat64(e.rc.m.registryResets))
+	calls = e.calls
+	_, got := get(t, e.rc, `sum(temp)`, start, end, "60")
+	require.Equal(t, calls+1, e.calls, "dropped with the registry: asked again")
+	_, want := get(t, e.api, `sum(temp)`, start, end, "60")
+	require.Equal(t, want, got)
+}
