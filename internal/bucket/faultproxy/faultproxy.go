@@ -251,7 +251,6 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case reset:
 		if p.resetConn(w) {
-			p.reset.Add(1)
 			return
 		}
 	case truncate:
@@ -267,6 +266,9 @@ func (p *Proxy) resetConn(w http.ResponseWriter) bool {
 	if err != nil {
 		return false
 	}
+	// counted before the client can see the reset: a client that reads
+	// Stats after its error finds it
+	p.reset.Add(1)
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
 	}
