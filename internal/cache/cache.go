@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -881,16 +880,6 @@ func (c *Cache) Close() error {
 	}
 	errs = append(errs, c.file.close())
 	return errors.Join(errs...)
-}
-
-// Path is the cache file.
-func (c *Cache) Path() string { return c.opts.Path }
-
-func removeIfExists(path string) error {
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	return nil
 }
 
 // depth is the most slabs of ss that hold one same instant: what a read

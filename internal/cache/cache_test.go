@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -201,4 +202,13 @@ func TestMetrics(t *testing.T) {
 # TYPE aerie_cache_misses_total counter
 aerie_cache_misses_total{cache="results"} 1
 `), "aerie_cache_misses_total"))
+}
+
+// TestPointLen: pointLen counts the uvarint's bytes as the encoder writes
+// them.
+func TestPointLen(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 16383, 16384, 1<<21 - 1, 1 << 21, 1 << 28} {
+		var b [binary.MaxVarintLen64]byte
+		require.Equal(t, 8+3+binary.PutUvarint(b[:], uint64(n))+n, pointLen(3, n), "%d", n)
+	}
 }

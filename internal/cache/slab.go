@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/aerie-db/aerie/internal/checksum"
@@ -99,7 +100,7 @@ type slabPoint struct {
 
 // pointLen is the encoded length of a point with a value of n bytes.
 func pointLen(bitmapLen, n int) int {
-	return 8 + bitmapLen + binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(n)) + n
+	return 8 + bitmapLen + (bits.Len64(uint64(n)|1)+6)/7 + n // the uvarint's bytes, without encoding it
 }
 
 // appendSlab encodes a sealed slab of slabSize bytes into dst: header at
