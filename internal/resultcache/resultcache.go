@@ -2,6 +2,7 @@ package resultcache
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -613,7 +614,7 @@ func (m *matrix) appendJSON(dst []byte, warnings, infos []string) []byte {
 			dst = appendJSONString(dst, l.Value)
 		})
 		dst = append(dst, `},"values":[`...)
-		if cmpT := func(a, b sample) int { return cmpInt(a.t, b.t) }; !slices.IsSortedFunc(s.points, cmpT) {
+		if cmpT := func(a, b sample) int { return cmp.Compare(a.t, b.t) }; !slices.IsSortedFunc(s.points, cmpT) {
 			slices.SortFunc(s.points, cmpT)
 		}
 		for k, p := range s.points {
@@ -640,16 +641,6 @@ func (m *matrix) appendJSON(dst []byte, warnings, infos []string) []byte {
 		}
 	}
 	return append(dst, '}')
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // appendJSONString writes s as a JSON string as encoding/json does
