@@ -203,15 +203,15 @@ func (c *Cache) Set(key Key, start, end int64, fields []Field) error {
 		if len(f.Name) > MaxFieldLen {
 			return fmt.Errorf("cache: field name of %d bytes (at most %d): %w", len(f.Name), MaxFieldLen, ErrTooLarge)
 		}
+		prev := start
 		for j, p := range f.Points {
 			if p.T < start || p.T > end {
 				return fmt.Errorf("cache: field %q point %d at %d: outside the set range %d-%d", f.Name, j, p.T, start, end)
 			}
-			n := pointLen((c.opts.MaxKeysPerSlab+7)/8, len(p.V))
-			if n > c.dataCap/4 {
+			if pointLen(maxDeltaLen, len(p.V)) > c.dataCap/4 {
 				return fmt.Errorf("cache: field %q point %d: value of %d bytes (at most %d): %w", f.Name, j, len(p.V), c.dataCap/4-32, ErrTooLarge)
 			}
-			total += n
+			total += estPointLen(&prev, p.T, len(p.V))
 		}
 	}
 	if total > len(c.slots)/2*c.dataCap {
@@ -306,8 +306,8 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 		fi = &fieldIndex{name: f.Name}
 		c.fields[f.Name] = fi
 	}
-	bitmapMax := (c.opts.MaxKeysPerSlab + 7) / 8
 	ke := keyEpoch{key, e.epoch}
+	var segIn *openSlab // the open slab whose last segment of the key this call is extending
 	for i := 0; i < len(f.Points); {
 		p := f.Points[i]
 		o := fi.open
@@ -323,8 +323,12 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 			fi.open = o
 			c.openCount++
 		}
-		n := pointLen(bitmapMax, len(p.V))
 		ki, ok := o.keyIdx[ke]
+		n := pointLen(0, len(p.V)) // the key's first point in the slab: its min time
+		if ok {
+			prev := o.keys[ki].maxT
+			n = estPointLen(&prev, p.T, len(p.V))
+		}
 		if o.bytes+n > c.dataCap || (!ok && len(o.keys) == c.opts.MaxKeysPerSlab) {
 			if err := c.sealLocked(fi); err != nil {
 				return err
@@ -338,6 +342,13 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 		}
 		k := &o.keys[ki]
 		k.minT, k.maxT = min(k.minT, p.T), max(k.maxT, p.T)
+		if segIn != o {
+			segIn = o
+			k.segs = append(k.segs, span{p.T, p.T})
+		} else {
+			sg := &k.segs[len(k.segs)-1]
+			sg.lo, sg.hi = min(sg.lo, p.T), max(sg.hi, p.T)
+		}
 		a := len(o.arena)
 		o.arena = append(o.arena, p.V...) // never grows: the values fit in dataCap
 		kb := len(o.keyBuf)
@@ -400,10 +411,14 @@ func mergePoints(pts []slabPoint) []slabPoint {
 // and indexes them. compacting: the slabs come from a compaction (no
 // compaction is started again).
 func (c *Cache) writeSlabsLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint, compacting bool) error {
+	last := make([]int64, len(keys)) // a key's previous point in the slab being filled
+	inSlab := make([]bool, len(keys))
+	maxBits := (c.opts.MaxKeysPerSlab + 7) / 8
 	for len(pts) > 0 {
 		// take as many points as fit, with at most MaxKeysPerSlab keys
 		remap := map[uint16]uint16{}
 		var sk []slabKey
+		clear(inSlab)
 		size, n := 0, 0
 		for n < len(pts) {
 			p := pts[n]
@@ -413,11 +428,23 @@ func (c *Cache) writeSlabsLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint
 					newKeys++
 				}
 			}
-			bl := (c.opts.MaxKeysPerSlab + 7) / 8
 			if len(sk)+newKeys > c.opts.MaxKeysPerSlab && n > 0 {
 				break
 			}
-			if size+pointLen(bl, len(p.v)) > c.dataCap && n > 0 {
+			// the point's exact length (points come in time order, so a
+			// key's previous point is its run's previous one); a point of
+			// several keys is counted at its longest
+			var pl int
+			if k := p.keys[0]; len(p.keys) == 1 {
+				if !inSlab[k] {
+					last[k], inSlab[k] = p.t, true
+				}
+				pl = pointLen(uint64(p.t-last[k]), len(p.v))
+				last[k] = p.t
+			} else {
+				pl = pointLen(maxDeltaLen, len(p.v)) + uvarintLen(uint64(maxBits)) - 1 + maxBits
+			}
+			if size+pl > c.dataCap && n > 0 {
 				break
 			}
 			for _, k := range p.keys {
@@ -426,7 +453,7 @@ func (c *Cache) writeSlabsLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint
 					sk = append(sk, slabKey{key: keys[k].key, epoch: keys[k].epoch, minT: p.t, maxT: p.t})
 				}
 			}
-			size += pointLen(bl, len(p.v))
+			size += pl
 			n++
 		}
 		chunk := make([]slabPoint, n)
@@ -445,6 +472,12 @@ func (c *Cache) writeSlabsLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint
 			chunk[i] = slabPoint{t: p.t, v: p.v, keys: kbuf[j0:len(kbuf):len(kbuf)]}
 		}
 		pts = pts[n:]
+		for x := range sk {
+			sk[x].segs = nil
+		}
+		for k, x := range remap {
+			sk[x].segs = clipSpans(keys[k].segs, sk[x].minT, sk[x].maxT)
+		}
 		if err := c.writeSlabLocked(fi, sk, chunk, compacting); err != nil {
 			return err
 		}
@@ -473,6 +506,9 @@ func (c *Cache) writeSlabLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint,
 		c.free = append(c.free, slot)
 		return fmt.Errorf("cache: slab just written does not decode: %s", reason)
 	}
+	for i := range h.keys {
+		h.keys[i].segs = keys[i].segs // appendSlab keeps the keys' order
+	}
 	s := &slab{slot: slot, h: h, bloom: bloomOf(h.keys)}
 	c.slots[slot] = s
 	c.insertLocked(fi, s)
@@ -482,6 +518,35 @@ func (c *Cache) writeSlabLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint,
 		return c.compactLocked(fi, s.vr)
 	}
 	return nil
+}
+
+// estPointLen is at least the length a point of a value of n bytes at t
+// takes in its run, *prev the time of the key's point before it (updated):
+// exact when t follows it; a point before it (which a sort will put
+// between two others) is counted at the longest delta, which bounds what
+// it adds between its neighbours.
+func estPointLen(prev *int64, t int64, n int) int {
+	if t < *prev {
+		return pointLen(maxDeltaLen, n)
+	}
+	dt := uint64(t - *prev)
+	*prev = t
+	return pointLen(dt, n)
+}
+
+// clipSpans returns the spans of segs that meet [lo, hi], clipped to it;
+// nil (not known) when segs is.
+func clipSpans(segs []span, lo, hi int64) []span {
+	if segs == nil {
+		return nil
+	}
+	out := []span{}
+	for _, sg := range segs {
+		if sg.hi >= lo && sg.lo <= hi {
+			out = append(out, span{max(sg.lo, lo), min(sg.hi, hi)})
+		}
+	}
+	return out
 }
 
 // allocLocked returns a free slot, evicting a slab when none is.
@@ -513,9 +578,12 @@ func (c *Cache) evictLocked(s *slab, ghost bool) {
 // dropLocked removes s from the slab index and frees its slot; the ranges
 // its points backed are no longer cached (invariant 2).
 func (c *Cache) dropLocked(s *slab) {
-	for _, k := range s.h.keys {
+	for i := range s.h.keys {
+		k := &s.h.keys[i]
 		if e := c.keys[k.key]; e != nil && e.epoch == k.epoch {
-			e.remove(k.minT, k.maxT)
+			for _, sp := range k.spans() {
+				e.remove(sp.lo, sp.hi)
+			}
 		}
 	}
 	fi := c.fields[s.h.field]
@@ -738,8 +806,8 @@ func (p *getPlan) read(c *Cache) (*slab, error) {
 		}
 		if reason == "" {
 			out := p.out[r.field]
-			reason = scanPoints(&s.h, data, spans[i], lo, hi, func(t int64, bm, v []byte) {
-				if hasBit(bm, r.bit) {
+			reason = scanPoints(&s.h, data, spans[i], lo, hi, func(t int64, ks keySet, v []byte) {
+				if ks.has(r.bit) {
 					out = append(out, Point{T: t, V: v[:len(v):len(v)]})
 				}
 			})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -204,11 +205,13 @@ aerie_cache_misses_total{cache="results"} 1
 `), "aerie_cache_misses_total"))
 }
 
-// TestPointLen: pointLen counts the uvarint's bytes as the encoder writes
+// TestPointLen: pointLen counts the uvarints' bytes as the encoder writes
 // them.
 func TestPointLen(t *testing.T) {
 	for _, n := range []int{0, 1, 127, 128, 16383, 16384, 1<<21 - 1, 1 << 21, 1 << 28} {
-		var b [binary.MaxVarintLen64]byte
-		require.Equal(t, 8+3+binary.PutUvarint(b[:], uint64(n))+n, pointLen(3, n), "%d", n)
+		for _, dt := range []uint64{0, 60, 127, 128, 1 << 40, math.MaxUint64} {
+			var b, d [binary.MaxVarintLen64]byte
+			require.Equal(t, binary.PutUvarint(d[:], dt)+1+binary.PutUvarint(b[:], uint64(n))+n, pointLen(dt, n), "%d %d", dt, n)
+		}
 	}
 }

@@ -75,16 +75,17 @@ func (c *Cache) compactLocked(fi *fieldIndex, v *vrange) error {
 					if !ok {
 						x = uint16(len(keys))
 						keyIdx[ke] = x
-						keys = append(keys, slabKey{key: k.key, epoch: k.epoch})
+						keys = append(keys, slabKey{key: k.key, epoch: k.epoch, segs: []span{}})
 					}
 					bitTo[i] = int(x)
+					keys[x].segs = append(keys[x].segs, s.h.keys[i].spans()...)
 				}
 			}
-			all := readSpan{b0: 0, b1: len(s.h.markers), from: 0, to: s.h.dataLen}
-			reason = scanPoints(&s.h, data, all, minInt64, maxInt64, func(t int64, bm, val []byte) {
+			all := readSpan{b0: 0, b1: len(s.h.markers), from: 0, to: s.h.dataLen, all: true}
+			reason = scanPoints(&s.h, data, all, minInt64, maxInt64, func(t int64, ks keySet, val []byte) {
 				var v []byte
 				for i, x := range bitTo {
-					if x >= 0 && hasBit(bm, i) {
+					if x >= 0 && ks.has(i) {
 						if v == nil {
 							v = bytes.Clone(val)
 						}

@@ -19,9 +19,13 @@
 // sealed, they are sorted by (time, value), equal points merged, and
 // written in one write to a free slot (O_DIRECT where the filesystem
 // takes it): a header with the key array (each key with the hull of its
-// points in the slab and its run of data bytes), a key bit array per
-// point, a time marker and a CRC32C per 4 KiB data block, and a header
-// CRC. The data are in runs, one per key, each in time order: a Get reads
+// points in the slab and its run of data bytes), a time marker and a
+// CRC32C per 4 KiB data block, and a header CRC. A point is its time as a
+// delta from the previous point of its run, its key bit array (empty for a
+// point of its run's key alone: the bits from the byte of that key's bit
+// otherwise) and its value: a few bytes over the value for regular series,
+// where the first format's fixed 8-byte time and full-width bit array took
+// 2.3× the bytes of the bench's sensor values. The data are in runs, one per key, each in time order: a Get reads
 // only its key's run, narrowed by the time markers (with every key's
 // points in one time order, as the paper lays them out, a Get of one key
 // among many whose ranges overlap read all of theirs). Equal points of
@@ -69,8 +73,9 @@
 //  2. A range is in a key's cached ranges only while every point Set for
 //     the key in it is in a slab or an open slab: a range is added before
 //     its points are placed, and whenever a slab leaves (eviction,
-//     corruption) the hull of each key's points in it leaves that key's
-//     ranges; a compaction moves points without removing any point of a
+//     corruption) the spans of the Sets that put each key's points in it
+//     leave that key's ranges (the hull of its points there, when those
+//     spans are not known: slabs read back at Open); a compaction moves points without removing any point of a
 //     live key. So a hit's data are complete over the range it claims.
 //  3. A partial hit covers [start, x] or [x, end] of the request, never a
 //     middle part, and only when its estimated size reaches

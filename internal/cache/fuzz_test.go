@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -28,13 +29,26 @@ func FuzzSlab(f *testing.F) {
 			tm += int64(in[0])
 			k := uint16(in[1]) % uint16(nkeys)
 			n := min(int(in[2]), len(in)-3)
-			pts = append(pts, slabPoint{t: tm, v: in[3 : 3+n], keys: []uint16{k}})
+			ks := []uint16{k}
+			if in[0]&0x80 != 0 && nkeys > 1 { // a point of two keys
+				ks = append(ks, (k+uint16(in[0]&0x7f)+1)%uint16(nkeys))
+				if ks[1] == k {
+					ks = ks[:1]
+				}
+			}
+			pts = append(pts, slabPoint{t: tm, v: in[3 : 3+n], keys: ks})
 			in = in[3+n:]
 		}
 		pts = mergePoints(pts)
 		keys := make([]slabKey, nkeys)
 		for i := range keys {
 			keys[i].key[0] = byte(i)
+			keys[i].minT = math.MaxInt64
+		}
+		for _, p := range pts {
+			for _, k := range p.keys {
+				keys[k].minT = min(keys[k].minT, p.t)
+			}
 		}
 		const slabSize = 64 << 10
 		dataOff := dataOffFor(slabSize, 256)
@@ -62,8 +76,8 @@ func FuzzSlab(f *testing.F) {
 			sp := h.readSpan(k, mint, maxt)
 			var got []Point
 			data := b[dataOff+sp.b0*BlockSize : dataOff+sp.b1*BlockSize]
-			require.Empty(t, scanPoints(&h, data, sp, mint, maxt, func(t int64, bm, v []byte) {
-				if hasBit(bm, k) {
+			require.Empty(t, scanPoints(&h, data, sp, mint, maxt, func(t int64, ks keySet, v []byte) {
+				if ks.has(k) {
 					got = append(got, Point{t, v})
 				}
 			}))

@@ -40,7 +40,9 @@ func (w *world) truth(k int, lo, hi int64) []Field {
 			if t < 0 {
 				continue
 			}
-			v := fmt.Sprintf("%s|%d|fam%d|v%d", name, t, k%3, w.version[k])
+			// padded so that the sets fill slabs enough to evict and
+			// compact (the time deltas take a byte or two a point)
+			v := fmt.Sprintf("%s|%d|fam%d|v%d|%024d", name, t, k%3, w.version[k], t)
 			pts = append(pts, Point{T: t, V: []byte(v)})
 			if k%4 == 0 && t%3 == 0 {
 				pts = append(pts, Point{T: t, V: []byte(v + "+second")})

@@ -17,7 +17,7 @@ const (
 	// SlabMagic starts every slab.
 	SlabMagic = 0x54534331 // "TSC1"
 	// SlabVersion is the slab format's version.
-	SlabVersion = 1
+	SlabVersion = 2
 	// BlockSize is the unit of the time markers, of the data CRCs and of
 	// every read and write (direct I/O's alignment).
 	BlockSize = 4096
@@ -48,6 +48,20 @@ type slabKey struct {
 	minT, maxT int64
 	off, end   uint32
 	scattered  bool
+	// segs (in memory only, not encoded) are the time spans of the Sets
+	// whose points of the key went to this slab, each clipped to the
+	// hull: what an eviction takes from the key's ranges. nil when not
+	// known (a slab read back from a snapshot): the hull is taken.
+	segs []span
+}
+
+// spans is what losing the slab takes from the key's cached ranges: its
+// Sets' spans, or the hull when those are not known.
+func (k *slabKey) spans() []span {
+	if k.segs != nil {
+		return k.segs
+	}
+	return []span{{k.minT, k.maxT}}
 }
 
 // scatteredBit marks a scattered key in the encoded run end.
@@ -69,7 +83,6 @@ type slabHeader struct {
 	minT, maxT int64
 	field      string
 	keys       []slabKey
-	bitmapLen  int // bytes of a point's key bit array
 	npoints    int
 	dataOff    int // the data part's offset in the slab (a multiple of BlockSize)
 	dataLen    int
@@ -98,9 +111,27 @@ type slabPoint struct {
 	keys []uint16
 }
 
-// pointLen is the encoded length of a point with a value of n bytes.
-func pointLen(bitmapLen, n int) int {
-	return 8 + bitmapLen + (bits.Len64(uint64(n)|1)+6)/7 + n // the uvarint's bytes, without encoding it
+// uvarintLen is the number of bytes binary.PutUvarint writes for x.
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
+
+// maxDeltaLen is what a point's time delta can take: the estimate for a
+// point that does not follow its key's last one (see pointLen).
+const maxDeltaLen = binary.MaxVarintLen64
+
+// pointLen is the encoded length of a point of one key whose time is dt
+// after the previous point of its run, with a value of n bytes.
+func pointLen(dt uint64, n int) int {
+	return uvarintLen(dt) + 1 + uvarintLen(uint64(n)) + n
+}
+
+// keyBits is the encoded length of the key bit array of a point of keys
+// (sorted or not; the lowest is its run's), with its length prefix.
+func keyBits(keys []uint16) (nbytes int) {
+	if len(keys) <= 1 {
+		return 0
+	}
+	lo, hi := slices.Min(keys), slices.Max(keys)
+	return int(hi/8-lo/8) + 1
 }
 
 // appendSlab encodes a sealed slab of slabSize bytes into dst: header at
@@ -111,7 +142,6 @@ func appendSlab(dst []byte, slabSize, dataOff int, seq uint64, field string, key
 	dst = slices.Grow(dst, slabSize)[:start+slabSize]
 	clear(dst[start:])
 	s := dst[start:]
-	bitmapLen := (len(keys) + 7) / 8
 	data := s[dataOff:]
 	nblocks := (len(data) + BlockSize - 1) / BlockSize
 	markers := make([]marker, nblocks)
@@ -137,29 +167,41 @@ func appendSlab(dst []byte, slabSize, dataOff int, seq uint64, field string, key
 	off := 0
 	minT, maxT := int64(math.MaxInt64), int64(math.MinInt64)
 	run := -1
+	var prev int64 // the previous point's time in the run
 	for _, p := range points {
-		if h := int(home(p)); h != run {
+		h := int(home(p))
+		if h != run {
 			if run >= 0 {
 				keys[run].end = uint32(off)
 			}
 			run = h
 			keys[run].off = uint32(off)
+			prev = keys[run].minT
 		}
-		n := pointLen(bitmapLen, len(p.v))
+		if p.t < prev {
+			return dst[:start], fmt.Errorf("slab: point at %d before %d, the previous one of key %d's run (or its min time)", p.t, prev, run)
+		}
+		nb := keyBits(p.keys)
+		n := pointLen(uint64(p.t-prev), len(p.v)) + uvarintLen(uint64(nb)) - 1 + nb
 		if off+n > len(data) {
 			return dst[:start], fmt.Errorf("slab overflow: %d points do not fit in %d bytes", len(points), len(data))
 		}
 		if b := off / BlockSize; markers[b].off == noPoint {
 			markers[b] = marker{t: p.t, off: uint32(off)}
 		}
-		binary.LittleEndian.PutUint64(data[off:], uint64(p.t))
-		bm := data[off+8 : off+8+bitmapLen]
-		for _, k := range p.keys {
-			bm[k/8] |= 1 << (k % 8)
+		off += binary.PutUvarint(data[off:], uint64(p.t-prev))
+		off += binary.PutUvarint(data[off:], uint64(nb))
+		if nb > 0 {
+			bm := data[off : off+nb]
+			for _, k := range p.keys {
+				j := int(k/8) - h/8
+				bm[j] |= 1 << (k % 8)
+			}
+			off += nb
 		}
-		off += 8 + bitmapLen
 		off += binary.PutUvarint(data[off:], uint64(len(p.v)))
 		off += copy(data[off:], p.v)
+		prev = p.t
 		minT, maxT = min(minT, p.t), max(maxT, p.t)
 	}
 	if run >= 0 {
@@ -294,57 +336,121 @@ func decodeSlabHeader(b []byte, slabSize int) (slabHeader, string) {
 		}
 		p = p[markerLen:]
 	}
-	h.bitmapLen = (nkeys + 7) / 8
 	return h, ""
 }
 
 // readSpan is what a read of key bit's points in [mint, maxt] scans: data
 // bytes [from, to) (to: the run's end, or the data's), within blocks
-// [b0, b1). A contiguous key scans its run from the last time marker in it
-// before mint to the first after maxt; a scattered one scans everything.
+// [b0, b1), starting at a point whose time is known: the run's first (its
+// time delta counts from the key's min time) or one a time marker names.
+// A contiguous key scans its run from the last time marker in it before
+// mint to the first after maxt; a scattered one scans every run (all).
 type readSpan struct {
 	b0, b1   int
 	from, to int
+	run      int   // the key whose run is scanned
+	markT    int64 // the time of the point at from, when fromMark
+	fromMark bool
 	sorted   bool // the span is one run in time order: a point after maxt ends it
+	all      bool // every run, one after the other
 }
 
 func (h *slabHeader) readSpan(bit int, mint, maxt int64) readSpan {
 	k := h.keys[bit]
 	if k.scattered {
-		return readSpan{b0: 0, b1: len(h.markers), from: 0, to: h.dataLen}
+		return readSpan{b0: 0, b1: len(h.markers), from: 0, to: h.dataLen, all: true}
 	}
-	from, to := int(k.off), int(k.end)
+	sp := readSpan{from: int(k.off), to: int(k.end), run: bit, sorted: true}
 	for i, m := range h.markers {
 		if m.off == noPoint || int(m.off) < int(k.off) || int(m.off) >= int(k.end) {
 			continue // no point starts here, or it is another key's
 		}
 		if m.t < mint {
-			from = int(m.off)
+			sp.from, sp.markT, sp.fromMark = int(m.off), m.t, true
 		}
 		if m.t > maxt {
-			to = min(to, (i+1)*BlockSize) // that point may start mid-block: read its block
+			sp.to = min(sp.to, (i+1)*BlockSize) // that point may start mid-block: read its block
 			break
 		}
 	}
-	return readSpan{b0: from / BlockSize, b1: (max(to, from+1) + BlockSize - 1) / BlockSize, from: from, to: to, sorted: true}
+	sp.b0, sp.b1 = sp.from/BlockSize, (max(sp.to, sp.from+1)+BlockSize-1)/BlockSize
+	return sp
+}
+
+// keySet is a point's keys: its run's key alone (bits nil), or the bit
+// array of its keys from the byte holding the run's key's bit.
+type keySet struct {
+	home int
+	bits []byte
+}
+
+// has tells whether key bit i is in the set.
+func (ks keySet) has(i int) bool {
+	if ks.bits == nil {
+		return i == ks.home
+	}
+	j := i/8 - ks.home/8
+	return j >= 0 && j < len(ks.bits) && ks.bits[j]&(1<<(i%8)) != 0
 }
 
 // scanPoints calls fn for each point of the span whose timestamp is in
-// [mint, maxt], with its key bit array; data holds blocks sp.b0.. of the
-// slab. It returns what is wrong with a point that does not decode.
-func scanPoints(h *slabHeader, data []byte, sp readSpan, mint, maxt int64, fn func(t int64, bm, v []byte)) string {
-	base := sp.b0 * BlockSize
-	off, end := sp.from-base, min(sp.to-base, len(data), h.dataLen-base)
-	for off < end {
-		if off+8+h.bitmapLen > end {
-			return fmt.Sprintf("point cut at data offset %d", off+base)
+// [mint, maxt], with its keys; data holds blocks sp.b0.. of the slab. It
+// returns what is wrong with a point that does not decode.
+func scanPoints(h *slabHeader, data []byte, sp readSpan, mint, maxt int64, fn func(t int64, ks keySet, v []byte)) string {
+	if !sp.all {
+		return scanRun(h, data, sp, mint, maxt, fn)
+	}
+	runs := make([]int, 0, len(h.keys))
+	for i, k := range h.keys {
+		if k.end > k.off {
+			runs = append(runs, i)
 		}
-		t := int64(binary.LittleEndian.Uint64(data[off:]))
+	}
+	slices.SortFunc(runs, func(a, b int) int { return cmp.Compare(h.keys[a].off, h.keys[b].off) })
+	for _, r := range runs {
+		k := h.keys[r]
+		run := readSpan{b0: sp.b0, b1: sp.b1, from: int(k.off), to: int(k.end), run: r, sorted: true}
+		if reason := scanRun(h, data, run, mint, maxt, fn); reason != "" {
+			return reason
+		}
+	}
+	return ""
+}
+
+// scanRun scans the part [sp.from, sp.to) of one run.
+func scanRun(h *slabHeader, data []byte, sp readSpan, mint, maxt int64, fn func(t int64, ks keySet, v []byte)) string {
+	base := sp.b0 * BlockSize
+	if sp.from < base {
+		return fmt.Sprintf("run at data offset %d before the blocks read", sp.from)
+	}
+	off, end := sp.from-base, min(sp.to-base, len(data), h.dataLen-base)
+	t := h.keys[sp.run].minT
+	first := true
+	for off < end {
+		dt, k := binary.Uvarint(data[off:end])
+		if k <= 0 {
+			return fmt.Sprintf("bad time delta at data offset %d", off+base)
+		}
+		off += k
+		if first && sp.fromMark {
+			t = sp.markT
+		} else {
+			t += int64(dt)
+		}
+		first = false
 		if t > maxt && sp.sorted {
 			return ""
 		}
-		bm := data[off+8 : off+8+h.bitmapLen]
-		off += 8 + h.bitmapLen
+		nb, k := binary.Uvarint(data[off:end])
+		if k <= 0 || nb > uint64(end-off-k) {
+			return fmt.Sprintf("bad key bit array length at data offset %d", off+base)
+		}
+		off += k
+		ks := keySet{home: sp.run}
+		if nb > 0 {
+			ks.bits = data[off : off+int(nb)]
+			off += int(nb)
+		}
 		n, k := binary.Uvarint(data[off:end])
 		if k <= 0 {
 			return fmt.Sprintf("bad value length at data offset %d", off+base)
@@ -354,12 +460,9 @@ func scanPoints(h *slabHeader, data []byte, sp readSpan, mint, maxt int64, fn fu
 			return fmt.Sprintf("value of %d bytes past the span's end at offset %d", n, off+base)
 		}
 		if t >= mint && t <= maxt {
-			fn(t, bm, data[off:off+int(n)])
+			fn(t, ks, data[off:off+int(n)])
 		}
 		off += int(n)
 	}
 	return ""
 }
-
-// hasBit tells whether key bit i is set in a point's bit array.
-func hasBit(bm []byte, i int) bool { return bm[i/8]&(1<<(i%8)) != 0 }
