@@ -147,6 +147,11 @@ type Manager struct {
 	st     state            // done per level; raw ranges to compute again
 	busyTo map[string]int64 // per level, the end of the range a pass is computing
 
+	// redone counts the passes that computed levels again over backfilled
+	// ranges, bumped once their buckets are written: the Version of every
+	// level's archive.Grid (caches of level buckets key on it).
+	redone atomic.Uint64
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 
@@ -480,6 +485,10 @@ func (m *Manager) redoDirty(ctx context.Context) error {
 	if len(dirty) == 0 {
 		return nil
 	}
+	// Level buckets may change (an empty one gets its value): the version
+	// moves after the writes, also those of a pass that fails half way, so
+	// a reader of the new version reads the new buckets.
+	defer m.redone.Add(1)
 	for _, l := range m.levels {
 		step := l.Step.Milliseconds()
 		chunk := max(levelPartition(l.Step).Milliseconds()/step, 1) * step

@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -13,7 +14,10 @@ import (
 	"github.com/aerie-db/aerie/internal/graphite/archive"
 )
 
-var _ archive.Store = (*Manager)(nil)
+var (
+	_ archive.Store     = (*Manager)(nil)
+	_ archive.GridStore = (*Manager)(nil)
+)
 
 // Series implements archive.Store: the series of the raw engine and of
 // every level, by labels, sorted and without repeats.
@@ -52,16 +56,35 @@ func (m *Manager) Archive(name string, from, now int64) (Retention, int) {
 // until to now, the range widened to the archive's grid as whisper does
 // (both ends to the step after them), raw data consolidated on the
 // finest grid as a rollup would (AppendSlots), levels read as stored.
+// It is Grid and then ReadGrid over the whole grid (archive.GridStore).
 func (m *Manager) Points(ctx context.Context, lset labels.Labels, from, until, now int64) (archive.Points, error) {
+	g := m.Grid(lset, from, until, now)
+	p := g.Points
+	if g.N == 0 {
+		return p, nil
+	}
+	vals, err := m.ReadGrid(ctx, lset, g, g.Start, g.Start+int64(g.N)*g.Step)
+	p.Values = vals
+	return p, err
+}
+
+// Grid implements archive.GridStore: the archive and grid Points reads.
+// The raw archive's buckets are stable (Stable = math.MaxInt64) and reach
+// back the schema's heartbeat; a level's are stable before its done time,
+// and its Version is the count of passes that computed levels again over
+// backfilled ranges (redone). Oldest is now minus the archive's duration:
+// the raw engine's per-series retention (Retainer.Cutoff) and a level's
+// (levelCutoff) delete nothing after it.
+func (m *Manager) Grid(lset labels.Labels, from, until, now int64) archive.Grid {
 	name := lset.Get(labels.MetricName)
 	s, agg := m.rules.Match(name)
-	p := archive.Points{Method: string(agg.Method), XFilesFactor: agg.XFilesFactor}
+	g := archive.Grid{Points: archive.Points{Method: string(agg.Method), XFilesFactor: agg.XFilesFactor}}
 	if oldest := s.Retentions[len(s.Retentions)-1].Duration; oldest > 0 {
 		from = max(from, now-int64(oldest/time.Second))
 	}
 	until = min(until, now)
 	if from > until {
-		return p, nil
+		return g
 	}
 	rt, idx := m.Archive(name, from, now)
 	step := int64(rt.Step / time.Second)
@@ -70,37 +93,69 @@ func (m *Manager) Points(ctx context.Context, lset labels.Labels, from, until, n
 	if start == end {
 		end += step
 	}
-	n := int((end - start) / step)
-	p.Start, p.Step = start, step
+	g.Start, g.Step, g.N, g.Index = start, step, int((end-start)/step), idx
+	g.Oldest = math.MinInt64
+	if rt.Duration > 0 {
+		g.Oldest = m.opts.Now().Unix() - int64(rt.Duration/time.Second)
+	}
 	if idx == 0 {
+		g.Stable = math.MaxInt64
+		g.Reach = (s.Heartbeat.Milliseconds() + 999) / 1000
+		return g
+	}
+	// The version before the done time: a pass computing a range again
+	// bumps it after writing, and done only grows.
+	g.Version = m.redone.Load()
+	g.Stable = math.MinInt64
+	if l := m.levelOf(rt.Step); l != nil {
+		if done := m.Done(l.Name); done != math.MinInt64 {
+			g.Stable = floorDiv(done, step*1000) * step
+		}
+	}
+	return g
+}
+
+func (m *Manager) levelOf(step time.Duration) *Level {
+	for _, l := range m.levels {
+		if l.Step == step {
+			return l
+		}
+	}
+	return nil
+}
+
+// ReadGrid implements archive.GridStore: the values of g's buckets
+// [start, end), as Points reads them.
+func (m *Manager) ReadGrid(ctx context.Context, lset labels.Labels, g archive.Grid, start, end int64) ([]float64, error) {
+	s, agg := m.rules.Match(lset.Get(labels.MetricName))
+	step := g.Step
+	if step <= 0 || start > end || floorMod(start-g.Start, step) != 0 || floorMod(end-g.Start, step) != 0 {
+		return nil, fmt.Errorf("read grid [%d, %d) of step %d from %d: not on the grid", start, end, step, g.Start)
+	}
+	n := int((end - start) / step)
+	if g.Index == 0 {
 		hb := s.Heartbeat.Milliseconds()
 		ts, vs, err := m.read(ctx, m.raw, lset, start*1000-hb, end*1000-1)
 		if err != nil {
-			return p, err
+			return nil, err
 		}
-		p.Values = AppendSlots(make([]float64, 0, n), ts, vs, start*1000, step*1000, n, agg.Method, hb)
-		return p, nil
+		return AppendSlots(make([]float64, 0, n), ts, vs, start*1000, step*1000, n, agg.Method, hb), nil
 	}
-	p.Values = make([]float64, n)
-	for i := range p.Values {
-		p.Values[i] = math.NaN()
+	vals := make([]float64, n)
+	for i := range vals {
+		vals[i] = math.NaN()
 	}
-	var l *Level
-	for _, lv := range m.levels {
-		if lv.Step == rt.Step {
-			l = lv
-		}
-	}
+	l := m.levelOf(time.Duration(step) * time.Second)
 	if l == nil {
-		return p, nil
+		return vals, nil
 	}
 	ts, vs, err := m.read(ctx, l.DB, lset, start*1000, end*1000-1)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	for i, t := range ts {
 		if j := (t/1000 - start) / step; j >= 0 && j < int64(n) && t%(step*1000) == 0 {
-			p.Values[j] = vs[i]
+			vals[j] = vs[i]
 		}
 	}
 	// The buckets the level has not reached yet (the newest ones, which
@@ -109,24 +164,24 @@ func (m *Manager) Points(ctx context.Context, lset labels.Labels, from, until, n
 	// every write, and so a render never misses the recent end.
 	done := m.Done(l.Name)
 	if done == math.MinInt64 || done/1000 >= end {
-		return p, nil
+		return vals, nil
 	}
 	tail := max(start, done/1000)
 	tail = start + (tail-start+step-1)/step*step
 	if tail >= end {
-		return p, nil
+		return vals, nil
 	}
 	step0 := s.Retentions[0].Step.Milliseconds()
 	hb := s.Heartbeat.Milliseconds()
 	rts, rvs, err := m.read(ctx, m.raw, lset, tail*1000-hb, end*1000-1)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	k := int(step * 1000 / step0)
 	nb := int((end - tail) / step)
 	slots := AppendSlots(make([]float64, 0, nb*k), rts, rvs, tail*1000, step0, nb*k, agg.Method, hb)
-	copy(p.Values[(tail-start)/step:], AppendBuckets(make([]float64, 0, nb), slots, k, agg.Method, agg.XFilesFactor))
-	return p, nil
+	copy(vals[(tail-start)/step:], AppendBuckets(make([]float64, 0, nb), slots, k, agg.Method, agg.XFilesFactor))
+	return vals, nil
 }
 
 // read returns the samples of exactly the series lset in [mint, maxt].
