@@ -145,6 +145,32 @@ type LateObserver interface {
 	Deleted(mint, maxt int64, ms []*labels.Matcher)
 }
 
+// LateObservers tells each of its observers (several caches over one
+// engine): its horizon is the latest of theirs, so each hears at least of
+// the samples it asks for (a report it did not need costs it a dropped
+// entry, never an answer).
+type LateObservers []LateObserver
+
+func (os LateObservers) Horizon() int64 {
+	h := int64(math.MinInt64)
+	for _, o := range os {
+		h = max(h, o.Horizon())
+	}
+	return h
+}
+
+func (os LateObservers) Written(lset labels.Labels, mint, maxt int64) {
+	for _, o := range os {
+		o.Written(lset, mint, maxt)
+	}
+}
+
+func (os LateObservers) Deleted(mint, maxt int64, ms []*labels.Matcher) {
+	for _, o := range os {
+		o.Deleted(mint, maxt, ms)
+	}
+}
+
 func (o *Options) headOptions() head.Options {
 	ho := head.Options{
 		GroupBy:            o.GroupBy,
