@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/aerie-db/aerie/internal/cache"
+	"github.com/aerie-db/aerie/internal/graphite/archive"
+	"github.com/aerie-db/aerie/internal/rendercache"
 	"github.com/aerie-db/aerie/internal/resultcache"
 )
 
@@ -26,15 +28,9 @@ func (s *Server) openResultsCache(apiHandler http.Handler) (http.Handler, error)
 	if rcfg.Enabled != nil && !*rcfg.Enabled {
 		return apiHandler, nil
 	}
-	dir := filepath.Join(s.opts.DataDir, "cache")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	path, err := freshCacheFile(s.opts.DataDir, "results.cache")
+	if err != nil {
 		return nil, fmt.Errorf("results cache: %w", err)
-	}
-	path := filepath.Join(dir, "results.cache")
-	for _, p := range []string{path, path + ".index"} {
-		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-			return nil, fmt.Errorf("results cache: %w", err)
-		}
 	}
 	size := int64(rcfg.Size)
 	if size == 0 {
@@ -72,8 +68,71 @@ func (s *Server) openResultsCache(apiHandler http.Handler) (http.Handler, error)
 		return nil, fmt.Errorf("results cache: %w", err)
 	}
 	s.results = c
-	s.db.SetLateObserver(rc)
+	s.late = append(s.late, rc)
 	return rc, nil
+}
+
+// openRenderCache puts the render cache (aerie.cache.render) between
+// Graphite's render API and the rollup levels: it returns the store the
+// API reads, the rollup.Manager itself when the cache is off. As the
+// results cache, it starts empty at every start.
+func (s *Server) openRenderCache() (archive.Store, error) {
+	rcfg := s.cfg.Aerie.Cache.Render
+	if rcfg.Enabled != nil && !*rcfg.Enabled {
+		return s.rollups, nil
+	}
+	path, err := freshCacheFile(s.opts.DataDir, "render.cache")
+	if err != nil {
+		return nil, fmt.Errorf("render cache: %w", err)
+	}
+	size := int64(rcfg.Size)
+	if size == 0 {
+		size = 256 << 20
+	}
+	c, err := cache.Open(cache.Options{
+		Path: path, Size: size, Name: "render", Registerer: s.m.reg,
+		Logger: s.log.With("component", "render_cache"),
+		// a refresh's shifted range: its cached head is worth taking
+		PartialMinBytes: -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("render cache: %w", err)
+	}
+	retention := time.Duration(s.cfg.Aerie.Retention).Milliseconds()
+	rc, err := rendercache.New(s.rollups, c, rendercache.Options{
+		MaxFreshness: time.Duration(rcfg.MaxFreshness),
+		MinTime: func() int64 {
+			if n := s.db.NewestTime(); retention > 0 && n != math.MinInt64 {
+				return n - retention
+			}
+			return math.MinInt64
+		},
+		Logger:     s.log.With("component", "render_cache"),
+		Registerer: s.m.reg,
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("render cache: %w", err)
+	}
+	s.render = c
+	s.late = append(s.late, rc)
+	return rc.Graphite(), nil
+}
+
+// freshCacheFile makes <dataDir>/cache and removes the cache file name
+// and its index there, returning its path.
+func freshCacheFile(dataDir, name string) (string, error) {
+	dir := filepath.Join(dataDir, "cache")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	for _, p := range []string{path, path + ".index"} {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return "", err
+		}
+	}
+	return path, nil
 }
 
 // openChunkCache opens the bucket tier's chunk cache (aerie.storage.

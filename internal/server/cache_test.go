@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,4 +63,68 @@ func TestServeResultsCache(t *testing.T) {
 	require.Contains(t, after, `"100000"`, "the backfilled sample is in the answer")
 	_, metrics = get(t, base+"/metrics")
 	require.NotContains(t, metrics, "\naerie_results_cache_invalidations_total 0\n")
+}
+
+// TestServeRenderCache: /render reads through the render cache (on by
+// default); a repeated render hits it, and a sample written later into
+// the cached range (through the backfill) is in the next render. With the
+// cache off the metrics are absent.
+func TestServeRenderCache(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("on=%v", on), func(t *testing.T) {
+			dir := t.TempDir()
+			opts := Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: freeAddr(t), Logger: slog.New(slog.DiscardHandler)}
+			if !on {
+				opts.ConfigFile = filepath.Join(dir, "aerie.yml")
+				require.NoError(t, os.WriteFile(opts.ConfigFile, []byte("aerie:\n  cache:\n    render: {enabled: false}\n"), 0o644))
+			}
+			base := "http://" + opts.HTTPAddr
+			s, err := New(opts)
+			require.NoError(t, err)
+			require.NoError(t, s.Listen())
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- s.Run(ctx) }()
+			defer func() { cancel(); require.NoError(t, <-done) }()
+			require.Eventually(t, func() bool { c, _ := get(t, base+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+
+			end := time.Now().Add(-2*time.Hour).Unix() / 60 * 60
+			start := end - 6*3600
+			var lines []string
+			for ts := start; ts <= end; ts += 60 {
+				for h := range 3 {
+					lines = append(lines, fmt.Sprintf("cpu,host=h%d usage=%d %d", h, (ts/60)%97+int64(h), ts))
+				}
+			}
+			write := func(body string) {
+				resp, err := http.Post(base+"/write?precision=s", "text/plain", strings.NewReader(body))
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, http.StatusNoContent, resp.StatusCode)
+			}
+			write(strings.Join(lines, "\n") + "\n")
+			q := url.Values{"target": {"sumSeries(seriesByTag('name=cpu_usage'))"}, "format": {"json"},
+				"from": {strconv.FormatInt(start, 10)}, "until": {strconv.FormatInt(end, 10)}}
+			renderURL := base + "/render?" + q.Encode()
+			code, first := get(t, renderURL)
+			require.Equal(t, http.StatusOK, code, first)
+			_, again := get(t, renderURL)
+			require.Equal(t, first, again)
+			_, metrics := get(t, base+"/metrics")
+			if !on {
+				require.NotContains(t, metrics, "aerie_render_cache_hits_total")
+				return
+			}
+			require.Contains(t, metrics, "\naerie_render_cache_hits_total 3\n")
+			require.Contains(t, metrics, "\naerie_render_cache_misses_total 3\n")
+			require.Regexp(t, `\naerie_cache_hits_total\{cache="render"\} 3\n`, metrics)
+
+			write(fmt.Sprintf("cpu,host=h0 usage=100000 %d\n", start+3600+30))
+			_, after := get(t, renderURL)
+			require.Regexp(t, `\[5\d{4}(\.\d+)?, `, after, "the backfilled sample is in the answer")
+			require.NotEqual(t, first, after)
+			_, metrics = get(t, base+"/metrics")
+			require.Contains(t, metrics, "\naerie_render_cache_invalidations_total 1\n")
+		})
+	}
 }

@@ -105,7 +105,8 @@ type AerieConfig struct {
 }
 
 // CacheConfig is the `aerie: cache:` section: the results cache (TSCache,
-// internal/resultcache) in front of /api/v1/query_range.
+// internal/resultcache) in front of /api/v1/query_range, and the render
+// cache (internal/rendercache) below Graphite's /render.
 type CacheConfig struct {
 	Results struct {
 		// Enabled turns the results cache off when false [true].
@@ -120,6 +121,16 @@ type CacheConfig struct {
 		// cache entry [24h].
 		SplitInterval model.Duration `yaml:"split_interval,omitempty"`
 	} `yaml:"results,omitempty"`
+	Render struct {
+		// Enabled turns the render cache off when false [true].
+		Enabled *bool `yaml:"enabled,omitempty"`
+		// Size is its file's size in <data.dir>/cache/render.cache
+		// [256MiB].
+		Size units.Base2Bytes `yaml:"size,omitempty"`
+		// MaxFreshness: buckets ending within it of now are never cached
+		// [10m].
+		MaxFreshness model.Duration `yaml:"max_freshness,omitempty"`
+	} `yaml:"render,omitempty"`
 }
 
 // Config is the whole configuration file.
@@ -232,6 +243,9 @@ func parseConfig(b []byte, logger *slog.Logger, dir string) (*Config, error) {
 	}
 	if rc := &c.Aerie.Cache.Results; rc.Size != 0 && rc.Size < 4<<20 {
 		return nil, fmt.Errorf("aerie section: cache.results.size %v: must be at least 4MiB", rc.Size)
+	}
+	if rc := &c.Aerie.Cache.Render; rc.Size != 0 && rc.Size < 4<<20 {
+		return nil, fmt.Errorf("aerie section: cache.render.size %v: must be at least 4MiB", rc.Size)
 	}
 	if si := time.Duration(c.Aerie.Cache.Results.SplitInterval); si != 0 && (si < time.Minute || si%time.Minute != 0) {
 		return nil, fmt.Errorf("aerie section: cache.results.split_interval %v: must be a whole number of minutes", si)

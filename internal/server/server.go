@@ -84,7 +84,11 @@ type Server struct {
 	carbon  *carbon.Receiver
 	statsd  *statsd.Server
 	results *cache.Cache // the results cache's store, or nil
-	chunks  *cache.Cache // the bucket tier's chunk cache, or nil
+	render  *cache.Cache // the render cache's store, or nil
+	// late are the caches that hear of late writes and deletions
+	// (tsdb.DB.SetLateObserver), set once both caches are open.
+	late   tsdb.LateObservers
+	chunks *cache.Cache // the bucket tier's chunk cache, or nil
 	// retainer is the rollups' raw-data retention.
 	retainer *rollup.Retainer
 	ready    atomic.Bool
@@ -309,7 +313,14 @@ func (s *Server) build() error {
 	// graphite-web's API under its own paths; /metrics stays Prometheus'
 	// (graphite-web's bare /metrics is its find).
 	gmux := http.NewServeMux()
-	graphite.New(s.rollups, graphite.Options{}).Register(gmux, func(name string, h http.Handler) http.Handler {
+	gstore, err := s.openRenderCache()
+	if err != nil {
+		return err
+	}
+	if len(s.late) > 0 {
+		s.db.SetLateObserver(s.late)
+	}
+	graphite.New(gstore, graphite.Options{}).Register(gmux, func(name string, h http.Handler) http.Handler {
 		return s.m.instrument(name, limitBody(h, s.opts.MaxBody))
 	})
 	for _, p := range []string{"/render", "/metrics/", "/functions", "/functions/", "/version", "/tags", "/tags/"} {
@@ -457,10 +468,15 @@ func (s *Server) shutdown() {
 			s.log.Warn("close postgres archive", "err", err)
 		}
 	}
+	s.db.SetLateObserver(nil)
 	if s.results != nil {
-		s.db.SetLateObserver(nil)
 		if err := s.results.Close(); err != nil {
 			s.log.Warn("close results cache", "err", err)
+		}
+	}
+	if s.render != nil {
+		if err := s.render.Close(); err != nil {
+			s.log.Warn("close render cache", "err", err)
 		}
 	}
 	if err := s.rollups.Close(); err != nil {
