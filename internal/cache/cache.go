@@ -91,9 +91,10 @@ type openSlab struct {
 	keys   []slabKey
 	keyIdx map[keyEpoch]uint16
 	points []slabPoint
-	arena  []byte   // the points' values
-	keyBuf []uint16 // the points' key lists
-	bytes  int      // encoded data bytes at the widest bit array
+	runs   [][]int32 // per key (by index in keys), its points' positions in points
+	arena  []byte    // the points' values
+	keyBuf []uint16  // the points' key lists
+	bytes  int       // encoded data bytes at the widest bit array
 	used   uint64
 }
 
@@ -339,6 +340,7 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 			ki = uint16(len(o.keys))
 			o.keyIdx[ke] = ki
 			o.keys = append(o.keys, slabKey{key: key, epoch: e.epoch, minT: p.T, maxT: p.T})
+			o.runs = append(o.runs, nil)
 		}
 		k := &o.keys[ki]
 		k.minT, k.maxT = min(k.minT, p.T), max(k.maxT, p.T)
@@ -353,6 +355,7 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 		o.arena = append(o.arena, p.V...) // never grows: the values fit in dataCap
 		kb := len(o.keyBuf)
 		o.keyBuf = append(o.keyBuf, ki)
+		o.runs[ki] = append(o.runs[ki], int32(len(o.points)))
 		o.points = append(o.points, slabPoint{t: p.T, v: o.arena[a:len(o.arena):len(o.arena)], keys: o.keyBuf[kb : kb+1 : kb+1]})
 		o.bytes += n
 		c.tick++
@@ -741,8 +744,11 @@ func (c *Cache) planLocked(key Key, start, end int64, fields []string) *getPlan 
 		}
 		if o := fi.open; o != nil {
 			if ki, ok := o.keyIdx[keyEpoch{key, e.epoch}]; ok {
-				for _, p := range o.points {
-					if p.t >= lo && p.t <= hi && slices.Contains(p.keys, ki) {
+				// the key's own points, not a scan of every key's
+				run := o.runs[ki]
+				plan.out[fx] = slices.Grow(plan.out[fx], len(run))
+				for _, j := range run {
+					if p := &o.points[j]; p.t >= lo && p.t <= hi {
 						plan.out[fx] = append(plan.out[fx], Point{T: p.t, V: plan.save(p.v)})
 					}
 				}
