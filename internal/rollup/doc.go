@@ -12,7 +12,8 @@
 // resolution, partitions and retention), written by the Manager from the
 // raw data once they are settled, and read by the Graphite render API
 // (Manager implements graphite.Store, picking archives as graphite-web
-// does) and by PromQL with the `rollup=<step>` parameter.
+// does, and archive.GridStore: the grid it reads, before reading it, for
+// the render cache) and by PromQL with the `rollup=<step>` parameter.
 //
 // Consolidation: raw samples are first put on the schema's finest grid —
 // a slot is the method over the samples inside it (average: their mean;
@@ -46,7 +47,9 @@
 //     range is recorded in the state file and every level computes it
 //     again at the next pass. A bucket that was empty gets its value; one
 //     that already held another keeps it (first write wins) and is counted
-//     in aerie_rollup_stale_buckets_total.
+//     in aerie_rollup_stale_buckets_total. A pass that computes ranges
+//     again moves the levels' version (archive.Grid.Version) after its
+//     writes: caches of level buckets key on it.
 //  3. Raw samples of a schema's series are dropped only past the raw
 //     archive's duration and only once every level of the schema has
 //     consumed them (Retainer.Cutoff ≤ each level's done time and ≤ the
