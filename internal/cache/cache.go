@@ -747,6 +747,9 @@ func (c *Cache) planLocked(key Key, start, end int64, fields []string) *getPlan 
 				// the key's own points, not a scan of every key's
 				run := o.runs[ki]
 				plan.out[fx] = slices.Grow(plan.out[fx], len(run))
+				if len(run) > 0 { // room for as many values of the first one's size
+					plan.arena = slices.Grow(plan.arena, len(run)*len(o.points[run[0]].v))
+				}
 				for _, j := range run {
 					if p := &o.points[j]; p.t >= lo && p.t <= hi {
 						plan.out[fx] = append(plan.out[fx], Point{T: p.t, V: plan.save(p.v)})

@@ -93,3 +93,45 @@ func benchDashboard(b *testing.B, data string, on bool) {
 	b.ReportMetric(float64(reads)/float64(b.N), "store-reads/op")
 	b.ReportMetric(float64(buckets)/float64(b.N), "store-buckets/op")
 }
+
+// BenchmarkPoints is BenchmarkDashboard's fetches without the render API:
+// Points of 20 series over the last 6 h at 10 s, the clock moving 30 s
+// between ops, straight from the Manager and through the cache.
+//
+//	go test -run '^$' -bench BenchmarkPoints -benchtime 300x -count 6 ./internal/rendercache/ | tee new.txt
+func BenchmarkPoints(b *testing.B) {
+	for _, data := range []string{"head", "blocks"} {
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("data=%s/cache=%v", data, on), func(b *testing.B) {
+				e := newEnv(b, t0, aggs)
+				var lsets []labels.Labels
+				for i := range 20 {
+					name := fmt.Sprintf("app.host%02d.cpu", i)
+					lsets = append(lsets, labels.FromStrings(labels.MetricName, name))
+					e.write(name, t0.Add(-7*time.Hour), t0.Add(3*time.Hour), func(ts int64) float64 { return val(ts) + float64(i) })
+				}
+				if data == "blocks" {
+					if err := e.raw.FlushHead(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var st archive.Store = e.m
+				if on {
+					st = e.rc
+				}
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					e.now = t0.Add(time.Duration(i%360) * 30 * time.Second)
+					now := e.now.Unix()
+					for _, lset := range lsets {
+						if _, err := st.Points(ctx, lset, now-6*3600, now, now); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
