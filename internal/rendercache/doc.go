@@ -11,21 +11,24 @@
 // which archive and grid Points would read; ReadGrid reads part of that
 // grid. A key is the SHA-1 of the series' labels (their canonical
 // string), the archive's index and step, and the archive's Version (and
-// an epoch of the cache's own, see invariant 5). A point is one bucket:
-// its start time (Unix seconds) and its value's 8 bits, nulls (NaN)
-// included, so a cached range is complete. A Set of buckets [a, b)
-// covers [a, b−1] so that adjacent Sets merge. Points asks the cache for
-// the cacheable part of the grid; on a hit it reads nothing else there,
-// on a partial hit (head or tail) it reads only the rest, and then the
-// buckets outside the cacheable part, through ReadGrid, stitching them on
-// the same grid; what it read in the cacheable part it stores.
+// an epoch of the cache's own, see invariant 5). A point is a chunk of
+// Chunk (16) buckets starting at a multiple of 16 steps (Unix time): its
+// start time (Unix seconds) and its values' 8 bytes each, nulls (NaN)
+// included, so a cached range is complete; only whole chunks are cached
+// (a point per bucket cost a Get more than the engine's read of the
+// same buckets). A Set of the chunks [a, b) covers [a, b−1] so that
+// adjacent Sets merge. Points asks the cache for the cacheable part of
+// the grid; on a hit it reads nothing else there, on a partial hit (head
+// or tail) it reads only the rest, and then the buckets outside the
+// cacheable part, through ReadGrid, stitching them on the same grid; what
+// it read in the cacheable part it stores.
 //
-// Cacheable buckets of a grid: those that end at least MaxFreshness before
-// now (the wall clock), start before the grid's Stable time (a rollup
-// level's done time: its newer buckets are computed from raw data at read
-// time and change as data arrive), and start at or after Oldest+Reach
-// (and, for the raw archive, Options.MinTime+Reach), so that retention
-// never deletes data a cached bucket was computed from.
+// Cacheable buckets of a grid: the whole chunks of those that end at
+// least MaxFreshness before now (the wall clock), start before the grid's
+// Stable time (a rollup level's done time: its newer buckets are computed
+// from raw data at read time and change as data arrive), and start at or
+// after Oldest+Reach (and, for the raw archive, Options.MinTime+Reach), so
+// that retention never deletes data a cached bucket was computed from.
 //
 // Invalidation. The engine's late observer (tsdb.DB.SetLateObserver,
 // through tsdb.LateObservers beside the PromQL results cache) reports

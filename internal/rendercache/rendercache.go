@@ -37,6 +37,12 @@ type Options struct {
 
 const stripes = 256 // write generations, by series hash
 
+// Chunk is the number of buckets in a cached point: points are runs of
+// Chunk buckets starting at multiples of Chunk steps (Unix time), so a Get
+// decodes a point per Chunk buckets, not one per bucket; only whole chunks
+// are cached.
+const Chunk = 16
+
 // Store is an archive.Store answering Points from a cache where it can
 // (see the package documentation) and a tsdb.LateObserver.
 type Store struct {
@@ -197,31 +203,34 @@ func (s *Store) cacheable(g archive.Grid) (lo, hi int64) {
 	}
 	lo = g.Start
 	if oldest != math.MinInt64 {
-		lo = max(lo, ceilDiv(oldest+g.Reach, step)*step)
+		lo = max(lo, oldest+g.Reach)
 	}
-	return lo, hi
+	span := Chunk * step
+	return ceilDiv(lo, span) * span, floorDiv(hi, span) * span
 }
 
 // fill copies the cache's answer into vals and returns the buckets it
-// covers; anything but exactly one point per bucket is a miss.
+// covers; anything but exactly one point per chunk is a miss.
 func (s *Store) fill(vals []float64, g archive.Grid, res cache.Result) (clo, chi int64) {
-	step := g.Step
-	clo = ceilDiv(res.Start, step) * step
-	chi = floorDiv(res.End, step)*step + step // res.End = the last bucket + step − 1
+	span := Chunk * g.Step
+	clo = ceilDiv(res.Start, span) * span
+	chi = floorDiv(res.End+1, span) * span // res.End = a chunk's end − 1
 	if clo >= chi || len(res.Fields) != 1 {
 		return 0, 0
 	}
-	pts := res.Fields[0].Points
-	n := int((chi - clo) / step)
+	n := int((chi - clo) / span)
 	i := 0
-	for _, pt := range pts {
+	for _, pt := range res.Fields[0].Points {
 		if pt.T < clo || pt.T >= chi {
 			continue
 		}
-		if pt.T != clo+int64(i)*step || len(pt.V) != 8 {
+		if pt.T != clo+int64(i)*span || len(pt.V) != 8*Chunk {
 			return 0, 0
 		}
-		vals[(pt.T-g.Start)/step] = math.Float64frombits(binary.LittleEndian.Uint64(pt.V))
+		at := (pt.T - g.Start) / g.Step
+		for j := range Chunk {
+			vals[at+int64(j)] = math.Float64frombits(binary.LittleEndian.Uint64(pt.V[8*j:]))
+		}
 		i++
 	}
 	if i != n {
@@ -267,20 +276,24 @@ func (s *Store) store(lset labels.Labels, h uint64, g archive.Grid, key cache.Ke
 		s.series[h] = e
 	}
 	e.keys[g.Index] = key
+	span := Chunk * g.Step
 	for _, r := range sets {
-		pts := make([]cache.Point, 0, (r[1]-r[0])/g.Step)
-		buf := make([]byte, 8*cap(pts))
-		for t := r[0]; t < r[1]; t += g.Step {
-			b := buf[:8:8]
-			buf = buf[8:]
-			binary.LittleEndian.PutUint64(b, math.Float64bits(vals[(t-g.Start)/g.Step]))
+		pts := make([]cache.Point, 0, (r[1]-r[0])/span)
+		buf := make([]byte, 8*Chunk*cap(pts))
+		for t := r[0]; t < r[1]; t += span {
+			b := buf[: 8*Chunk : 8*Chunk]
+			buf = buf[8*Chunk:]
+			at := (t - g.Start) / g.Step
+			for j := range Chunk {
+				binary.LittleEndian.PutUint64(b[8*j:], math.Float64bits(vals[at+int64(j)]))
+			}
 			pts = append(pts, cache.Point{T: t, V: b})
 		}
 		if err := s.c.Set(key, r[0], r[1]-1, []cache.Field{{Name: "v", Points: pts}}); err != nil {
 			s.opts.Logger.Debug("render cache: not stored", "series", lset.String(), "err", err)
 			continue
 		}
-		s.m.stored.AddN(len(pts))
+		s.m.stored.AddN(len(pts) * Chunk)
 	}
 }
 

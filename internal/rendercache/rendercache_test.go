@@ -318,15 +318,19 @@ func TestCounters(t *testing.T) {
 		want        Stats         // the counters' moves
 	}
 	for _, s := range []step{
+		// t0 is a multiple of the 10 s grid's chunks (160 s) and of the
+		// 1m grid's (960 s); a grid starts a step after from, so the head
+		// up to the first whole chunk is read from the store.
 		{name: "first", from: now - 3*3600, until: now, want: Stats{Misses: 1, Reads: 1}},
-		{name: "again", from: now - 3*3600, until: now, want: Stats{Hits: 1, Reads: 1}}, // the fresh tail
-		{name: "shifted 30s", from: now - 3*3600 + 30, until: now + 30, advance: 30 * time.Second, want: Stats{Partials: 1, Reads: 1}},
-		{name: "shifted 30s again", from: now - 3*3600 + 60, until: now + 60, advance: 30 * time.Second, want: Stats{Partials: 1, Reads: 1}},
-		{name: "inside", from: now - 2*3600, until: now - 3600, want: Stats{Hits: 1}},
-		{name: "earlier head", from: now - 4*3600, until: now - 3600, want: Stats{Partials: 1, Reads: 1}},
+		{name: "again", from: now - 3*3600, until: now, want: Stats{Hits: 1, Reads: 2}}, // the head, the fresh tail
+		{name: "shifted 30s: in the same chunk", from: now - 3*3600 + 30, until: now + 30, advance: 30 * time.Second, want: Stats{Hits: 1, Reads: 2}},
+		{name: "shifted 3 min: a new chunk", from: now - 3*3600 + 180, until: now + 180, advance: 150 * time.Second, want: Stats{Partials: 1, Reads: 2}},
+		{name: "inside", from: now - 2*3600, until: now - 3600, want: Stats{Hits: 1, Reads: 2}},
+		{name: "inside, on chunks", from: now - 2*3600 - 10, until: now - 3530, want: Stats{Hits: 1}},
+		{name: "earlier head", from: now - 4*3600, until: now - 3600, want: Stats{Partials: 1, Reads: 2}},
 		{name: "fresh only", from: now - 300, until: now, want: Stats{Uncached: 1, Reads: 1}},
 		{name: "level", from: now - 2*24*3600, until: now - 24*3600, want: Stats{Misses: 1, Reads: 1}},
-		{name: "level again", from: now - 2*24*3600, until: now - 24*3600, want: Stats{Hits: 1}},
+		{name: "level again", from: now - 2*24*3600, until: now - 24*3600, want: Stats{Hits: 1, Reads: 2}},
 		{name: "after a late write", from: now - 2*3600, until: now - 3600, write: true, want: Stats{Misses: 1, Reads: 1, Invalidations: 2}},
 		{name: "level after a late write", from: now - 2*24*3600, until: now - 24*3600, want: Stats{Misses: 1, Reads: 1}},
 	} {
