@@ -400,3 +400,64 @@ func TestLevelTail(t *testing.T) {
 		t.Fatal("the level's pass changed nothing: the test needs another setup")
 	}
 }
+
+// TestConcurrent: fetches through the cache run while late samples are
+// written into the ranges they cache; once the writes are acknowledged,
+// every fetch through the cache equals the store's (a fetch that read the
+// store during a write must not have stored what it read).
+func TestConcurrent(t *testing.T) {
+	e := newEnv(t, t0, aggs)
+	var lsets []labels.Labels
+	for i := range 4 {
+		name := fmt.Sprintf("app.c%d", i)
+		lsets = append(lsets, labels.FromStrings(labels.MetricName, name))
+		e.write(name, t0.Add(-5*time.Hour), t0.Add(20*time.Minute), val)
+	}
+	now := t0.Unix()
+	ranges := [][2]int64{{now - 4*3600, now}, {now - 3*3600 + 70, now - 3600}, {now - 2*3600, now - 1800}}
+	ctx := context.Background()
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for g := range 3 {
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				r := ranges[(i+g)%len(ranges)]
+				if _, err := e.rc.Points(ctx, lsets[(i*7+g)%len(lsets)], r[0], r[1], now); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range 200 {
+		lset := lsets[i%len(lsets)]
+		ts := t0.Add(-4*time.Hour).UnixMilli() + int64(i)*61_003 // between the 10 s samples
+		app := e.raw.Appender(ctx)
+		if _, err := app.Append(0, lset, ts, float64(1000+i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, lset := range lsets {
+		for _, r := range ranges {
+			e.samePoints(lset, r[0], r[1])
+		}
+	}
+	if st := e.rc.Stats(); st.Invalidations == 0 || st.Hits+st.Partials == 0 {
+		t.Errorf("stats %+v: want hits and invalidations", st)
+	}
+}
