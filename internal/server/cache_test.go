@@ -128,3 +128,30 @@ func TestServeRenderCache(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderCacheConfig: aerie.cache.render is read and checked.
+func TestRenderCacheConfig(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, err string
+		size      int64
+		fresh     time.Duration
+		off       bool
+	}{
+		{yaml: "aerie:\n  cache:\n    render: {size: 64MiB, max_freshness: 5m}\n", size: 64 << 20, fresh: 5 * time.Minute},
+		{yaml: "aerie:\n  cache:\n    render: {enabled: false}\n", off: true},
+		{yaml: "aerie:\n  cache:\n    render: {size: 1MiB}\n", err: "cache.render.size 1MiB: must be at least 4MiB"},
+	} {
+		path := filepath.Join(t.TempDir(), "aerie.yml")
+		require.NoError(t, os.WriteFile(path, []byte(tc.yaml), 0o644))
+		cfg, err := LoadConfig(path, slog.New(slog.DiscardHandler))
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err)
+			continue
+		}
+		require.NoError(t, err)
+		r := cfg.Aerie.Cache.Render
+		require.Equal(t, tc.size, int64(r.Size))
+		require.Equal(t, tc.fresh, time.Duration(r.MaxFreshness))
+		require.Equal(t, tc.off, r.Enabled != nil && !*r.Enabled)
+	}
+}
