@@ -186,15 +186,12 @@ func (s *Store) Points(ctx context.Context, lset labels.Labels, from, until, now
 	return p, nil
 }
 
-// cacheable returns the buckets [lo, hi) of g that may be cached.
+// cacheable returns the buckets [lo, hi) of g that may be cached, whole
+// chunks (lo = hi: none).
 func (s *Store) cacheable(g archive.Grid) (lo, hi int64) {
-	step := g.Step
-	end := g.Start + int64(g.N)*step
-	fresh := s.opts.Now().Add(-s.opts.MaxFreshness).UnixMilli()
-	hi = min(end, floorDiv(floorDiv(fresh, 1000), step)*step)
-	if g.Stable != math.MaxInt64 {
-		hi = min(hi, floorDiv(g.Stable, step)*step)
-	}
+	end := g.Start + int64(g.N)*g.Step
+	// buckets ending by the freshness horizon and starting before Stable
+	hi = min(end, floorDiv(s.opts.Now().Add(-s.opts.MaxFreshness).UnixMilli(), 1000), g.Stable)
 	oldest := g.Oldest
 	if g.Index == 0 && s.opts.MinTime != nil {
 		if mt := s.opts.MinTime(); mt != math.MinInt64 {
@@ -205,8 +202,15 @@ func (s *Store) cacheable(g archive.Grid) (lo, hi int64) {
 	if oldest != math.MinInt64 {
 		lo = max(lo, oldest+g.Reach)
 	}
-	span := Chunk * step
-	return ceilDiv(lo, span) * span, floorDiv(hi, span) * span
+	if lo >= hi {
+		return 0, 0
+	}
+	span := Chunk * g.Step
+	lo, hi = ceilDiv(lo, span)*span, floorDiv(hi, span)*span
+	if lo >= hi {
+		return 0, 0
+	}
+	return lo, hi
 }
 
 // fill copies the cache's answer into vals and returns the buckets it
