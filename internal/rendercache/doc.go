@@ -44,10 +44,19 @@
 // is read after it. Level buckets are never stored from a range the level
 // has not reached (Stable).
 //
-// Locking: mu guards the generations, the registry and the epoch, and
-// orders invalidations and stores: a Points call notes the generations
-// of its series when it starts and stores nothing if either moved before
-// its store (taken under mu). Gets run without mu. Lock order: mu, then
+// Level buckets are cached in ranges waiting to be computed again, too
+// (the alternative, skipping them, needs the waiting ranges read in the
+// same instant as the level, and still a moment to invalidate at): they
+// are the store's answer until the version moves. A level before its
+// first pass answers nulls and is not cached at all (no Stable time).
+//
+// Locking: mu guards the generations (one bumped by every deletion, and
+// 256 bumped by the writes of the series whose label hash falls in
+// them), the registry and the epoch, and orders invalidations and
+// stores: a Points call notes the deletion generation and its series'
+// write generation when it starts, before it reads the cache or the
+// store, and stores nothing if either moved before its store (taken
+// under mu). Gets and store reads run without mu. Lock order: mu, then
 // the cache's own lock.
 //
 // Invariants:
