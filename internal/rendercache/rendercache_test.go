@@ -42,13 +42,17 @@ type env struct {
 const schemas = "[app]\npattern = ^app\\.\nretentions = 10s:6h,1m:7d,10m:30d\n"
 
 func newEnv(t testing.TB, now time.Time, agg string) *env {
-	e := &env{t: t, now: now}
-	dir := t.TempDir()
-	clock := func() time.Time { return e.now }
 	s, err := rollup.ParseSchemasConf(strings.NewReader(schemas), "schemas")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newEnvSchemas(t, now, s, agg)
+}
+
+func newEnvSchemas(t testing.TB, now time.Time, s []rollup.Schema, agg string) *env {
+	e := &env{t: t, now: now}
+	dir := t.TempDir()
+	clock := func() time.Time { return e.now }
 	a, err := rollup.ParseAggregationConf(strings.NewReader(agg), "aggs")
 	if err != nil {
 		t.Fatal(err)
@@ -466,5 +470,38 @@ func TestConcurrent(t *testing.T) {
 	}
 	if st := e.rc.Stats(); st.Invalidations == 0 || st.Hits+st.Partials == 0 {
 		t.Errorf("stats %+v: want hits and invalidations", st)
+	}
+}
+
+// TestRetentionEdge: with a heartbeat longer than the step, a raw bucket
+// reads samples before its own start; as time passes the raw archive's
+// retention hides them (at read time), and a bucket cached when they
+// were there would answer a held value the store no longer has. Buckets
+// within a heartbeat of the retention are not cached.
+func TestRetentionEdge(t *testing.T) {
+	sch, err := rollup.NewSchema("app", "^app\\.", "10s:2h,1m:1d", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvSchemas(t, t0, []rollup.Schema{sch}, aggs)
+	app := e.raw.Appender(context.Background())
+	for ts := t0.Add(-3 * time.Hour).UnixMilli(); ts < t0.Add(20*time.Minute).UnixMilli(); ts += 60_000 {
+		if _, err := app.Append(0, labels.FromStrings(labels.MetricName, "app.minutely"), ts, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	e.rollup() // the level's progress no longer holds the raw retention back
+	// c starts a chunk (160 s) of the 10 s grid; its first bucket holds
+	// the sample of c − 20 s, which the retention (now − 2 h) hides once
+	// now passes t0 + 300 s.
+	c := t0.Unix() - 6880
+	before := e.render("app.minutely", "-2h", "now", "")
+	e.now = t0.Add(310 * time.Second)
+	after := e.render("app.minutely", "-2h", "now", "")
+	if null := fmt.Sprintf("[null, %d]", c); strings.Contains(before, null) || !strings.Contains(after, null) {
+		t.Fatalf("the bucket at %d should hold 1 and then be null:\n %.300s\n %.300s", c, before, after)
 	}
 }
