@@ -1,0 +1,85 @@
+// The status page: whatever Aerie's API answers about itself. Each section
+// asks its own endpoint and shows that endpoint's error if it fails, so a
+// missing endpoint is visible rather than papered over.
+
+import { get } from '../api';
+import { Child, clear, errorBox, formatLabels, h, table } from '../dom';
+import type { Page } from '../main';
+
+type Render = (data: any) => Child;
+
+function kv(obj: Record<string, unknown>): HTMLElement {
+  return table(['Name', 'Value'], Object.keys(obj).sort().map((k) => [k, typeof obj[k] === 'object' ? JSON.stringify(obj[k]) : String(obj[k])]), 'kv');
+}
+
+function ago(iso: string): string {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t) || t <= 0) return 'never';
+  const s = Math.max(0, (Date.now() - t) / 1000);
+  return s < 60 ? `${s.toFixed(1)} s ago` : s < 3600 ? `${(s / 60).toFixed(1)} min ago` : `${(s / 3600).toFixed(1)} h ago`;
+}
+
+function health(hv: string): HTMLElement {
+  return h('span', { class: 'health ' + (hv || 'unknown') }, hv || 'unknown');
+}
+
+const renderTargets: Render = (d: { activeTargets?: any[]; droppedTargets?: any[] }) => {
+  const active = d.activeTargets ?? [];
+  if (active.length === 0) return h('p', { class: 'hint' }, 'No active targets (no scrape_configs).');
+  return [
+    table(['Pool', 'Endpoint', 'Health', 'Labels', 'Last scrape', 'Duration', 'Error'], active.map((t) => [
+      t.scrapePool, t.scrapeUrl, health(t.health), formatLabels(t.labels ?? {}), ago(t.lastScrape),
+      t.lastScrapeDuration !== undefined ? `${(t.lastScrapeDuration * 1000).toFixed(1)} ms` : '', t.lastError ?? ''])),
+    (d.droppedTargets?.length ?? 0) > 0 ? h('p', { class: 'hint' }, `${d.droppedTargets!.length} dropped targets.`) : null,
+  ];
+};
+
+const renderRules: Render = (d: { groups?: any[] }) => {
+  const groups = d.groups ?? [];
+  if (groups.length === 0) return h('p', { class: 'hint' }, 'No rule groups.');
+  return groups.map((g) => h('div', { class: 'group' },
+    h('h3', null, `${g.name} `, h('span', { class: 'hint' }, `${g.file} · every ${g.interval} s · last ${ago(g.lastEvaluation)}`)),
+    table(['Rule', 'Type', 'Expression', 'Health', 'Last evaluation', 'Error'], (g.rules ?? []).map((r: any) => [
+      r.name, r.type, h('code', null, r.query), health(r.health), ago(r.lastEvaluation), r.lastError ?? '']))));
+};
+
+const renderAlerts: Render = (d: { alerts?: any[] }) => {
+  const alerts = d.alerts ?? [];
+  if (alerts.length === 0) return h('p', { class: 'hint' }, 'No alerts are pending or firing.');
+  return table(['Alert', 'State', 'Since', 'Value'], alerts.map((a) => [formatLabels(a.labels ?? {}), a.state, a.activeAt ?? '', a.value ?? '']));
+};
+
+const renderTSDB: Render = (d: { headStats?: Record<string, unknown>; seriesCountByMetricName?: { name: string; value: number }[] }) => [
+  d.headStats ? kv(d.headStats) : h('p', { class: 'hint' }, 'No head statistics.'),
+  (d.seriesCountByMetricName?.length ?? 0) > 0
+    ? [h('h3', null, 'Top metrics by series'), table(['Metric', 'Series'], d.seriesCountByMetricName!.map((s) => [s.name, String(s.value)]))]
+    : null,
+];
+
+const sections: { id: string; title: string; path: string; render: Render }[] = [
+  { id: 'buildinfo', title: 'Build information', path: '/api/v1/status/buildinfo', render: kv },
+  { id: 'runtimeinfo', title: 'Runtime information', path: '/api/v1/status/runtimeinfo', render: kv },
+  { id: 'tsdb', title: 'Storage (head)', path: '/api/v1/status/tsdb', render: renderTSDB },
+  { id: 'targets', title: 'Targets', path: '/api/v1/targets', render: renderTargets },
+  { id: 'rules', title: 'Rules', path: '/api/v1/rules', render: renderRules },
+  { id: 'alerts', title: 'Alerts', path: '/api/v1/alerts', render: renderAlerts },
+  { id: 'flags', title: 'Flags', path: '/api/v1/status/flags', render: kv },
+  { id: 'config', title: 'Configuration', path: '/api/v1/status/config', render: (d: { yaml?: string }) => h('pre', { class: 'config' }, d.yaml ?? '') },
+];
+
+export const page: Page = {
+  mount(root) {
+    const ac = new AbortController();
+    const toc = h('nav', { class: 'toc' }, sections.map((s) => h('a', { href: '#' + s.id }, s.title)));
+    const boxes = sections.map((s) => {
+      const body = h('div', { class: 'body' }, h('p', { class: 'hint' }, 'Loading…'));
+      const box = h('section', { class: 'card status-section', id: s.id, 'data-state': 'loading' }, h('h2', null, s.title, ' ', h('code', { class: 'path' }, s.path)), body);
+      get<unknown>(s.path, undefined, ac.signal).then(
+        (r) => { clear(body, s.render(r.data)); box.dataset.state = 'ok'; },
+        (e) => { if (!ac.signal.aborted) { clear(body, errorBox(`GET ${s.path}`, e)); box.dataset.state = 'error'; } });
+      return box;
+    });
+    clear(root, h('div', { class: 'status' }, toc, boxes));
+    return () => ac.abort();
+  },
+};
