@@ -107,9 +107,9 @@ export const page: Page = {
         for (const s of d.seriesCountByMetricName ?? []) counts.set(s.name, s.value);
         const hs = d.headStats;
         parts.push(h('div', { class: 'card head' }, h('h3', null, 'Head'),
-          hs ? table(['Series', 'Label pairs', 'Chunks', 'From', 'To'], [[String(hs.numSeries ?? '—'), String(hs.numLabelPairs ?? '—'), String(hs.chunkCount ?? '—'),
-            hs.minTime !== undefined && Number.isFinite(hs.minTime) && hs.minTime > 0 ? new Date(hs.minTime).toISOString() : '—',
-            hs.maxTime !== undefined && Number.isFinite(hs.maxTime) && hs.maxTime > 0 ? new Date(hs.maxTime).toISOString() : '—']]) : 'no head statistics'));
+          hs ? table(['Series', 'Label pairs', 'Chunks', 'From', 'To'], [[String(hs.numSeries ?? '—'), String(hs.numLabelPairs ?? '—'), hs.chunkCount !== undefined && hs.chunkCount >= 0 ? String(hs.chunkCount) : '—',
+            hs.minTime !== undefined && hs.minTime > 0 && hs.minTime < 8.64e15 ? new Date(hs.minTime).toISOString() : '—',
+            hs.maxTime !== undefined && hs.maxTime > 0 && hs.maxTime < 8.64e15 ? new Date(hs.maxTime).toISOString() : '—']]) : 'no head statistics'));
         parts.push(h('div', { class: 'cards' },
           statTable('Top label names by value count', d.labelValueCountByLabelName?.slice(0, 10)),
           statTable('Top label pairs by series count', d.seriesCountByLabelValuePair?.slice(0, 10)),

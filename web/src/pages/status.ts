@@ -49,8 +49,20 @@ const renderAlerts: Render = (d: { alerts?: any[] }) => {
   return table(['Alert', 'State', 'Since', 'Value'], alerts.map((a) => [formatLabels(a.labels ?? {}), a.state, a.activeAt ?? '', a.value ?? '']));
 };
 
+// headStats shows times as such, and a negative count (Aerie's head has no
+// chunks in Prometheus' sense) as absent.
+function headStats(hs: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(hs)) {
+    if (typeof v === 'number' && v < 0) out[k] = '—';
+    else if ((k === 'minTime' || k === 'maxTime') && typeof v === 'number' && Math.abs(v) < 8.64e15) out[k] = `${new Date(v).toISOString()} (${v})`;
+    else out[k] = v;
+  }
+  return out;
+}
+
 const renderTSDB: Render = (d: { headStats?: Record<string, unknown>; seriesCountByMetricName?: { name: string; value: number }[] }) => [
-  d.headStats ? kv(d.headStats) : h('p', { class: 'hint' }, 'No head statistics.'),
+  d.headStats ? kv(headStats(d.headStats)) : h('p', { class: 'hint' }, 'No head statistics.'),
   (d.seriesCountByMetricName?.length ?? 0) > 0
     ? [h('h3', null, 'Top metrics by series'), table(['Metric', 'Series'], d.seriesCountByMetricName!.map((s) => [s.name, String(s.value)]))]
     : null,
