@@ -1,7 +1,7 @@
 // The PromQL editor: CodeMirror 6 with @prometheus-io/codemirror-promql,
 // completing metric names, label names and values from Aerie's own API.
 
-import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap } from '@codemirror/autocomplete';
+import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap, completionStatus, acceptCompletion } from '@codemirror/autocomplete';
 import { defaultKeymap, history, historyKeymap, insertNewlineAndIndent } from '@codemirror/commands';
 import { bracketMatching, HighlightStyle, indentOnInput, syntaxHighlighting } from '@codemirror/language';
 import { lintKeymap } from '@codemirror/lint';
@@ -60,7 +60,14 @@ export function newEditor(parent: HTMLElement, doc: string, execute: () => void)
         httpErrorHandler: () => undefined,
       },
     });
-  const run = (): boolean => { execute(); return true; };
+  // Enter picks the selected completion while the list is open and takes
+  // keys (CodeMirror ignores them for 75 ms after it opens); otherwise it
+  // runs the query. It never inserts a line: Shift+Enter does.
+  const run = (v: EditorView): boolean => {
+    if (completionStatus(v.state) === 'active' && acceptCompletion(v)) return true;
+    execute();
+    return true;
+  };
   const view = new EditorView({
     parent,
     state: EditorState.create({
@@ -78,12 +85,9 @@ export function newEditor(parent: HTMLElement, doc: string, execute: () => void)
         promql.asExtension(),
         serverError,
         EditorView.lineWrapping,
-        // After autocompletion(): its own Prec.highest keymap comes first, so
-        // Enter picks a completion while the list is open and runs the query
-        // otherwise.
         Prec.highest(keymap.of([
           { key: 'Enter', run },
-          { key: 'Mod-Enter', run },
+          { key: 'Mod-Enter', run: () => { execute(); return true; } },
           { key: 'Shift-Enter', run: insertNewlineAndIndent },
         ])),
         keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...historyKeymap, ...completionKeymap, ...lintKeymap]),
