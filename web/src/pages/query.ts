@@ -197,8 +197,10 @@ export const page: Page = {
       plot = newChart(box, series, {
         start, end, width: Math.max(output.clientWidth, 300),
         onZoom(from, to) {
-          state.end = Math.round(to * 1000) / 1000;
-          state.range = Math.max(Math.round((to - from) * 1000) / 1000, 0.001);
+          // Whole seconds (milliseconds below a minute): URLs stay short.
+          const unit = to - from >= 60 ? 1 : 1000;
+          state.end = Math.round(to * unit) / unit;
+          state.range = Math.max(Math.round((to - from) * unit) / unit, 1 / unit);
           state.step = null;
           rangeInput.value = formatDuration(state.range);
           endInput.value = formatTime(state.end);
