@@ -30,6 +30,11 @@ var screenshots = flag.String("ui.screenshots", "", "directory for the browser t
 // badQuery has a parse error at its 16th character, the "*".
 const badQuery = "ui_test_temp + * 2"
 
+// badLines is a query of two lines, the second with an error after a
+// two-byte character: Prometheus counts columns in bytes, the editor in
+// characters.
+var badLines = [2]string{"ui_test_temp", `+ ui_test_temp{city="é"} * * 2`}
+
 // chromiumPath is Debian's chromium (scripts/install-deps.sh installs it).
 const chromiumPath = "/usr/bin/chromium"
 
@@ -71,19 +76,21 @@ func startServer(t *testing.T, end int64) string {
 
 // pressEnter sends Enter as a keyboard does: keyDown (with its text) and
 // keyUp. chromedp.KeyEvent adds a separate "char" event, which types a
-// newline even when the page handled the keyDown.
-var pressEnter = chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-	for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeKeyDown, input.DispatchKeyEventTypeKeyUp} {
-		p := input.DispatchKeyEventParams{Type: typ, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13}
-		if typ == input.DispatchKeyEventTypeKeyDown {
-			p.Text, p.UnmodifiedText = "\r", "\r"
+// newline even when the page handled the keyDown. modifiers: 8 is Shift.
+func pressEnter(modifiers int64) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeKeyDown, input.DispatchKeyEventTypeKeyUp} {
+			p := input.DispatchKeyEventParams{Type: typ, Modifiers: modifiers, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13}
+			if typ == input.DispatchKeyEventTypeKeyDown {
+				p.Text, p.UnmodifiedText = "\r", "\r"
+			}
+			if _, err := cdp.Call(ctx, tg, input.DispatchKeyEvent, p); err != nil {
+				return err
+			}
 		}
-		if _, err := cdp.Call(ctx, tg, input.DispatchKeyEvent, p); err != nil {
-			return err
-		}
-	}
-	return nil
-})
+		return nil
+	})
+}
 
 // TestUIBrowser drives the UI in Debian's headless Chromium against a real
 // server holding known data: the query page (autocompletion, a range query
@@ -131,9 +138,9 @@ func TestUIBrowser(t *testing.T) {
 			if err != nil {
 				return
 			}
-			// The bad query's 400 is the one failed request the test makes
-			// on purpose; the browser logs it.
-			expected := m.Source == "network" && strings.Contains(m.URL, "/api/v1/query?query="+strings.ReplaceAll(url.QueryEscape(badQuery), "%2A", "*")+"&")
+			// The bad queries' 400s are the failed requests the test makes
+			// on purpose; the browser logs them.
+			expected := m.Source == "network" && strings.Contains(m.Text, "status of 400") && strings.Contains(m.URL, "/api/v1/query?")
 			if (m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning || m.IsException()) && !expected {
 				mu.Lock()
 				console = append(console, fmt.Sprintf("%s (%s:%d)", m, m.URL, m.Line))
@@ -195,9 +202,9 @@ func TestUIBrowser(t *testing.T) {
 	for range idx {
 		do("next completion", chromedp.KeyEvent(kb.ArrowDown))
 	}
-	do("Enter takes the completion", pressEnter)
+	do("Enter takes the completion", pressEnter(0))
 	waitFor("the editor holds the completed name", `document.querySelector('.cm-content').textContent === 'ui_test_temp'`)
-	do("Enter runs the query", pressEnter)
+	do("Enter runs the query", pressEnter(0))
 	waitFor("the chart", `!!document.querySelector('.chart[data-series] canvas')`)
 	require.Equal(t, "2", eval(`document.querySelector('.chart').dataset.series`), "drawn series")
 	require.Equal(t, "2", eval(`String(document.querySelectorAll('.u-legend .u-series').length - 1)`), "legend rows besides the time")
@@ -279,6 +286,20 @@ func TestUIBrowser(t *testing.T) {
 	require.Equal(t, "16", eval(`document.querySelector('.query-error').dataset.col`))
 	require.Equal(t, "*", eval(`document.querySelector('.cm-server-error')?.textContent ?? ''`), "the mark is on the 16th character")
 	shot("query-error")
+
+	// An error on the second line, after a two-byte character.
+	do("select all again", chromedp.Click(chromedp.CSS(".cm-content")), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	do("type two lines", chromedp.SendKeys(chromedp.CSS(".cm-content"), badLines[0]), chromedp.KeyEvent(kb.Escape), pressEnter(8),
+		chromedp.SendKeys(chromedp.CSS(".cm-content"), badLines[1]), chromedp.KeyEvent(kb.Escape), chromedp.Click(chromedp.CSS("button.execute")))
+	waitFor("the second error", `document.querySelector('.query-error')?.dataset.line === '2'`)
+	require.Equal(t, badLines[0]+"\n"+badLines[1], location().Get("expr"), "typed as two lines")
+	wantCol := strings.LastIndex(badLines[1], "* 2") + 1 // in bytes, 1-based
+	require.Equal(t, strconv.Itoa(wantCol), eval(`document.querySelector('.query-error').dataset.col`), eval(`document.querySelector('.query-error').textContent`))
+	require.Equal(t, "*", eval(`document.querySelector('.cm-server-error')?.textContent ?? ''`))
+	require.Equal(t, strconv.Itoa(len([]rune(badLines[1][:wantCol-1]))), eval(`(() => {
+		const m = document.querySelector('.cm-server-error'), line = m.closest('.cm-line');
+		const r = document.createRange(); r.setStart(line, 0); r.setEnd(m, 0);
+		return String(r.toString().length) })()`), "the mark is on the second *")
 
 	// Explore: metric names with series counts, a metric's series.
 	do("open the explore page", chromedp.Navigate(base+"/explore"))
