@@ -93,10 +93,11 @@ func pressEnter(modifiers int64) chromedp.Action[chromedp.Void] {
 }
 
 // TestUIBrowser drives the UI in Debian's headless Chromium against a real
-// server holding known data: the query page (autocompletion, a range query
-// drawn as two series, a hovered value, drag-to-zoom into the URL, the
-// table, a parse error at its position), the explore page and the status
-// page, with no console error on any of them.
+// server holding known data: the query page (completion of a metric name,
+// a label name and a label value; a range query drawn as two series; the
+// hovered values; a legend toggle; drag-to-zoom into the URL; a reload;
+// the table; parse errors at their position), the explore page and the
+// status page, with no console error on any of them.
 func TestUIBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short: drives Chromium; scripts/test.sh runs it in its own step")
@@ -275,6 +276,14 @@ func TestUIBrowser(t *testing.T) {
 	do("table tab", chromedp.Click(chromedp.CSS(`button[data-tab=table]`)))
 	waitFor("the table", `document.querySelectorAll('table.result tbody tr').length === 2`)
 	require.Equal(t, "table", location().Get("tab"))
+
+	// Label names and values complete too.
+	do("select all for labels", chromedp.Click(chromedp.CSS(".cm-content")), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	do("type a label prefix", chromedp.SendKeys(chromedp.CSS(".cm-content"), "ui_test_temp{ci"))
+	waitFor("the label name offered", `[...document.querySelectorAll('.cm-tooltip-autocomplete li')].some(li => li.textContent.startsWith('city'))`)
+	do("type a value's start", chromedp.KeyEvent(kb.Escape), chromedp.SendKeys(chromedp.CSS(".cm-content"), `ty="pa`))
+	waitFor("the label value offered", `[...document.querySelectorAll('.cm-tooltip-autocomplete li')].some(li => li.textContent.startsWith('paris'))`)
+	do("close the list", chromedp.KeyEvent(kb.Escape))
 
 	// A parse error, marked where the server says.
 	do("select all", chromedp.Click(chromedp.CSS(".cm-content")), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
