@@ -19,12 +19,12 @@
 // Sizes, as measured by TestBundleSize (gzip -9, the compression this
 // package serves): the query page, the first page, ~182 KB gzipped
 // (~540 KB raw, nearly all of it CodeMirror, the PromQL parser and the
-// function docs of codemirror-promql); explore and status ~8 KB each,
+// function docs of codemirror-promql); explore and status ~6 KB each,
 // since each page is its own chunk loaded on first visit.
 //
 // Invariants:
 //
-//  1. The handler answers only GET and HEAD of Routes (index.html) and
+//  1. The handler answers only GET and HEAD of its routes (index.html) and
 //     of /assets/NAME for the files of dist/assets; any other path gets
 //     a 404. Register mounts it on exactly those patterns, so it never
 //     shadows an API path, and an unknown /api/ path still gets the mux's

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -17,10 +18,10 @@ import (
 //go:embed dist
 var dist embed.FS
 
-// Routes are the client-side routes: each answers index.html and the
+// routes are the client-side routes: each answers index.html and the
 // script picks the page from the path (web/src/main.ts). Kept in step with
 // the pages table there; TestUIRoutes checks both.
-var Routes = []string{"/", "/query", "/explore", "/status"}
+var routes = []string{"/", "/query", "/explore", "/status"}
 
 // assetPrefix is where the bundle's files are served; their names carry a
 // content hash (web/build.mjs), so they can be cached for good.
@@ -55,7 +56,7 @@ func (f *file) gzipped() []byte {
 	return f.gz
 }
 
-// handler serves index.html for Routes and the files under dist/assets.
+// handler serves index.html for routes and the files under dist/assets.
 type handler struct {
 	index  *file
 	assets map[string]*file // by name under /assets/
@@ -67,24 +68,23 @@ var (
 	buildErr  error
 )
 
-// Handler returns the UI's handler. It answers GET and HEAD for Routes
-// and /assets/*, and 404 for every other path, so it can be mounted at
-// "/" beside the API without answering for it.
-func Handler() (http.Handler, error) {
+// load builds the handler from the embedded bundle, once. It answers GET
+// and HEAD for routes and /assets/*, and 404 for every other path.
+func load() (*handler, error) {
 	buildOnce.Do(func() { built, buildErr = newHandler(dist) })
 	return built, buildErr
 }
 
-// Register mounts the UI on mux: GET (and HEAD) of each of Routes and of
+// Register mounts the UI on mux: GET (and HEAD) of each of routes and of
 // /assets/. Only those patterns: the mux keeps answering its own 404 and
 // 405 for every other path and method, as before the UI existed.
 func Register(mux *http.ServeMux, wrap func(http.Handler) http.Handler) error {
-	h, err := Handler()
+	h, err := load()
 	if err != nil {
 		return err
 	}
 	hh := wrap(h)
-	for _, r := range Routes {
+	for _, r := range routes {
 		if r == "/" {
 			r = "/{$}"
 		}
@@ -187,7 +187,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	hd.Set("Content-Length", fmt.Sprint(len(body)))
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
 	if r.Method == http.MethodHead {
 		return
 	}
@@ -195,7 +195,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func isRoute(p string) bool {
-	for _, r := range Routes {
+	for _, r := range routes {
 		if p == r {
 			return true
 		}

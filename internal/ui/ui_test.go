@@ -50,7 +50,7 @@ func indexAssets(t *testing.T) []string {
 // TestUIRoutes checks invariant 1 (only the UI's own paths), 2 (nothing
 // outside the bundle) and 4 (caching).
 func TestUIRoutes(t *testing.T) {
-	for _, p := range Routes {
+	for _, p := range routes {
 		r := serve(t, "GET", p, nil)
 		require.Equal(t, 200, r.StatusCode, p)
 		require.Equal(t, "text/html; charset=utf-8", r.Header.Get("Content-Type"))
@@ -61,7 +61,7 @@ func TestUIRoutes(t *testing.T) {
 	// The router in web/src/main.ts knows the same pages.
 	mainTS, err := os.ReadFile("../../web/src/main.ts")
 	require.NoError(t, err)
-	for _, p := range Routes[1:] {
+	for _, p := range routes[1:] {
 		require.Contains(t, string(mainTS), `'`+p+`': {`, "route %s in main.ts", p)
 	}
 
