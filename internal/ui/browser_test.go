@@ -329,6 +329,8 @@ func TestUIBrowser(t *testing.T) {
 	require.Empty(t, failed, "status sections the API did not answer")
 	require.Contains(t, eval(`document.querySelector('#buildinfo').textContent`), "goVersion")
 	require.Contains(t, eval(`document.querySelector('#tsdb').textContent`), "numSeries")
+	require.Contains(t, eval(`document.querySelector('#storage').textContent`), "aerie_head_series", "the engine's figures from /metrics")
+	require.Contains(t, eval(`document.querySelector('#storage').textContent`), `{area="live"}`)
 	shot("status")
 
 	mu.Lock()

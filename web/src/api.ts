@@ -50,3 +50,17 @@ export async function get<T>(path: string, params?: Params, signal?: AbortSignal
   }
   return body;
 }
+
+// getText fetches a plain-text endpoint such as /metrics.
+export async function getText(path: string, signal?: AbortSignal): Promise<string> {
+  let resp: globalThis.Response;
+  try {
+    resp = await fetch(path, { signal, headers: { Accept: 'text/plain' } });
+  } catch (e) {
+    if (e instanceof DOMException && e.name === 'AbortError') throw e;
+    throw new APIError(`GET ${path}: ${e instanceof Error ? e.message : String(e)}`, 0);
+  }
+  const text = await resp.text();
+  if (!resp.ok) throw new APIError(`GET ${path}: HTTP ${resp.status}: ${text.trim().slice(0, 200)}`, resp.status);
+  return text;
+}

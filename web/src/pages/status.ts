@@ -2,8 +2,9 @@
 // asks its own endpoint and shows that endpoint's error if it fails, so a
 // missing endpoint is visible rather than papered over.
 
-import { get } from '../api';
-import { Child, clear, errorBox, formatLabels, h, table } from '../dom';
+import { get, getText } from '../api';
+import { Child, clear, errorBox, formatBytes, formatLabels, h, table } from '../dom';
+import { Family, parseMetrics } from '../metrics';
 import type { Page } from '../main';
 
 type Render = (data: any) => Child;
@@ -68,10 +69,55 @@ const renderTSDB: Render = (d: { headStats?: Record<string, unknown>; seriesCoun
     : null,
 ];
 
-const sections: { id: string; title: string; path: string; render: Render }[] = [
+// The engine's own figures, from its /metrics: what Aerie has no API
+// endpoint for yet (groups, partitions, flush progress, the memory
+// manager's areas, blocks, quarantine, the bucket tier).
+const storageGroups: { title: string; prefixes: string[] }[] = [
+  { title: 'Head', prefixes: ['aerie_head_', 'aerie_ingested_samples_total'] },
+  { title: 'Flush', prefixes: ['aerie_flush_', 'aerie_flushes_total'] },
+  { title: 'Memory manager', prefixes: ['aerie_memory_'] },
+  { title: 'WAL', prefixes: ['aerie_wal_'] },
+  { title: 'Blocks and compaction', prefixes: ['aerie_blocks', 'aerie_compaction', 'aerie_backfill_'] },
+  { title: 'Bucket tier', prefixes: ['aerie_bucket_'] },
+];
+
+function formatMetric(name: string, v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  if (name.endsWith('_bytes') || name.endsWith('_bytes_total')) return `${formatBytes(v)} (${v})`;
+  return String(Math.round(v * 1e6) / 1e6);
+}
+
+function familyRows(f: Family): Child[][] {
+  if (f.type === 'histogram' || f.type === 'summary') {
+    // Count and mean per label set, not every bucket.
+    const counts = f.samples.filter((s) => s.name === f.name + '_count');
+    return counts.map((c) => {
+      const sum = f.samples.find((s) => s.name === f.name + '_sum' && s.labels === c.labels)?.value ?? NaN;
+      const mean = c.value > 0 ? ` · mean ${(sum / c.value * (f.name.endsWith('_seconds') ? 1000 : 1)).toFixed(3)}${f.name.endsWith('_seconds') ? ' ms' : ''}` : '';
+      return [h('span', { title: f.help }, f.name), c.labels, `${c.value} observed${mean}`];
+    });
+  }
+  return f.samples.map((s) => [h('span', { title: f.help }, s.name), s.labels, formatMetric(s.name, s.value)]);
+}
+
+const renderStorage: Render = (text: string) => {
+  const families = [...parseMetrics(text).values()];
+  const out: Child[] = [];
+  for (const g of storageGroups) {
+    const rows = families
+      .filter((f) => g.prefixes.some((p) => f.name.startsWith(p)))
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .flatMap(familyRows);
+    if (rows.length > 0) out.push(h('h3', null, g.title), table(['Metric', 'Labels', 'Value'], rows, 'metrics'));
+  }
+  return out.length > 0 ? out : h('p', { class: 'hint' }, 'No aerie_ storage metrics in /metrics.');
+};
+
+const sections: { id: string; title: string; path: string; render: Render; text?: boolean }[] = [
   { id: 'buildinfo', title: 'Build information', path: '/api/v1/status/buildinfo', render: kv },
   { id: 'runtimeinfo', title: 'Runtime information', path: '/api/v1/status/runtimeinfo', render: kv },
-  { id: 'tsdb', title: 'Storage (head)', path: '/api/v1/status/tsdb', render: renderTSDB },
+  { id: 'tsdb', title: 'Head statistics', path: '/api/v1/status/tsdb', render: renderTSDB },
+  { id: 'storage', title: 'Storage engine', path: '/metrics', render: renderStorage, text: true },
   { id: 'targets', title: 'Targets', path: '/api/v1/targets', render: renderTargets },
   { id: 'rules', title: 'Rules', path: '/api/v1/rules', render: renderRules },
   { id: 'alerts', title: 'Alerts', path: '/api/v1/alerts', render: renderAlerts },
@@ -86,8 +132,9 @@ export const page: Page = {
     const boxes = sections.map((s) => {
       const body = h('div', { class: 'body' }, h('p', { class: 'hint' }, 'Loading…'));
       const box = h('section', { class: 'card status-section', id: s.id, 'data-state': 'loading' }, h('h2', null, s.title, ' ', h('code', { class: 'path' }, s.path)), body);
-      get<unknown>(s.path, undefined, ac.signal).then(
-        (r) => { clear(body, s.render(r.data)); box.dataset.state = 'ok'; },
+      const load = s.text ? getText(s.path, ac.signal) : get<unknown>(s.path, undefined, ac.signal).then((r) => r.data);
+      load.then(
+        (data) => { clear(body, s.render(data)); box.dataset.state = 'ok'; },
         (e) => { if (!ac.signal.aborted) { clear(body, errorBox(`GET ${s.path}`, e)); box.dataset.state = 'error'; } });
       return box;
     });
