@@ -68,6 +68,8 @@ export function newChart(parent: HTMLElement, result: MatrixSeries[], o: ChartOp
         value: (_u, v) => formatValue(v),
       })),
     ],
+    // UTC like the rest of the page (the end field, the legend, the URL).
+    tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
     scales: { x: { time: true, min: o.start, max: o.end } },
     axes: [
       { stroke: '#555', grid: { stroke: '#eee' } },

@@ -65,7 +65,7 @@ export const page: Page = {
     let plot: uPlot | null = null;
 
     const rangeInput = h('input', { class: 'range', 'aria-label': 'range', size: 6, value: formatDuration(state.range) });
-    const endInput = h('input', { class: 'end', 'aria-label': 'end', placeholder: 'now', size: 20, value: state.end === null ? '' : formatTime(state.end) });
+    const endInput = h('input', { class: 'end', 'aria-label': 'end', placeholder: 'now (UTC)', title: 'RFC 3339 (UTC) or Unix seconds; empty is now', size: 20, value: state.end === null ? '' : formatTime(state.end) });
     const stepInput = h('input', { class: 'step', 'aria-label': 'step', placeholder: 'auto', size: 6, value: state.step === null ? '' : formatDuration(state.step) });
     const tabs = (['graph', 'table'] as Tab[]).map((t) =>
       h('button', { type: 'button', class: 'tab', 'data-tab': t, onclick: () => { state.tab = t; execute(); } }, t === 'graph' ? 'Graph' : 'Table'));
