@@ -6,6 +6,9 @@
 # unless ~/.npm holds the packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for tool in node npm; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "ui-check: no $tool (scripts/install-deps.sh installs Debian's nodejs and npm)" >&2; exit 1; }
+done
 cd web
 npm ci --no-audit --no-fund --loglevel=error
 npx --no-install tsc --noEmit -p .
