@@ -41,4 +41,4 @@ ui:
 # Runs the UI's browser test in headless Chromium against a server holding
 # known data and writes a screenshot of each page to docs/ui/.
 ui-screenshots:
-	go test -count=1 -run TestUIBrowser ./internal/ui/ -args -ui.screenshots=$(CURDIR)/docs/ui
+	go test -count=1 -run TestUIBrowser ./internal/ui/browsertest/ -args -ui.screenshots=$(CURDIR)/docs/ui

@@ -47,7 +47,7 @@ scripts/e2e.sh 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || {
 
 step "web UI: bundle rebuilt from sources equals the committed one; browser tests in Debian's chromium"
 scripts/ui-check.sh
-go test -count=1 -run 'TestUI|TestBundleSize' -v ./internal/ui/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "web UI tests failed"; exit 1; }
+go test -count=1 -run 'TestUI|TestBundleSize' -v ./internal/ui/... 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "web UI tests failed"; exit 1; }
 
 step "fuzz (each target ${FUZZTIME} inputs)"
 for pkg in $(go list ./...); do
