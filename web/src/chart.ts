@@ -63,8 +63,8 @@ export function newChart(parent: HTMLElement, result: MatrixSeries[], o: ChartOp
         label: formatLabels(s.metric),
         stroke: seriesColor(i),
         width: 1.5,
-        spanGaps: false,
-        points: { show: false },
+        // uPlot's default: points drawn only where they are sparse, so an
+        // isolated sample (between gaps) is still visible.
         value: (_u, v) => formatValue(v),
       })),
     ],

@@ -81,7 +81,8 @@ export const page: Page = {
         }
         const labelRows = [...labels.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, vs]): Child[] => {
           const sorted = [...vs].sort();
-          return [k, String(vs.size), sorted.slice(0, 8).join(', ') + (sorted.length > 8 ? ', …' : '')];
+          const some: Child[] = sorted.slice(0, 8).map((v, i) => [i > 0 ? ', ' : '', queryLink(selector({ __name__: name, [k]: v }), v)]);
+          return [k, String(vs.size), h('span', { class: 'label-values' }, some, sorted.length > 8 ? ', …' : '')];
         });
         clear(detail,
           h('h2', null, name, ' ', h('span', { class: 'open-query' }, queryLink(name, 'open in query page'))),
