@@ -165,7 +165,7 @@ export const page: Page = {
     function showStats(d: QueryData, ms: number): void {
       const parts: Child[] = [];
       const n = Array.isArray(d.result) && d.resultType !== 'scalar' && d.resultType !== 'string' ? (d.result as Sample[]).length : 1;
-      parts.push(h('span', null, `${d.resultType}, ${n} ${n === 1 ? 'series' : 'series'}`));
+      parts.push(h('span', null, `${d.resultType}, ${n} series`));
       parts.push(h('span', null, `load ${ms.toFixed(0)} ms`));
       const t = d.stats?.timings;
       if (t?.evalTotalTime !== undefined) parts.push(h('span', null, `eval ${(t.evalTotalTime * 1000).toFixed(1)} ms`));
