@@ -14,6 +14,8 @@ interface TSDBStatus {
   seriesCountByLabelValuePair?: Stat[];
 }
 
+const maxListed = 2000;
+
 const legacyName = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const legacyLabel = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
@@ -56,11 +58,14 @@ export const page: Page = {
 
     function renderList(): void {
       const f = filter.value.trim().toLowerCase();
-      const shown = names.filter((n) => n.toLowerCase().includes(f));
+      const matching = names.filter((n) => n.toLowerCase().includes(f));
+      // A list of 100 000 names would stall the page: the filter narrows it.
+      const shown = matching.slice(0, maxListed);
       clear(list, shown.map((n) => h('li', { class: n === selected ? 'active' : '' },
         h('a', { href: '/explore?metric=' + encodeURIComponent(n), 'data-metric': n, onclick: (e: Event) => { e.preventDefault(); select(n, true); } }, n),
         counts.has(n) ? h('span', { class: 'count', title: 'series in the head' }, String(counts.get(n))) : null)));
       if (shown.length === 0) list.append(h('li', { class: 'hint' }, names.length === 0 ? 'No metrics yet.' : 'No metric matches.'));
+      if (matching.length > shown.length) list.append(h('li', { class: 'hint' }, `${matching.length - shown.length} more; type to filter.`));
     }
     filter.addEventListener('input', renderList);
 

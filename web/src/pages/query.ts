@@ -136,6 +136,7 @@ export const page: Page = {
       const start = end - state.range;
       const step = state.step ?? autoStep(state.range);
       output.classList.add('loading');
+      clear(stats, h('span', null, 'running…'));
       const t0 = performance.now();
       try {
         const resp = state.tab === 'graph'
