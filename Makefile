@@ -1,7 +1,7 @@
 # Aerie — see README.md.
 DATA_DIR ?= ./data
 
-.PHONY: run demo test build fmt vet benchmarks
+.PHONY: run demo test build fmt vet benchmarks ui ui-screenshots
 
 # Runs the Aerie server on the embedded default data directory, listening
 # on 127.0.0.1:9201 (see docs/quickstart.md).
@@ -32,3 +32,13 @@ fmt:
 
 vet:
 	go vet -stdmethods=false ./...
+
+# Rebuilds the web UI's bundle (internal/ui/dist, committed) from web/ with
+# npm and esbuild; scripts/ui-check.sh checks the committed one is current.
+ui:
+	cd web && npm ci --no-audit --no-fund && node build.mjs
+
+# Runs the UI's browser test in headless Chromium against a server holding
+# known data and writes a screenshot of each page to docs/ui/.
+ui-screenshots:
+	go test -count=1 -run TestUIBrowser ./internal/ui/browsertest/ -args -ui.screenshots=$(CURDIR)/docs/ui

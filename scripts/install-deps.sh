@@ -37,6 +37,13 @@ command -v graphite-manage >/dev/null 2>&1 || need+=(graphite-web)
 # uses the packages' services).
 command -v influxd >/dev/null 2>&1 || need+=(influxdb)
 command -v memcached >/dev/null 2>&1 || need+=(memcached)
+# Debian 12's chromium: the browser of the web UI's tests (internal/ui
+# TestUIBrowser drives it headless through chromedp; it fails without it
+# unless -short).
+[ -x /usr/bin/chromium ] || need+=(chromium)
+# Node and npm rebuild the UI's bundle in scripts/ui-check.sh (Debian 12's
+# nodejs 18 is enough for esbuild and the lockfile; a newer one is kept).
+command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "warning: no apt-get: not installing ${need[*]}; the end-to-end tests will skip" >&2

@@ -45,6 +45,10 @@ step "end-to-end: the server in-process, then Debian Prometheus and node_exporte
 go test -count=1 ./internal/server/
 scripts/e2e.sh 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "end-to-end tests failed"; exit 1; }
 
+step "web UI: bundle rebuilt from sources equals the committed one; browser tests in Debian's chromium"
+scripts/ui-check.sh
+go test -count=1 -run 'TestUI|TestBundleSize' -v ./internal/ui/... 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "web UI tests failed"; exit 1; }
+
 step "fuzz (each target ${FUZZTIME} inputs)"
 for pkg in $(go list ./...); do
   for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do

@@ -91,7 +91,7 @@ type openSlab struct {
 	keys   []slabKey
 	keyIdx map[keyEpoch]uint16
 	points []slabPoint
-	runs   [][]int32 // per key (by index in keys), its points' positions in points
+	byKey  [][]int32 // per key (index in keys), its points' indices in points
 	arena  []byte    // the points' values
 	keyBuf []uint16  // the points' key lists
 	bytes  int       // encoded data bytes at the widest bit array
@@ -340,7 +340,7 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 			ki = uint16(len(o.keys))
 			o.keyIdx[ke] = ki
 			o.keys = append(o.keys, slabKey{key: key, epoch: e.epoch, minT: p.T, maxT: p.T})
-			o.runs = append(o.runs, nil)
+			o.byKey = append(o.byKey, nil)
 		}
 		k := &o.keys[ki]
 		k.minT, k.maxT = min(k.minT, p.T), max(k.maxT, p.T)
@@ -355,7 +355,7 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 		o.arena = append(o.arena, p.V...) // never grows: the values fit in dataCap
 		kb := len(o.keyBuf)
 		o.keyBuf = append(o.keyBuf, ki)
-		o.runs[ki] = append(o.runs[ki], int32(len(o.points)))
+		o.byKey[ki] = append(o.byKey[ki], int32(len(o.points)))
 		o.points = append(o.points, slabPoint{t: p.T, v: o.arena[a:len(o.arena):len(o.arena)], keys: o.keyBuf[kb : kb+1 : kb+1]})
 		o.bytes += n
 		c.tick++
@@ -744,14 +744,8 @@ func (c *Cache) planLocked(key Key, start, end int64, fields []string) *getPlan 
 		}
 		if o := fi.open; o != nil {
 			if ki, ok := o.keyIdx[keyEpoch{key, e.epoch}]; ok {
-				// the key's own points, not a scan of every key's
-				run := o.runs[ki]
-				plan.out[fx] = slices.Grow(plan.out[fx], len(run))
-				if len(run) > 0 { // room for as many values of the first one's size
-					plan.arena = slices.Grow(plan.arena, len(run)*len(o.points[run[0]].v))
-				}
-				for _, j := range run {
-					if p := &o.points[j]; p.t >= lo && p.t <= hi {
+				for _, i := range o.byKey[ki] {
+					if p := &o.points[i]; p.t >= lo && p.t <= hi {
 						plan.out[fx] = append(plan.out[fx], Point{T: p.t, V: plan.save(p.v)})
 					}
 				}
@@ -864,19 +858,67 @@ func (p *getPlan) result() Result {
 		if len(pts) == 0 {
 			continue
 		}
-		less := func(a, b Point) int {
-			if c := cmp.Compare(a.T, b.T); c != 0 {
-				return c
-			}
-			return bytes.Compare(a.V, b.V)
-		}
-		if !slices.IsSortedFunc(pts, less) {
-			slices.SortFunc(pts, less)
-		}
+		pts = sortPoints(pts)
 		pts = slices.CompactFunc(pts, func(a, b Point) bool { return a.T == b.T && bytes.Equal(a.V, b.V) })
 		res.Fields = append(res.Fields, Field{Name: p.fields[fx], Points: pts})
 	}
 	return res
+}
+
+func pointLess(a, b Point) int {
+	if c := cmp.Compare(a.T, b.T); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.V, b.V)
+}
+
+// sortPoints sorts points by (time, value) as a natural merge sort: a
+// Get's points are a few runs already in order (each slab's run, each of
+// the open slab's Sets), so merging the runs costs O(n log runs) where a
+// sort from scratch costs O(n log n). It may return another slice.
+func sortPoints(pts []Point) []Point {
+	var bounds []int // starts of the ascending runs, then len(pts)
+	for i := range pts {
+		if i == 0 || pointLess(pts[i-1], pts[i]) > 0 {
+			bounds = append(bounds, i)
+		}
+	}
+	bounds = append(bounds, len(pts))
+	if len(bounds) <= 2 {
+		return pts
+	}
+	if len(bounds)-1 > len(pts)/8 { // barely sorted: a plain sort is as good
+		slices.SortFunc(pts, pointLess)
+		return pts
+	}
+	src, dst := pts, make([]Point, len(pts))
+	for len(bounds) > 2 {
+		nb := bounds[:0:0]
+		for i := 0; i+1 < len(bounds); i += 2 {
+			lo, mid := bounds[i], bounds[i+1]
+			hi := mid
+			if i+2 < len(bounds) {
+				hi = bounds[i+2]
+			}
+			nb = append(nb, lo)
+			a, b, k := lo, mid, lo
+			for a < mid && b < hi {
+				if pointLess(src[b], src[a]) < 0 {
+					dst[k] = src[b]
+					b++
+				} else {
+					dst[k] = src[a]
+					a++
+				}
+				k++
+			}
+			k += copy(dst[k:], src[a:mid])
+			copy(dst[k:], src[b:hi])
+		}
+		bounds = append(nb, len(pts))
+		src, dst = dst, src
+	}
+	return src
 }
 
 // cover decides what a get of [start, end] finds in the ranges.

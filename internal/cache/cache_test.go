@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -212,6 +214,37 @@ func TestPointLen(t *testing.T) {
 		for _, dt := range []uint64{0, 60, 127, 128, 1 << 40, math.MaxUint64} {
 			var b, d [binary.MaxVarintLen64]byte
 			require.Equal(t, binary.PutUvarint(d[:], dt)+1+binary.PutUvarint(b[:], uint64(n))+n, pointLen(dt, n), "%d %d", dt, n)
+		}
+	}
+}
+
+// TestSortPoints: the natural merge sort orders like a plain sort, over
+// inputs made of sorted runs (as a Get gathers them) and random ones.
+func TestSortPoints(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := range 300 {
+		var pts []Point
+		switch n % 3 {
+		case 0: // a few sorted runs
+			for range 1 + rng.IntN(6) {
+				var run []Point
+				for range rng.IntN(40) {
+					run = append(run, Point{T: rng.Int64N(50), V: []byte{byte(rng.IntN(4))}})
+				}
+				slices.SortFunc(run, pointLess)
+				pts = append(pts, run...)
+			}
+		default: // random
+			for range rng.IntN(60) {
+				pts = append(pts, Point{T: rng.Int64N(20), V: []byte{byte(rng.IntN(4))}})
+			}
+		}
+		want := slices.Clone(pts)
+		slices.SortStableFunc(want, pointLess)
+		got := sortPoints(slices.Clone(pts))
+		require.Equal(t, len(want), len(got))
+		for i := range want {
+			require.Zero(t, pointLess(want[i], got[i]), "n=%d i=%d", n, i)
 		}
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/aerie-db/aerie/internal/sensor"
 	"github.com/aerie-db/aerie/internal/statsd"
 	"github.com/aerie-db/aerie/internal/tsdb"
+	"github.com/aerie-db/aerie/internal/ui"
 	"github.com/aerie-db/aerie/internal/vmformat"
 )
 
@@ -337,6 +338,11 @@ func (s *Server) build() error {
 		}
 		fmt.Fprintln(w, "Aerie is Ready.")
 	})
+	// The web UI on its own routes (/, /query, …, /assets/) only: every
+	// other path keeps the mux's 404 and 405.
+	if err := ui.Register(mux, func(h http.Handler) http.Handler { return s.m.instrument("ui", h) }); err != nil {
+		return err
+	}
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -1,0 +1,342 @@
+package browsertest
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/server"
+)
+
+var screenshots = flag.String("ui.screenshots", "", "directory for the browser test's screenshots of each page (default: a temporary directory)")
+
+// badQuery has a parse error at its 16th character, the "*".
+const badQuery = "ui_test_temp + * 2"
+
+// badLines is a query of two lines, the second with an error after a
+// two-byte character: Prometheus counts columns in bytes, the editor in
+// characters.
+var badLines = [2]string{"ui_test_temp", `+ ui_test_temp{city="é"} * * 2`}
+
+// chromiumPath is Debian's chromium (scripts/install-deps.sh installs it).
+const chromiumPath = "/usr/bin/chromium"
+
+// The data the browser sees: two series of ui_test_temp, one sample a
+// minute for the hour before end, with values that tell the minute.
+func pariValue(t int64) float64 { return float64(t / 60 % 1000) }
+func osloValue(t int64) float64 { return pariValue(t) / 2 }
+
+func startServer(t *testing.T, end int64) string {
+	t.Helper()
+	s, err := server.New(server.Options{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.NoError(t, s.Listen())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	base := "http://" + s.Addr()
+	require.Eventually(t, func() bool {
+		r, err := http.Get(base + "/-/ready")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == 200
+	}, 10*time.Second, 50*time.Millisecond)
+	var lines strings.Builder
+	for ts := end - 3600; ts <= end; ts += 60 {
+		fmt.Fprintf(&lines, "ui_test,city=paris temp=%g %d\n", pariValue(ts), ts)
+		fmt.Fprintf(&lines, "ui_test,city=oslo temp=%g %d\n", osloValue(ts), ts)
+		fmt.Fprintf(&lines, "ui_test,city=oslo,code=200 requests_total=%d %d\n", ts-end+3600, ts)
+	}
+	r, err := http.Post(base+"/write?precision=s", "text/plain", strings.NewReader(lines.String()))
+	require.NoError(t, err)
+	r.Body.Close()
+	require.Equal(t, http.StatusNoContent, r.StatusCode)
+	return base
+}
+
+// pressEnter sends Enter as a keyboard does: keyDown (with its text) and
+// keyUp. chromedp.KeyEvent adds a separate "char" event, which types a
+// newline even when the page handled the keyDown. modifiers: 8 is Shift.
+func pressEnter(modifiers int64) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeKeyDown, input.DispatchKeyEventTypeKeyUp} {
+			p := input.DispatchKeyEventParams{Type: typ, Modifiers: modifiers, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13}
+			if typ == input.DispatchKeyEventTypeKeyDown {
+				p.Text, p.UnmodifiedText = "\r", "\r"
+			}
+			if _, err := cdp.Call(ctx, tg, input.DispatchKeyEvent, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// TestUIBrowser drives the UI in Debian's headless Chromium against a real
+// server holding known data: the query page (completion of a metric name,
+// a label name and a label value; a range query drawn as two series; the
+// hovered values; a legend toggle; drag-to-zoom into the URL; a reload;
+// the table; parse errors at their position), the explore page and the
+// status page, with no console error on any of them.
+func TestUIBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: drives Chromium; scripts/test.sh runs it in its own step")
+	}
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("no %s (install Debian's chromium: scripts/install-deps.sh), or run with -short: %v", chromiumPath, err)
+	}
+	shots := *screenshots
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	require.NoError(t, os.MkdirAll(shots, 0o755))
+
+	end := time.Now().Unix() / 60 * 60
+	base := startServer(t, end)
+
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(900, 700),
+	)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelT()
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(900, 700)))
+	var mu sync.Mutex
+	var console []string
+	go func() {
+		for m, err := range chromedp.Console(ctx) {
+			if err != nil {
+				return
+			}
+			// The bad queries' 400s are the failed requests the test makes
+			// on purpose; the browser logs them.
+			expected := m.Source == "network" && strings.Contains(m.Text, "status of 400") && strings.Contains(m.URL, "/api/v1/query?")
+			if (m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning || m.IsException()) && !expected {
+				mu.Lock()
+				console = append(console, fmt.Sprintf("%s (%s:%d)", m, m.URL, m.Line))
+				mu.Unlock()
+			}
+		}
+	}()
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		t0 := time.Now()
+		require.NoError(t, chromedp.Do(ctx, steps...), what)
+		t.Logf("%s: %v", what, time.Since(t0).Round(time.Millisecond))
+	}
+	eval := func(js string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		require.NoError(t, err, js)
+		return s
+	}
+	shot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644))
+		t.Logf("screenshot %s.png: %d bytes", name, len(png))
+	}
+	location := func() url.Values {
+		t.Helper()
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		require.NoError(t, err)
+		u, err := url.Parse(loc)
+		require.NoError(t, err)
+		return u.Query()
+	}
+	// waitFor polls a JavaScript condition.
+	waitFor := func(what, js string) {
+		t.Helper()
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(15*time.Second)))
+		if err != nil {
+			state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + '\neditor: ' + (document.querySelector('.cm-content')?.textContent ?? '-') + '\nmain: ' + document.querySelector('main').innerText.slice(0, 1500)`))
+			t.Fatalf("%s: %v; page:\n%s", what, err, state)
+		}
+	}
+
+	// Query page: autocompletion of a metric name from the API.
+	endISO := time.Unix(end, 0).UTC().Format(time.RFC3339)
+	do("open the query page", chromedp.Navigate(base+"/query?range=30m&end="+url.QueryEscape(endISO)))
+	do("wait for the editor", chromedp.WaitVisible(chromedp.CSS(".cm-content")))
+	do("click", chromedp.Click(chromedp.CSS(".cm-content")))
+	do("type a prefix", chromedp.SendKeys(chromedp.CSS(".cm-content"), "ui_test_te"))
+	waitFor("the completion list offers ui_test_temp",
+		`!!document.querySelector('.cm-tooltip-autocomplete') && [...document.querySelectorAll('.cm-tooltip-autocomplete li')].some(li => li.textContent.startsWith('ui_test_temp'))`)
+	// CodeMirror ignores Enter for 75 ms after the list opens (its
+	// interactionDelay), and the list may reopen when the API answers.
+	time.Sleep(300 * time.Millisecond)
+	// The list is ordered by the library; move to ui_test_temp.
+	idx, err := strconv.Atoi(eval(`String([...document.querySelectorAll('.cm-tooltip-autocomplete li')].findIndex(l => l.textContent.startsWith('ui_test_temp')))`))
+	require.NoError(t, err)
+	for range idx {
+		do("next completion", chromedp.KeyEvent(kb.ArrowDown))
+	}
+	do("Enter takes the completion", pressEnter(0))
+	waitFor("the editor holds the completed name", `document.querySelector('.cm-content').textContent === 'ui_test_temp'`)
+	do("Enter runs the query", pressEnter(0))
+	waitFor("the chart", `!!document.querySelector('.chart[data-series] canvas')`)
+	require.Equal(t, "2", eval(`document.querySelector('.chart').dataset.series`), "drawn series")
+	require.Equal(t, "2", eval(`String(document.querySelectorAll('.u-legend .u-series').length - 1)`), "legend rows besides the time")
+	q := location()
+	require.Equal(t, "ui_test_temp", q.Get("expr"))
+	require.Equal(t, "graph", q.Get("tab"))
+	require.Equal(t, "30m", q.Get("range"))
+	require.Equal(t, endISO, q.Get("end"))
+	require.Contains(t, eval(`document.querySelector('.stats').textContent`), "samples read")
+
+	// Hover the middle of the plot: the legend shows the values there.
+	rect := eval(`(() => { const r = document.querySelector('.u-over').getBoundingClientRect(); return [r.left, r.top, r.width, r.height].join(',') })()`)
+	var left, top, width, height float64
+	_, err = fmt.Sscanf(rect, "%g,%g,%g,%g", &left, &top, &width, &height)
+	require.NoError(t, err, rect)
+	do("hover", chromedp.MouseEvent(chromedp.MouseMoved, left+width/2, top+height/2))
+	waitFor("legend values", `document.querySelector('.u-legend .u-series .u-value').textContent.includes('T')`)
+	hovered := eval(`document.querySelector('.u-legend .u-series .u-value').textContent`)
+	ht, err := time.Parse(time.RFC3339Nano, hovered)
+	require.NoError(t, err, hovered)
+	require.InDelta(t, float64(end-900), float64(ht.Unix()), 60, "the middle of the last 30 m")
+	legend := eval(`[...document.querySelectorAll('.u-legend .u-series')].slice(1).map(r => r.querySelector('.u-label').textContent + '=' + r.querySelector('.u-value').textContent).join('\n')`)
+	sample := ht.Unix() / 60 * 60 // the last sample at or before the step
+	require.Contains(t, legend, `ui_test_temp{city="paris"}=`+strconv.FormatFloat(pariValue(sample), 'f', -1, 64), legend)
+	require.Contains(t, legend, `ui_test_temp{city="oslo"}=`+strconv.FormatFloat(osloValue(sample), 'f', -1, 64), legend)
+	shot("query")
+
+	// Clicking a legend entry hides its series. The inline legend reflows
+	// when the cursor leaves the plot (its values become dashes): leave
+	// first, then find the entry.
+	do("leave the plot", chromedp.MouseEvent(chromedp.MouseMoved, 5, 5))
+	var lx, ly float64
+	_, err = fmt.Sscanf(eval(`(() => { const r = document.querySelector('.u-legend .u-series:nth-child(2) .u-label').getBoundingClientRect(); return (r.left + r.width/2) + ',' + (r.top + r.height/2) })()`), "%g,%g", &lx, &ly)
+	require.NoError(t, err)
+	do("toggle oslo", chromedp.MouseEvent(chromedp.MouseMoved, lx, ly), chromedp.MouseClickXY(lx, ly))
+	waitFor("oslo hidden", `document.querySelector('.u-legend .u-series:nth-child(2)').classList.contains('u-off')`)
+
+	// Drag across the middle half: the range becomes that half.
+	x0, x1, y := left+width/4, left+3*width/4, top+height/2
+	press := func(p *input.DispatchMouseEventParams) {
+		p.Button = input.MouseButtonLeft
+		p.Buttons = 1
+		p.ClickCount = 1
+	}
+	do("drag to zoom",
+		chromedp.MouseEvent(chromedp.MouseMoved, x0, y),
+		chromedp.MouseEvent(chromedp.MousePressed, x0, y, press),
+		chromedp.MouseEvent(chromedp.MouseMoved, (x0+x1)/2, y, press),
+		chromedp.MouseEvent(chromedp.MouseMoved, x1, y, press),
+		chromedp.MouseEvent(chromedp.MouseReleased, x1, y, press))
+	waitFor("the zoomed range in the URL", `new URLSearchParams(location.search).get('range') !== '30m'`)
+	waitFor("the zoomed chart", `!!document.querySelector('.chart[data-series] canvas') && document.querySelector('.chart').dataset.end !== '`+strconv.FormatInt(end, 10)+`'`)
+	q = location()
+	zr, err := model.ParseDuration(q.Get("range"))
+	require.NoError(t, err, q.Get("range"))
+	require.InDelta(t, 900, time.Duration(zr).Seconds(), 900*0.05, "range %s", q.Get("range"))
+	ze, err := time.Parse(time.RFC3339Nano, q.Get("end"))
+	require.NoError(t, err, q.Get("end"))
+	require.InDelta(t, float64(end-450), float64(ze.UnixMilli())/1000, 900*0.05, "end %s", q.Get("end"))
+
+	// Reload: the view comes back from the URL.
+	do("reload", chromedp.Reload())
+	waitFor("the chart after a reload", `!!document.querySelector('.chart[data-series] canvas')`)
+	require.Equal(t, q.Get("range"), location().Get("range"))
+	require.Equal(t, "ui_test_temp", eval(`document.querySelector('.cm-content').textContent`))
+
+	// The table: an instant query at end.
+	do("table tab", chromedp.Click(chromedp.CSS(`button[data-tab=table]`)))
+	waitFor("the table", `document.querySelectorAll('table.result tbody tr').length === 2`)
+	require.Equal(t, "table", location().Get("tab"))
+
+	// Label names and values complete too.
+	do("select all for labels", chromedp.Click(chromedp.CSS(".cm-content")), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	do("type a label prefix", chromedp.SendKeys(chromedp.CSS(".cm-content"), "ui_test_temp{ci"))
+	waitFor("the label name offered", `[...document.querySelectorAll('.cm-tooltip-autocomplete li')].some(li => li.textContent.startsWith('city'))`)
+	do("type a value's start", chromedp.KeyEvent(kb.Escape), chromedp.SendKeys(chromedp.CSS(".cm-content"), `ty="pa`))
+	waitFor("the label value offered", `[...document.querySelectorAll('.cm-tooltip-autocomplete li')].some(li => li.textContent.startsWith('paris'))`)
+	do("close the list", chromedp.KeyEvent(kb.Escape))
+
+	// A parse error, marked where the server says.
+	do("select all", chromedp.Click(chromedp.CSS(".cm-content")), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	do("type a bad query", chromedp.SendKeys(chromedp.CSS(".cm-content"), badQuery), chromedp.KeyEvent(kb.Escape), chromedp.Click(chromedp.CSS("button.execute")))
+	waitFor("the error", `!!document.querySelector('.query-error')`)
+	msg := eval(`document.querySelector('.query-error').textContent`)
+	require.Contains(t, msg, "1:16: parse error")
+	require.Equal(t, "1", eval(`document.querySelector('.query-error').dataset.line`))
+	require.Equal(t, "16", eval(`document.querySelector('.query-error').dataset.col`))
+	require.Equal(t, "*", eval(`document.querySelector('.cm-server-error')?.textContent ?? ''`), "the mark is on the 16th character")
+	shot("query-error")
+
+	// An error on the second line, after a two-byte character.
+	do("select all again", chromedp.Click(chromedp.CSS(".cm-content")), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	do("type two lines", chromedp.SendKeys(chromedp.CSS(".cm-content"), badLines[0]), chromedp.KeyEvent(kb.Escape), pressEnter(8),
+		chromedp.SendKeys(chromedp.CSS(".cm-content"), badLines[1]), chromedp.KeyEvent(kb.Escape), chromedp.Click(chromedp.CSS("button.execute")))
+	waitFor("the second error", `document.querySelector('.query-error')?.dataset.line === '2'`)
+	require.Equal(t, badLines[0]+"\n"+badLines[1], location().Get("expr"), "typed as two lines")
+	wantCol := strings.LastIndex(badLines[1], "* 2") + 1 // in bytes, 1-based
+	require.Equal(t, strconv.Itoa(wantCol), eval(`document.querySelector('.query-error').dataset.col`), eval(`document.querySelector('.query-error').textContent`))
+	require.Equal(t, "*", eval(`document.querySelector('.cm-server-error')?.textContent ?? ''`))
+	require.Equal(t, strconv.Itoa(len([]rune(badLines[1][:wantCol-1]))), eval(`(() => {
+		const m = document.querySelector('.cm-server-error'), line = m.closest('.cm-line');
+		const r = document.createRange(); r.setStart(line, 0); r.setEnd(m, 0);
+		return String(r.toString().length) })()`), "the mark is on the second *")
+
+	// Explore: metric names with series counts, a metric's series.
+	do("open the explore page", chromedp.Navigate(base+"/explore"))
+	waitFor("the metric list", `!!document.querySelector('ul.metrics a[data-metric="ui_test_temp"]')`)
+	require.Equal(t, "2", eval(`document.querySelector('ul.metrics a[data-metric="ui_test_temp"]').parentElement.querySelector('.count').textContent`))
+	do("pick a metric", chromedp.Click(chromedp.CSS(`ul.metrics a[data-metric="ui_test_temp"]`)))
+	waitFor("its series", `document.querySelectorAll('table.series tbody tr').length === 2`)
+	require.Equal(t, "ui_test_temp", location().Get("metric"))
+	require.Contains(t, eval(`document.querySelector('.detail').textContent`), "city")
+	paris, err := url.Parse(eval(`[...document.querySelectorAll('.label-values a')].find(a => a.textContent === 'paris')?.href ?? ''`))
+	require.NoError(t, err)
+	require.Equal(t, `ui_test_temp{city="paris"}`, paris.Query().Get("expr"), "a label value links to its selector")
+	shot("explore")
+	do("open in the query page", chromedp.Click(chromedp.CSS(`.open-query a`)))
+	waitFor("the query page's chart", `!!document.querySelector('.chart[data-series="2"] canvas')`)
+
+	// Status: every section answered by the API.
+	do("open the status page", chromedp.Navigate(base+"/status"))
+	waitFor("every section loaded", `document.querySelectorAll('.status-section').length > 0 && !document.querySelector('.status-section[data-state=loading]')`)
+	failed := eval(`[...document.querySelectorAll('.status-section[data-state=error]')].map(s => s.id + ': ' + s.textContent).join('\n')`)
+	require.Empty(t, failed, "status sections the API did not answer")
+	require.Contains(t, eval(`document.querySelector('#buildinfo').textContent`), "goVersion")
+	require.Contains(t, eval(`document.querySelector('#tsdb').textContent`), "numSeries")
+	require.Contains(t, eval(`document.querySelector('#storage').textContent`), "aerie_head_series", "the engine's figures from /metrics")
+	require.Contains(t, eval(`document.querySelector('#storage').textContent`), `{area="live"}`)
+	shot("status")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, console, "console errors and warnings")
+}
