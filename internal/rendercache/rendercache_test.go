@@ -357,6 +357,15 @@ func TestCounters(t *testing.T) {
 	}
 }
 
+// TestGraphiteView: the render API's view of the Store keeps the
+// Manager's tag index (graphite.TagIndex).
+func TestGraphiteView(t *testing.T) {
+	e := newEnv(t, t0, aggs)
+	if _, ok := e.rc.Graphite().(graphite.TagIndex); !ok {
+		t.Fatal("the tag index is lost")
+	}
+}
+
 // TestNotGridStore: a store that cannot tell its grids is refused.
 func TestNotGridStore(t *testing.T) {
 	if _, err := New(plainStore{}, nil, Options{}); err == nil || !strings.Contains(err.Error(), "GridStore") {
