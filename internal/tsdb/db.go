@@ -147,8 +147,9 @@ type LateObserver interface {
 
 // LateObservers tells each of its observers (several caches over one
 // engine): its horizon is the latest of theirs, so each hears at least of
-// the samples it asks for (a report it did not need costs it a dropped
-// entry, never an answer).
+// the samples it asks for. A write reaches an observer only if it reaches
+// before that observer's own horizon as it is at the report (later than
+// when the appender read it, so nothing it asked for is held back).
 type LateObservers []LateObserver
 
 func (os LateObservers) Horizon() int64 {
@@ -161,7 +162,9 @@ func (os LateObservers) Horizon() int64 {
 
 func (os LateObservers) Written(lset labels.Labels, mint, maxt int64) {
 	for _, o := range os {
-		o.Written(lset, mint, maxt)
+		if mint < o.Horizon() {
+			o.Written(lset, mint, maxt)
+		}
 	}
 }
 
