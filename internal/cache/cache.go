@@ -309,6 +309,7 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 	}
 	ke := keyEpoch{key, e.epoch}
 	var segIn *openSlab // the open slab whose last segment of the key this call is extending
+	var segKi uint16    // the key's index in segIn
 	for i := 0; i < len(f.Points); {
 		p := f.Points[i]
 		o := fi.open
@@ -324,7 +325,13 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 			fi.open = o
 			c.openCount++
 		}
-		ki, ok := o.keyIdx[ke]
+		var ki uint16
+		var ok bool
+		if o == segIn { // the key's entry in this open slab is known
+			ki, ok = segKi, true
+		} else {
+			ki, ok = o.keyIdx[ke]
+		}
 		n := pointLen(0, len(p.V)) // the key's first point in the slab: its min time
 		if ok {
 			prev := o.keys[ki].maxT
@@ -345,7 +352,7 @@ func (c *Cache) appendLocked(key Key, e *keyEntry, f *Field) error {
 		k := &o.keys[ki]
 		k.minT, k.maxT = min(k.minT, p.T), max(k.maxT, p.T)
 		if segIn != o {
-			segIn = o
+			segIn, segKi = o, ki
 			k.segs = append(k.segs, span{p.T, p.T})
 		} else {
 			sg := &k.segs[len(k.segs)-1]
@@ -395,7 +402,7 @@ func (c *Cache) sealLocked(fi *fieldIndex) error {
 // shared by two keys would sit in one key's run, and the other key's reads
 // would have to scan the whole slab (readSpan).
 func mergePoints(pts []slabPoint) []slabPoint {
-	slices.SortFunc(pts, func(a, b slabPoint) int {
+	pts = mergeRuns(pts, func(a, b slabPoint) int {
 		if c := cmp.Compare(a.t, b.t); c != 0 {
 			return c
 		}
@@ -414,20 +421,26 @@ func mergePoints(pts []slabPoint) []slabPoint {
 // and indexes them. compacting: the slabs come from a compaction (no
 // compaction is started again).
 func (c *Cache) writeSlabsLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint, compacting bool) error {
-	last := make([]int64, len(keys)) // a key's previous point in the slab being filled
-	inSlab := make([]bool, len(keys))
+	last := make([]int64, len(keys))  // a key's previous point in the slab being filled
+	remap := make([]int32, len(keys)) // a key's index in the slab being filled, -1: none yet
+	for i := range remap {
+		remap[i] = -1
+	}
+	var used []uint16 // the keys with an index in the slab being filled
 	maxBits := (c.opts.MaxKeysPerSlab + 7) / 8
 	for len(pts) > 0 {
 		// take as many points as fit, with at most MaxKeysPerSlab keys
-		remap := map[uint16]uint16{}
+		for _, k := range used {
+			remap[k] = -1
+		}
+		used = used[:0]
 		var sk []slabKey
-		clear(inSlab)
 		size, n := 0, 0
 		for n < len(pts) {
 			p := pts[n]
 			newKeys := 0
 			for _, k := range p.keys {
-				if _, ok := remap[k]; !ok {
+				if remap[k] < 0 {
 					newKeys++
 				}
 			}
@@ -439,11 +452,11 @@ func (c *Cache) writeSlabsLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint
 			// several keys is counted at its longest
 			var pl int
 			if k := p.keys[0]; len(p.keys) == 1 {
-				if !inSlab[k] {
-					last[k], inSlab[k] = p.t, true
+				prev := p.t // the key's first point: its min time
+				if remap[k] >= 0 {
+					prev = last[k]
 				}
-				pl = pointLen(uint64(p.t-last[k]), len(p.v))
-				last[k] = p.t
+				pl = pointLen(uint64(p.t-prev), len(p.v))
 			} else {
 				pl = pointLen(maxDeltaLen, len(p.v)) + uvarintLen(uint64(maxBits)) - 1 + maxBits
 			}
@@ -451,10 +464,12 @@ func (c *Cache) writeSlabsLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint
 				break
 			}
 			for _, k := range p.keys {
-				if _, ok := remap[k]; !ok {
-					remap[k] = uint16(len(sk))
+				if remap[k] < 0 {
+					remap[k] = int32(len(sk))
+					used = append(used, k)
 					sk = append(sk, slabKey{key: keys[k].key, epoch: keys[k].epoch, minT: p.t, maxT: p.t})
 				}
+				last[k] = p.t
 			}
 			size += pl
 			n++
@@ -469,16 +484,14 @@ func (c *Cache) writeSlabsLocked(fi *fieldIndex, keys []slabKey, pts []slabPoint
 			j0 := len(kbuf)
 			for _, k := range p.keys {
 				x := remap[k]
-				kbuf = append(kbuf, x)
+				kbuf = append(kbuf, uint16(x))
 				sk[x].minT, sk[x].maxT = min(sk[x].minT, p.t), max(sk[x].maxT, p.t)
 			}
 			chunk[i] = slabPoint{t: p.t, v: p.v, keys: kbuf[j0:len(kbuf):len(kbuf)]}
 		}
 		pts = pts[n:]
-		for x := range sk {
-			sk[x].segs = nil
-		}
-		for k, x := range remap {
+		for _, k := range used {
+			x := remap[k]
 			sk[x].segs = clipSpans(keys[k].segs, sk[x].minT, sk[x].maxT)
 		}
 		if err := c.writeSlabLocked(fi, sk, chunk, compacting); err != nil {
@@ -872,26 +885,30 @@ func pointLess(a, b Point) int {
 	return bytes.Compare(a.V, b.V)
 }
 
-// sortPoints sorts points by (time, value) as a natural merge sort: a
-// Get's points are a few runs already in order (each slab's run, each of
-// the open slab's Sets), so merging the runs costs O(n log runs) where a
-// sort from scratch costs O(n log n). It may return another slice.
-func sortPoints(pts []Point) []Point {
-	var bounds []int // starts of the ascending runs, then len(pts)
-	for i := range pts {
-		if i == 0 || pointLess(pts[i-1], pts[i]) > 0 {
+// sortPoints sorts points by (time, value) (mergeRuns).
+func sortPoints(pts []Point) []Point { return mergeRuns(pts, pointLess) }
+
+// mergeRuns sorts s stably as a natural merge sort: a Get's points are a
+// few runs already in order (each slab's run, each Set in the open slab),
+// as are an open slab's points when it is sealed (each Set's), so
+// merging the runs costs O(n log runs) where a sort from scratch costs
+// O(n log n). It may return another slice.
+func mergeRuns[T any](s []T, cmpf func(a, b T) int) []T {
+	var bounds []int // starts of the ascending runs, then len(s)
+	for i := range s {
+		if i == 0 || cmpf(s[i-1], s[i]) > 0 {
 			bounds = append(bounds, i)
 		}
 	}
-	bounds = append(bounds, len(pts))
+	bounds = append(bounds, len(s))
 	if len(bounds) <= 2 {
-		return pts
+		return s
 	}
-	if len(bounds)-1 > len(pts)/8 { // barely sorted: a plain sort is as good
-		slices.SortFunc(pts, pointLess)
-		return pts
+	if len(bounds)-1 > len(s)/8 { // barely sorted: a plain sort is as good
+		slices.SortStableFunc(s, cmpf)
+		return s
 	}
-	src, dst := pts, make([]Point, len(pts))
+	src, dst := s, make([]T, len(s))
 	for len(bounds) > 2 {
 		nb := bounds[:0:0]
 		for i := 0; i+1 < len(bounds); i += 2 {
@@ -903,7 +920,7 @@ func sortPoints(pts []Point) []Point {
 			nb = append(nb, lo)
 			a, b, k := lo, mid, lo
 			for a < mid && b < hi {
-				if pointLess(src[b], src[a]) < 0 {
+				if cmpf(src[b], src[a]) < 0 {
 					dst[k] = src[b]
 					b++
 				} else {
@@ -915,7 +932,7 @@ func sortPoints(pts []Point) []Point {
 			k += copy(dst[k:], src[a:mid])
 			copy(dst[k:], src[b:hi])
 		}
-		bounds = append(nb, len(pts))
+		bounds = append(nb, len(s))
 		src, dst = dst, src
 	}
 	return src

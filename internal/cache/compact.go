@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"maps"
@@ -82,12 +81,15 @@ func (c *Cache) compactLocked(fi *fieldIndex, v *vrange) error {
 				}
 			}
 			all := readSpan{b0: 0, b1: len(s.h.markers), from: 0, to: s.h.dataLen, all: true}
+			arena := make([]byte, 0, s.h.dataLen) // the values of s, copied once
 			reason = scanPoints(&s.h, data, all, minInt64, maxInt64, func(t int64, ks keySet, val []byte) {
 				var v []byte
 				for i, x := range bitTo {
 					if x >= 0 && ks.has(i) {
 						if v == nil {
-							v = bytes.Clone(val)
+							a := len(arena)
+							arena = append(arena, val...) // never grows: values fit in the data
+							v = arena[a:len(arena):len(arena)]
 						}
 						pts = append(pts, slabPoint{t: t, v: v, keys: []uint16{uint16(x)}}) // one point a key (mergePoints)
 					}

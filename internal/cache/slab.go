@@ -134,6 +134,25 @@ func keyBits(keys []uint16) (nbytes int) {
 	return int(hi/8-lo/8) + 1
 }
 
+// groupByHome returns points grouped by their home key, in key order,
+// each group in the points' order (a stable counting sort).
+func groupByHome(points []slabPoint, nkeys int, home func(slabPoint) uint16) []slabPoint {
+	start := make([]int, nkeys+1)
+	for _, p := range points {
+		start[int(home(p))+1]++
+	}
+	for i := 1; i <= nkeys; i++ {
+		start[i] += start[i-1]
+	}
+	out := make([]slabPoint, len(points))
+	for _, p := range points {
+		h := home(p)
+		out[start[h]] = p
+		start[h]++
+	}
+	return out
+}
+
 // appendSlab encodes a sealed slab of slabSize bytes into dst: header at
 // 0, data from dataOff. points must be sorted by (t, v) without duplicates
 // and fit; keys' hulls must be set.
@@ -151,8 +170,7 @@ func appendSlab(dst []byte, slabSize, dataOff int, seq uint64, field string, key
 	// Points in runs of their first key, each run in time order: a read
 	// for one key scans its run only.
 	home := func(p slabPoint) uint16 { return slices.Min(p.keys) }
-	points = slices.Clone(points)
-	slices.SortStableFunc(points, func(a, b slabPoint) int { return cmp.Compare(home(a), home(b)) })
+	points = groupByHome(points, len(keys), home)
 	keys = slices.Clone(keys)
 	for i := range keys {
 		keys[i].off, keys[i].end, keys[i].scattered = 0, 0, false
