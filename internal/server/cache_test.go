@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -21,16 +20,7 @@ import (
 // range (through the backfill) is in the next answer.
 func TestServeResultsCache(t *testing.T) {
 	dir := t.TempDir()
-	addr := freeAddr(t)
-	base := "http://" + addr
-	s, err := New(Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	require.NoError(t, s.Listen())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); require.NoError(t, <-done) }()
-	require.Eventually(t, func() bool { c, _ := get(t, base+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+	_, base := serveForTest(t, Options{DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)})
 
 	end := time.Now().Add(-2*time.Hour).UnixMilli() / 60_000 * 60_000
 	start := end - 6*3600_000
@@ -73,20 +63,12 @@ func TestServeRenderCache(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprintf("on=%v", on), func(t *testing.T) {
 			dir := t.TempDir()
-			opts := Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: freeAddr(t), Logger: slog.New(slog.DiscardHandler)}
+			opts := Options{DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)}
 			if !on {
 				opts.ConfigFile = filepath.Join(dir, "aerie.yml")
 				require.NoError(t, os.WriteFile(opts.ConfigFile, []byte("aerie:\n  cache:\n    render: {enabled: false}\n"), 0o644))
 			}
-			base := "http://" + opts.HTTPAddr
-			s, err := New(opts)
-			require.NoError(t, err)
-			require.NoError(t, s.Listen())
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- s.Run(ctx) }()
-			defer func() { cancel(); require.NoError(t, <-done) }()
-			require.Eventually(t, func() bool { c, _ := get(t, base+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+			_, base := serveForTest(t, opts)
 
 			end := time.Now().Add(-2*time.Hour).Unix() / 60 * 60
 			start := end - 6*3600
