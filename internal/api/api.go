@@ -251,7 +251,11 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 	if opts.Rollups != nil {
 		h = withRollup(h, opts.Rollups, opts.Levels)
 	}
-	return h, engine, nil
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.Handle(StorageStatusPath, statusHandler{db: db, storage: true})
+	mux.Handle(SeriesStatusPath, statusHandler{db: db})
+	return mux, engine, nil
 }
 
 // QueryEngine returns what queries ng as opts say: with delayed name
