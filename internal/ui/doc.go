@@ -1,9 +1,11 @@
 // Package ui serves Aerie's web UI: the query page (a PromQL editor from
 // @prometheus-io/codemirror-promql on CodeMirror 6, a uPlot chart, a
 // table), the explore page (metric names, series counts from
-// /api/v1/status/tsdb, a metric's series and labels) and the status page
-// (build, runtime, flags, configuration, targets, rules, alerts, head
-// statistics), all of them clients of Aerie's own HTTP API.
+// /api/v1/status/tsdb, a metric's series and labels, a series' head groups
+// and blocks from /api/v1/status/aerie/series) and the status page (build,
+// runtime, flags, configuration, targets, rules, alerts, head statistics,
+// the storage engine from /api/v1/status/aerie/storage), all of them
+// clients of Aerie's own HTTP API.
 //
 // The sources are TypeScript in web/; web/build.mjs bundles them with
 // esbuild into dist/, which is committed and embedded, so `go build` needs
@@ -19,7 +21,7 @@
 // Sizes, as measured by TestBundleSize (gzip -9, the compression this
 // package serves): the query page, the first page, ~183 KB gzipped
 // (~540 KB raw, nearly all of it CodeMirror, the PromQL parser and the
-// function docs of codemirror-promql); explore and status ~7 KB each,
+// function docs of codemirror-promql); explore and status ~8 KB each,
 // since each page is its own chunk loaded on first visit.
 //
 // Invariants:

@@ -20,9 +20,11 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/server"
+	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
 var screenshots = flag.String("ui.screenshots", "", "directory for the browser test's screenshots of each page (default: a temporary directory)")
@@ -43,9 +45,43 @@ const chromiumPath = "/usr/bin/chromium"
 func pariValue(t int64) float64 { return float64(t / 60 % 1000) }
 func osloValue(t int64) float64 { return pariValue(t) / 2 }
 
+// humidity is a second field of oslo's lines: ui_test_humidity{city="oslo"}
+// is written in the same rows as ui_test_temp{city="oslo"}, so the two
+// share a Heracles group.
+func humidity(t int64) float64 { return float64(t / 60 % 100) }
+
+// oldData writes the day before end's hour of the same series into dir's
+// engine and flushes it into blocks, so the server starts with blocks on
+// disk (the status page's blocks, explore's blocks of a series).
+func oldData(t *testing.T, dir string, end int64) {
+	t.Helper()
+	db, err := tsdb.Open(dir, &tsdb.Options{FlushCheckInterval: -1})
+	require.NoError(t, err)
+	app := db.Appender(context.Background())
+	for ts := end - 86400 - 3600; ts <= end-86400; ts += 60 {
+		for _, s := range []struct {
+			l labels.Labels
+			v float64
+		}{
+			{labels.FromStrings("__name__", "ui_test_temp", "city", "paris"), pariValue(ts)},
+			{labels.FromStrings("__name__", "ui_test_temp", "city", "oslo"), osloValue(ts)},
+			{labels.FromStrings("__name__", "ui_test_humidity", "city", "oslo"), humidity(ts)},
+		} {
+			_, err := app.Append(0, s.l, ts*1000, s.v)
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, app.Commit())
+	require.NoError(t, db.FlushHead())
+	require.NotEmpty(t, db.Blocks())
+	require.NoError(t, db.Close())
+}
+
 func startServer(t *testing.T, end int64) string {
 	t.Helper()
-	s, err := server.New(server.Options{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	dir := t.TempDir()
+	oldData(t, dir, end)
+	s, err := server.New(server.Options{DataDir: dir, HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	require.NoError(t, s.Listen())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -64,7 +100,7 @@ func startServer(t *testing.T, end int64) string {
 	var lines strings.Builder
 	for ts := end - 3600; ts <= end; ts += 60 {
 		fmt.Fprintf(&lines, "ui_test,city=paris temp=%g %d\n", pariValue(ts), ts)
-		fmt.Fprintf(&lines, "ui_test,city=oslo temp=%g %d\n", osloValue(ts), ts)
+		fmt.Fprintf(&lines, "ui_test,city=oslo temp=%g,humidity=%g %d\n", osloValue(ts), humidity(ts), ts)
 		fmt.Fprintf(&lines, "ui_test,city=oslo,code=200 requests_total=%d %d\n", ts-end+3600, ts)
 	}
 	r, err := http.Post(base+"/write?precision=s", "text/plain", strings.NewReader(lines.String()))
@@ -322,7 +358,19 @@ func TestUIBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `ui_test_temp{city="paris"}`, paris.Query().Get("expr"), "a label value links to its selector")
 	shot("explore")
-	do("open in the query page", chromedp.Click(chromedp.CSS(`.open-query a`)))
+
+	// A series' group (its siblings) and blocks, from the status API.
+	do("oslo's group and blocks", chromedp.Click(chromedp.CSS(`table.series tbody tr:nth-child(`+eval(`String([...document.querySelectorAll('table.series tbody tr')].findIndex(r => r.textContent.includes('oslo')) + 1)`)+`) a.series-link`)))
+	waitFor("the series' detail", `!!document.querySelector('.series-detail table.members')`)
+	require.Equal(t, `ui_test_temp{city="oslo"}`, location().Get("series"))
+	members := eval(`[...document.querySelectorAll('.series-detail .group:last-of-type table.members tbody tr td:first-child')].map(td => td.textContent).join('\n')`)
+	require.Contains(t, members, `ui_test_humidity{city="oslo"}`, "the sibling written in the same lines")
+	require.Contains(t, members, `ui_test_temp{city="oslo"}`)
+	require.NotContains(t, members, "paris")
+	// The day-old hour may straddle a partition boundary: one or two blocks.
+	require.Positive(t, mustAtoi(t, eval(`String(document.querySelectorAll('.series-detail table.blocks tbody tr').length)`)), "the blocks flushed before the server started")
+	shot("explore-series")
+	do("open in the query page", chromedp.Click(chromedp.CSS(`.detail > h2 .open-query a`)))
 	waitFor("the query page's chart", `!!document.querySelector('.chart[data-series="2"] canvas')`)
 
 	// Status: every section answered by the API.
@@ -334,9 +382,20 @@ func TestUIBrowser(t *testing.T) {
 	require.Contains(t, eval(`document.querySelector('#tsdb').textContent`), "numSeries")
 	require.Contains(t, eval(`document.querySelector('#storage').textContent`), "aerie_head_series", "the engine's figures from /metrics")
 	require.Contains(t, eval(`document.querySelector('#storage').textContent`), `{area="live"}`)
+	require.Positive(t, mustAtoi(t, eval(`String(document.querySelectorAll('#engine table.blocks tbody tr').length)`)), "the blocks listed")
+	require.Positive(t, mustAtoi(t, eval(`String(document.querySelectorAll('#engine table.partitions tbody tr').length)`)), "the head's partitions")
+	require.Contains(t, eval(`document.querySelector('#engine table.levels').textContent`), "B/sample")
+	require.Contains(t, eval(`document.querySelector('#engine table.groups').textContent`), `t:city=oslo`)
 	shot("status")
 
 	mu.Lock()
 	defer mu.Unlock()
 	require.Empty(t, console, "console errors and warnings")
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err, s)
+	return n
 }
