@@ -4,8 +4,10 @@
 // /api/v1/status/tsdb, a metric's series and labels, a series' head groups
 // and blocks from /api/v1/status/aerie/series) and the status page (build,
 // runtime, flags, configuration, targets, rules, alerts, head statistics,
-// the storage engine from /api/v1/status/aerie/storage), all of them
-// clients of Aerie's own HTTP API.
+// the storage engine from /api/v1/status/aerie/storage) and the sensors
+// page (a value search over /api/v1/sensor/search drawn on an overview,
+// a click zooms into an interval, downloads from /api/v1/sensor/extract),
+// all of them clients of Aerie's own HTTP API.
 //
 // The sources are TypeScript in web/; web/build.mjs bundles them with
 // esbuild into dist/, which is committed and embedded, so `go build` needs
@@ -13,8 +15,8 @@
 // lockfile and fails if it differs from the committed one.
 //
 // Plain TypeScript, no framework: the two large pieces, CodeMirror and
-// uPlot, own their DOM and are driven imperatively; what is left (three
-// pages of tables and forms) is served by a 60-line element builder
+// uPlot, own their DOM and are driven imperatively; what is left (pages
+// of tables and forms) is served by a 60-line element builder
 // (web/src/dom.ts). preact or lit would add a rendering model on top of
 // that without removing code, and bytes to every page.
 //
@@ -22,6 +24,7 @@
 // package serves): the query page, the first page, ~183 KB gzipped
 // (~540 KB raw, nearly all of it CodeMirror, the PromQL parser and the
 // function docs of codemirror-promql); explore and status ~8 KB each,
+// sensors ~32 KB (uPlot, shared with the query page, and the page),
 // since each page is its own chunk loaded on first visit.
 //
 // Invariants:

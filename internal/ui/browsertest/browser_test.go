@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -107,7 +108,38 @@ func startServer(t *testing.T, end int64) string {
 	require.NoError(t, err)
 	r.Body.Close()
 	require.Equal(t, http.StatusNoContent, r.StatusCode)
+
+	// A sensor's history, uploaded as Peregreen's users do.
+	var csv strings.Builder
+	from, to := sensorRange(end)
+	for ts := from; ts < to; ts += 60 {
+		fmt.Fprintf(&csv, "%d,%g\n", ts*1000, sensorValue(from, ts))
+	}
+	r, err = http.Post(base+"/upload/ui_sensor/csv/0-1-,/float64", "text/csv", strings.NewReader(csv.String()))
+	require.NoError(t, err)
+	r.Body.Close()
+	require.Equal(t, http.StatusOK, r.StatusCode)
 	return base
+}
+
+// sensorRange is the sensor's three days (s), whole hours ending three
+// hours before end.
+func sensorRange(end int64) (from, to int64) {
+	to = end/3600*3600 - 3*3600
+	return to - 72*3600, to
+}
+
+// hotHours are the hours after the sensor's start in which its value is
+// 100 (elsewhere from 10 to 14): the intervals `max gte 90` finds.
+var hotHours = []int64{10, 40}
+
+func sensorValue(from, ts int64) float64 {
+	for _, hh := range hotHours {
+		if (ts-from)/3600 == hh {
+			return 100
+		}
+	}
+	return float64(10 + ts/60%5)
 }
 
 // pressEnter sends Enter as a keyboard does: keyDown (with its text) and
@@ -372,6 +404,64 @@ func TestUIBrowser(t *testing.T) {
 	shot("explore-series")
 	do("open in the query page", chromedp.Click(chromedp.CSS(`.detail > h2 .open-query a`)))
 	waitFor("the query page's chart", `!!document.querySelector('.chart[data-series="2"] canvas')`)
+
+	// Sensors: a value search draws its intervals on the overview; a click
+	// on one zooms the chart into it; the zoomed range downloads.
+	sFrom, sTo := sensorRange(end)
+	do("open the sensors page", chromedp.Navigate(base+"/sensors?"+url.Values{
+		"start": {time.Unix(sFrom, 0).UTC().Format(time.RFC3339)}, "end": {time.Unix(sTo, 0).UTC().Format(time.RFC3339)}}.Encode()))
+	do("type a search", chromedp.SetValue(chromedp.CSS("input.match"), "ui_sensor"), chromedp.SetValue(chromedp.CSS("input.cond"), "max gte 90 & min gt 50"),
+		chromedp.Click(chromedp.CSS("button.search")))
+	waitFor("the overview with its intervals", `!!document.querySelector('.overview-chart[data-intervals="2"] canvas')`)
+	require.Equal(t, "2", eval(`String(document.querySelectorAll('table.found-intervals tbody tr').length)`))
+	q = location()
+	require.Equal(t, "ui_sensor", q.Get("match"))
+	require.Equal(t, "max gte 90 & min gt 50", q.Get("cond"))
+	hot := func(i int) (int64, int64) { return (sFrom + hotHours[i]*3600) * 1000, (sFrom+(hotHours[i]+1)*3600)*1000 - 1 }
+	// The band of the first interval is drawn: the overview's pixel at its
+	// middle, above the line, is the band's red.
+	h0, h1 := hot(0)
+	frac := (float64(h0+h1)/2/1000 - float64(sFrom)) / float64(sTo-sFrom)
+	pixel := eval(fmt.Sprintf(`(() => {
+		const c = document.querySelector('.overview-chart canvas'), o = document.querySelector('.overview-chart .u-over');
+		const cr = c.getBoundingClientRect(), or = o.getBoundingClientRect(), k = c.width / cr.width;
+		const x = Math.round((or.left - cr.left + %g * or.width) * k), y = Math.round((or.top - cr.top + 0.1 * or.height) * k);
+		return c.getContext('2d').getImageData(x, y, 1, 1).data.join(',') })()`, frac))
+	var pr, pg, pb, pa int
+	_, err = fmt.Sscanf(pixel, "%d,%d,%d,%d", &pr, &pg, &pb, &pa)
+	require.NoError(t, err, pixel)
+	require.Greater(t, pa, 0, "a band at the first interval: %s", pixel)
+	require.Greater(t, pr, pg+10, "the band is red: %s", pixel)
+	shot("sensors")
+	// Click the band: the chart zooms into the interval.
+	rect = eval(`(() => { const r = document.querySelector('.overview-chart .u-over').getBoundingClientRect(); return [r.left, r.top, r.width, r.height].join(',') })()`)
+	_, err = fmt.Sscanf(rect, "%g,%g,%g,%g", &left, &top, &width, &height)
+	require.NoError(t, err, rect)
+	do("click the first band", chromedp.MouseClickXY(left+frac*width, top+height/2))
+	waitFor("the zoomed chart", fmt.Sprintf(`!!document.querySelector('.main-chart[data-from="%d"][data-to="%d"] canvas')`, h0, h1))
+	q = location()
+	require.Equal(t, strconv.FormatInt(h0, 10), q.Get("from"))
+	require.Equal(t, strconv.FormatInt(h1, 10), q.Get("to"))
+	// The zoomed hour downloads as CSV: its 60 points, each 100.
+	href := eval(`document.querySelector('a.download[data-format=csv]').getAttribute('href')`)
+	resp, err := http.Get(base + href)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	csvLines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	require.Len(t, csvLines, 60, "%s", body)
+	// Each line names its series first: the native endpoint answers many.
+	require.Equal(t, fmt.Sprintf(`"{__name__=""ui_sensor""}",%d,100`, h0), csvLines[0])
+	for _, f := range []string{"json", "msgp"} {
+		require.Contains(t, eval(`document.querySelector('a.download[data-format=`+f+`]').getAttribute('href')`), "format="+f)
+	}
+	// The second interval from the list.
+	do("zoom into the second", chromedp.Click(chromedp.CSS(`table.found-intervals tbody tr:nth-child(2) button.zoom`)))
+	h0, h1 = hot(1)
+	waitFor("the second zoom", fmt.Sprintf(`!!document.querySelector('.main-chart[data-from="%d"][data-to="%d"] canvas')`, h0, h1))
+	shot("sensors-zoomed")
 
 	// Status: every section answered by the API.
 	do("open the status page", chromedp.Navigate(base+"/status"))
