@@ -417,7 +417,9 @@ func TestUIBrowser(t *testing.T) {
 	q = location()
 	require.Equal(t, "ui_sensor", q.Get("match"))
 	require.Equal(t, "max gte 90 & min gt 50", q.Get("cond"))
-	hot := func(i int) (int64, int64) { return (sFrom + hotHours[i]*3600) * 1000, (sFrom+(hotHours[i]+1)*3600)*1000 - 1 }
+	hot := func(i int) (int64, int64) {
+		return (sFrom + hotHours[i]*3600) * 1000, (sFrom+(hotHours[i]+1)*3600)*1000 - 1
+	}
 	// The band of the first interval is drawn: the overview's pixel at its
 	// middle, above the line, is the band's red.
 	h0, h1 := hot(0)
