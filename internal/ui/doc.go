@@ -6,8 +6,9 @@
 // runtime, flags, configuration, targets, rules, alerts, head statistics,
 // the storage engine from /api/v1/status/aerie/storage) and the sensors
 // page (a value search over /api/v1/sensor/search drawn on an overview,
-// a click zooms into an interval, downloads from /api/v1/sensor/extract),
-// all of them clients of Aerie's own HTTP API.
+// a click zooms into an interval, downloads from /api/v1/sensor/extract)
+// and the Graphite page (targets rendered through /render), all of them
+// clients of Aerie's own HTTP API.
 //
 // The sources are TypeScript in web/; web/build.mjs bundles them with
 // esbuild into dist/, which is committed and embedded, so `go build` needs
@@ -24,8 +25,8 @@
 // package serves): the query page, the first page, ~183 KB gzipped
 // (~540 KB raw, nearly all of it CodeMirror, the PromQL parser and the
 // function docs of codemirror-promql); explore and status ~8 KB each,
-// sensors ~32 KB (uPlot, shared with the query page, and the page),
-// since each page is its own chunk loaded on first visit.
+// sensors and graphite ~32 KB each (mostly uPlot, a chunk shared with the
+// query page): each page is its own chunk, loaded on first visit.
 //
 // Invariants:
 //

@@ -2,10 +2,12 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -82,7 +84,19 @@ func startServer(t *testing.T, end int64) string {
 	t.Helper()
 	dir := t.TempDir()
 	oldData(t, dir, end)
-	s, err := server.New(server.Options{DataDir: dir, HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	// Carbon's plaintext TCP listener on a free port; the other Graphite
+	// and statsd listeners off.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	carbonAddr := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(t.TempDir(), "aerie.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`
+aerie:
+  graphite: {plaintext_tcp: "`+carbonAddr+`", plaintext_udp: "", pickle_tcp: ""}
+  statsd: {udp: "", tcp: ""}
+`), 0o644))
+	s, err := server.New(server.Options{DataDir: dir, HTTPAddr: "127.0.0.1:0", ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	require.NoError(t, s.Listen())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -108,6 +122,31 @@ func startServer(t *testing.T, end int64) string {
 	require.NoError(t, err)
 	r.Body.Close()
 	require.Equal(t, http.StatusNoContent, r.StatusCode)
+
+	// Graphite's plaintext protocol: two paths, one point a minute for the
+	// hour before end, web's value the minute, db's twice that.
+	conn, err := net.Dial("tcp", carbonAddr)
+	require.NoError(t, err)
+	var plain strings.Builder
+	for ts := end - 3600; ts <= end; ts += 60 {
+		fmt.Fprintf(&plain, "ui.test.web.latency %d %d\nui.test.db.latency %d %d\n", ts/60%1000, ts, 2*(ts/60%1000), ts)
+	}
+	_, err = conn.Write([]byte(plain.String()))
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	require.Eventually(t, func() bool {
+		r, err := http.Get(base + "/render?format=json&from=-2h&target=" + url.QueryEscape("ui.test.*.latency"))
+		if err != nil {
+			return false
+		}
+		defer r.Body.Close()
+		var out []struct{ Datapoints [][2]*float64 }
+		if json.NewDecoder(r.Body).Decode(&out) != nil || len(out) != 2 {
+			return false
+		}
+		last := out[1].Datapoints[len(out[1].Datapoints)-1]
+		return last[0] != nil
+	}, 10*time.Second, 50*time.Millisecond, "carbon's lines stored")
 
 	// A sensor's history, uploaded as Peregreen's users do.
 	var csv strings.Builder
@@ -464,6 +503,30 @@ func TestUIBrowser(t *testing.T) {
 	h0, h1 = hot(1)
 	waitFor("the second zoom", fmt.Sprintf(`!!document.querySelector('.main-chart[data-from="%d"][data-to="%d"] canvas')`, h0, h1))
 	shot("sensors-zoomed")
+
+	// Graphite: complete a function and a path, render into the chart.
+	do("open the graphite page", chromedp.Navigate(base+"/graphite?from=-2h"))
+	do("type a function's start", chromedp.Click(chromedp.CSS("textarea.targets")), chromedp.SendKeys(chromedp.CSS("textarea.targets"), "sumSer"))
+	waitFor("the function offered", `document.querySelector('ul.suggest:not([hidden]) li')?.textContent.startsWith('sumSeries(')`)
+	do("Tab takes it", chromedp.KeyEvent(kb.Tab))
+	waitFor("the function typed", `document.querySelector('textarea.targets').value === 'sumSeries('`)
+	do("type a path's start", chromedp.SendKeys(chromedp.CSS("textarea.targets"), "ui.te"))
+	waitFor("the path offered", `document.querySelector('ul.suggest:not([hidden]) li')?.textContent.startsWith('ui.test.')`)
+	do("Tab takes the path", chromedp.KeyEvent(kb.Tab))
+	waitFor("the path typed", `document.querySelector('textarea.targets').value === 'sumSeries(ui.test.'`)
+	do("finish the target and render", chromedp.SendKeys(chromedp.CSS("textarea.targets"), "*.latency)"), chromedp.KeyEvent(kb.Escape),
+		chromedp.Click(chromedp.CSS("button.render")))
+	waitFor("the rendered chart", `!!document.querySelector('.graphite .chart[data-series="1"] canvas')`)
+	require.Equal(t, "sumSeries(ui.test.*.latency)", location().Get("target"))
+	require.Equal(t, "sumSeries(ui.test.*.latency)", eval(`document.querySelector('.graphite .u-legend .u-series:nth-child(2) .u-label').textContent`))
+	// The value under the cursor at the plot's right end: web + db at end.
+	rect = eval(`(() => { const r = document.querySelector('.graphite .u-over').getBoundingClientRect(); return [r.left, r.top, r.width, r.height].join(',') })()`)
+	_, err = fmt.Sscanf(rect, "%g,%g,%g,%g", &left, &top, &width, &height)
+	require.NoError(t, err, rect)
+	do("hover the end", chromedp.MouseEvent(chromedp.MouseMoved, left+width-1, top+height/2))
+	waitFor("the hovered value", `document.querySelector('.graphite .u-legend .u-series:nth-child(2) .u-value').textContent !== '—'`)
+	require.Equal(t, strconv.FormatInt(3*(end/60%1000), 10), eval(`document.querySelector('.graphite .u-legend .u-series:nth-child(2) .u-value').textContent`))
+	shot("graphite")
 
 	// Status: every section answered by the API.
 	do("open the status page", chromedp.Navigate(base+"/status"))
