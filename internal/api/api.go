@@ -244,6 +244,7 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 		return nil, nil, errors.New("api: nil DB")
 	}
 	opts = opts.withDefaults()
+	opts.Gatherer = headChunksGatherer{g: opts.Gatherer, n: db.Head().NumGroupPartitions}
 	engine := NewEngine(db.Dir(), opts)
 	s := &Storage{DB: db, App: opts.Appendable, Rollups: opts.Rollups}
 	quarantined := func() int64 { return db.Stats().Quarantined }

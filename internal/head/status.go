@@ -68,3 +68,17 @@ type SeriesGroup struct {
 	GroupInfo
 	Members []labels.Labels
 }
+
+// NumGroupPartitions returns the number of (group, partition) pairs
+// holding data in the head: each is one group's rows over one partition,
+// what the head stores and flushes as a unit. The status API reports it
+// where Prometheus reports its head chunks.
+func (h *Head) NumGroupPartitions() int {
+	n := 0
+	for _, g := range h.groupList() {
+		g.mu.RLock()
+		n += len(g.parts)
+		g.mu.RUnlock()
+	}
+	return n
+}
