@@ -89,6 +89,7 @@ type StorageStatus struct {
 	Memory      MemoryStatus   `json:"memory"`
 	Blocks      BlocksStatus   `json:"blocks"`
 	WAL         WALStatus      `json:"wal"`
+	Bucket      BucketStatus   `json:"bucket"`
 	Quarantined ListOf[string] `json:"quarantined"`
 }
 
@@ -182,6 +183,17 @@ type BlockStatus struct {
 	Bytes          int64    `json:"bytes"`
 	BytesPerSample float64  `json:"bytesPerSample"`
 	Parents        []string `json:"parents"`
+	Remote         bool     `json:"remote"` // read from the bucket tier
+}
+
+// BucketStatus is the remote tier: the open blocks read from the bucket,
+// the moves to it, and how late the next one is (tsdb.RemoteStats).
+type BucketStatus struct {
+	Blocks         int   `json:"blocks"`
+	MovedBlocks    int64 `json:"movedBlocks"`
+	UploadFailures int64 `json:"uploadFailures"`
+	UploadLag      int64 `json:"uploadLag"` // ms of data time; 0: none due
+	PendingDeletes int   `json:"pendingDeletes"`
 }
 
 type WALStatus struct {
@@ -191,8 +203,8 @@ type WALStatus struct {
 	Bytes        int64 `json:"bytes"`
 }
 
-func blockStatus(m block.Meta) BlockStatus {
-	return BlockStatus{
+func blockStatus(m block.Meta, remote map[string]bool) BlockStatus {
+	return BlockStatus{Remote: remote[m.ULID],
 		ULID: m.ULID, MinTime: m.MinTime, MaxTime: m.MaxTime, Level: m.Compaction.Level, Seq: m.Seq, Backfill: m.Backfill,
 		Series: m.Stats.Series, Groups: m.Stats.Groups, Samples: m.Stats.Samples,
 		Bytes: m.Stats.Bytes(), BytesPerSample: m.Stats.BytesPerSample(), Parents: nonNil(m.Compaction.Parents),
@@ -283,9 +295,12 @@ func storageStatus(db *tsdb.DB, limit int) (*StorageStatus, error) {
 		return 0
 	})
 	st.Blocks.Blocks = ListOf[BlockStatus]{Total: len(metas), List: []BlockStatus{}}
+	remote := db.RemoteBlocks()
 	for _, m := range metas[:min(limit, len(metas))] {
-		st.Blocks.Blocks.List = append(st.Blocks.Blocks.List, blockStatus(m))
+		st.Blocks.Blocks.List = append(st.Blocks.Blocks.List, blockStatus(m, remote))
 	}
+	rs := db.RemoteStats()
+	st.Bucket = BucketStatus{Blocks: rs.Blocks, MovedBlocks: rs.ShippedBlocks, UploadFailures: rs.ShipFailures, UploadLag: rs.UploadLag, PendingDeletes: rs.PendingDeletes}
 
 	w, err := db.WAL()
 	if err != nil {
@@ -361,6 +376,7 @@ func seriesStatus(r *http.Request, db *tsdb.DB) (any, int, error) {
 	}
 	set := storage.NewMergeSeriesSet(ss, 0, storage.ChainedSeriesMerge)
 	out := ListOf[SeriesStatus]{List: []SeriesStatus{}}
+	remote := db.RemoteBlocks()
 	for set.Next() {
 		out.Total++
 		if len(out.List) == limit {
@@ -375,7 +391,7 @@ func seriesStatus(r *http.Request, db *tsdb.DB) (any, int, error) {
 		bs, total := db.SeriesBlocks(lset, maxSeriesBlocks)
 		s.Blocks = ListOf[BlockStatus]{Total: total, List: make([]BlockStatus, 0, len(bs))}
 		for _, b := range bs {
-			s.Blocks.List = append(s.Blocks.List, blockStatus(b))
+			s.Blocks.List = append(s.Blocks.List, blockStatus(b, remote))
 		}
 		out.List = append(out.List, s)
 	}

@@ -80,6 +80,8 @@ func TestAerieStatus(t *testing.T) {
 			require.Positive(t, st.WAL.LastSegment)
 			require.Equal(t, ListOf[string]{Total: 1, List: []string{"01BADBLOCK"}}, st.Quarantined)
 			require.False(t, st.Flush.Running)
+			require.Equal(t, BucketStatus{}, st.Bucket, "no bucket tier")
+			require.False(t, b.Remote)
 		})},
 		{name: "storage limit", path: StorageStatusPath, params: vals("limit", "1"), code: 200, check: storage(func(t *testing.T, st StorageStatus) {
 			require.Len(t, st.Head.Groups.List, 1)

@@ -107,3 +107,17 @@ func blockHolds(b *block.Reader, lset labels.Labels, sb *labels.ScratchBuilder) 
 	}
 	return false
 }
+
+// RemoteBlocks returns the ULIDs of the open blocks read from the bucket
+// tier.
+func (db *DB) RemoteBlocks() map[string]bool {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	out := map[string]bool{}
+	for _, b := range db.blocks {
+		if b.Remote() {
+			out[b.Meta().ULID] = true
+		}
+	}
+	return out
+}

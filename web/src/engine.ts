@@ -7,7 +7,7 @@ export interface ListOf<T> { total: number; list: T[] }
 
 export interface Block {
   ulid: string; minTime: number; maxTime: number; level: number; seq: number; backfill: number;
-  series: number; groups: number; samples: number; bytes: number; bytesPerSample: number; parents: string[];
+  series: number; groups: number; samples: number; bytes: number; bytesPerSample: number; parents: string[]; remote: boolean;
 }
 
 export interface Group { id: number; key: string; series: number; partitions: number; rows: number }
@@ -23,6 +23,7 @@ export interface Storage {
   memory: Record<string, number>;
   blocks: { bytes: number; samples: number; byLevel: { level: number; blocks: number; bytes: number; samples: number; bytesPerSample: number }[]; blocks: ListOf<Block> };
   wal: { firstSegment: number; lastSegment: number; files: number; bytes: number };
+  bucket: { blocks: number; movedBlocks: number; uploadFailures: number; uploadLag: number; pendingDeletes: number };
   quarantined: ListOf<string>;
 }
 
@@ -45,9 +46,9 @@ export function bytes(n: number): string {
 }
 
 export function blocksTable(bs: Block[]): HTMLTableElement {
-  return table(['Block', 'From', 'To', 'Level', 'Series', 'Groups', 'Samples', 'Size', 'B/sample'], bs.map((b) => [
+  return table(['Block', 'Tier', 'From', 'To', 'Level', 'Series', 'Groups', 'Samples', 'Size', 'B/sample'], bs.map((b) => [
     h('code', { title: b.ulid + (b.parents.length ? `\nmerged from ${b.parents.join(', ')}` : '') }, b.ulid),
-    time(b.minTime), time(b.maxTime), String(b.level), String(b.series), String(b.groups), String(b.samples),
+    b.remote ? 'bucket' : 'local', time(b.minTime), time(b.maxTime), String(b.level), String(b.series), String(b.groups), String(b.samples),
     bytes(b.bytes), b.bytesPerSample.toFixed(2)]), 'blocks');
 }
 

@@ -528,6 +528,32 @@ func TestUIBrowser(t *testing.T) {
 	require.Equal(t, strconv.FormatInt(3*(end/60%1000), 10), eval(`document.querySelector('.graphite .u-legend .u-series:nth-child(2) .u-value').textContent`))
 	shot("graphite")
 
+	// Cache: the same range query twice, over a range older than the
+	// results cache's max_freshness (10 m): the second is a hit.
+	for range 2 {
+		r, err := http.Get(base + "/api/v1/query_range?" + url.Values{"query": {"ui_test_temp"},
+			"start": {strconv.FormatInt(end-3600, 10)}, "end": {strconv.FormatInt(end-1800, 10)}, "step": {"60"}}.Encode())
+		require.NoError(t, err)
+		r.Body.Close()
+		require.Equal(t, http.StatusOK, r.StatusCode)
+	}
+	do("open the cache page", chromedp.Navigate(base+"/cache"))
+	waitFor("the results cache", `!!document.querySelector('.card.cache[data-cache="results"] table.slabs')`)
+	ratio := eval(`document.querySelector('.card.cache[data-cache="results"] .hit-ratio').textContent`)
+	require.NotEqual(t, "—", ratio, "a hit ratio of some gets")
+	hits := mustAtoi(t, eval(`document.querySelector('.card.cache[data-cache="results"] table.ratios tbody td:nth-child(2)').textContent`))
+	require.Positive(t, hits, "the repeated query hit")
+	require.Positive(t, mustAtoi(t, eval(`document.querySelector('.card.cache[data-cache="results"] table.slabs tbody td').textContent`)), "slabs")
+	shot("cache")
+
+	// Bucket: the tier runs (the filesystem bucket, by default); its
+	// counters and blocks are answered.
+	do("open the bucket page", chromedp.Navigate(base+"/bucket"))
+	waitFor("the bucket page", `document.querySelector('.bucket')?.dataset.state === 'ok'`)
+	require.Contains(t, eval(`document.querySelector('.bucket').textContent`), "Read amplification")
+	require.GreaterOrEqual(t, mustAtoi(t, eval(`document.querySelector('.bucket .remote-blocks').textContent`)), 0)
+	shot("bucket")
+
 	// Status: every section answered by the API.
 	do("open the status page", chromedp.Navigate(base+"/status"))
 	waitFor("every section loaded", `document.querySelectorAll('.status-section').length > 0 && !document.querySelector('.status-section[data-state=loading]')`)
