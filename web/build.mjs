@@ -56,7 +56,7 @@ function closure(file, seen = new Set()) {
   return seen;
 }
 const pages = {};
-for (const name of ['query', 'explore', 'status']) {
+for (const name of ['query', 'explore', 'sensors', 'graphite', 'cache', 'bucket', 'status']) {
   const chunk = byEntry[`src/pages/${name}.ts`];
   if (!chunk) throw new Error(`build: no chunk for page ${name}`);
   const files = closure(chunk, closure(app));

@@ -40,11 +40,10 @@ func runInspect(w io.Writer, dir string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BLOCK\tMIN TIME\tMAX TIME\tLEVEL\tSEQ\tBACKFILL\tSERIES\tGROUPS\tSAMPLES\tBYTES\tB/SAMPLE\tPARENTS")
 	for _, b := range db.Blocks() {
-		bytes := b.Stats.DataBytes + b.Stats.IndexBytes
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.3f\t%s\n", b.ULID,
 			time.UnixMilli(b.MinTime).UTC().Format(time.RFC3339), time.UnixMilli(b.MaxTime).UTC().Format(time.RFC3339),
 			b.Compaction.Level, b.Seq, b.Backfill,
-			b.Stats.Series, b.Stats.Groups, b.Stats.Samples, bytes, float64(bytes)/float64(max(1, b.Stats.Samples)),
+			b.Stats.Series, b.Stats.Groups, b.Stats.Samples, b.Stats.Bytes(), b.Stats.BytesPerSample(),
 			shortIDs(b.Compaction.Parents))
 	}
 	tw.Flush()

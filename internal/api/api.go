@@ -244,6 +244,7 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 		return nil, nil, errors.New("api: nil DB")
 	}
 	opts = opts.withDefaults()
+	opts.Gatherer = headChunksGatherer{g: opts.Gatherer, n: db.Head().NumGroupPartitions}
 	engine := NewEngine(db.Dir(), opts)
 	s := &Storage{DB: db, App: opts.Appendable, Rollups: opts.Rollups}
 	quarantined := func() int64 { return db.Stats().Quarantined }
@@ -251,7 +252,11 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 	if opts.Rollups != nil {
 		h = withRollup(h, opts.Rollups, opts.Levels)
 	}
-	return h, engine, nil
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.Handle(StorageStatusPath, statusHandler{db: db, storage: true})
+	mux.Handle(SeriesStatusPath, statusHandler{db: db})
+	return mux, engine, nil
 }
 
 // QueryEngine returns what queries ng as opts say: with delayed name

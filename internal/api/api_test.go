@@ -185,9 +185,11 @@ func TestStatus(t *testing.T) {
 	require.NoError(t, json.Unmarshal(ok(t, h, http.MethodGet, "/api/v1/status/config", nil), &cfg))
 	require.Contains(t, cfg.YAML, "scrape_interval: 1m")
 
+	// chunkCount: the head's group partitions, temp's group's and up's
+	// (they differ in instance), one partition each.
 	code, body = do(t, h, http.MethodGet, "/api/v1/status/tsdb", nil)
 	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, `{"status":"success","data":{"headStats":{"numSeries":2,"numLabelPairs":5,"chunkCount":-9223372036854775808,"minTime":1700000000000,"maxTime":1700000030000},`+
+	require.Equal(t, `{"status":"success","data":{"headStats":{"numSeries":2,"numLabelPairs":5,"chunkCount":2,"minTime":1700000000000,"maxTime":1700000030000},`+
 		`"seriesCountByMetricName":[{"name":"temp","value":1},{"name":"up","value":1}],`+
 		`"labelValueCountByLabelName":[{"name":"__name__","value":2},{"name":"instance","value":1},{"name":"job","value":1},{"name":"room","value":1}],`+
 		`"memoryInBytesByLabelName":[`+memoryStats()+`],`+

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"testing"
 
@@ -86,6 +87,8 @@ func compareCases() []apiCase {
 	}
 }
 
+var chunkCount = regexp.MustCompile(`"chunkCount":-?[0-9]+`)
+
 // TestCompareWithPrometheus writes the same samples into Aerie and into
 // Prometheus' tsdb, serves both through the same Prometheus API wiring, and
 // requires byte-identical responses: raw, or after sorting where
@@ -106,6 +109,13 @@ func TestCompareWithPrometheus(t *testing.T) {
 			}
 			pc, pb := do(t, prom, c.method, c.path, c.params)
 			ac, ab := do(t, aerie, c.method, c.path, c.params)
+			if c.path == "/api/v1/status/tsdb" {
+				// Aerie's chunkCount counts its head's group partitions,
+				// Prometheus' its head chunks (here int64(NaN): its head has
+				// no registerer for prometheus_tsdb_head_chunks); TestStatus
+				// checks Aerie's.
+				pb, ab = chunkCount.ReplaceAll(pb, []byte(`"chunkCount":0`)), chunkCount.ReplaceAll(ab, []byte(`"chunkCount":0`))
+			}
 			require.Equal(t, pc, ac, "%s: status\nprometheus: %s\naerie:      %s", c, pb, ab)
 			if bytes.Equal(pb, ab) {
 				raw++

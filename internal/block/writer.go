@@ -75,6 +75,12 @@ type Stats struct {
 	MaxSampleTime int64 `json:"maxSampleTime"`
 }
 
+// Bytes is the block's size on disk: its data and index files.
+func (s Stats) Bytes() int64 { return s.DataBytes + s.IndexBytes }
+
+// BytesPerSample is Bytes over the samples (over 1 for an empty block).
+func (s Stats) BytesPerSample() float64 { return float64(s.Bytes()) / float64(max(1, s.Samples)) }
+
 // WriterOptions configure a block writer. Zero values take defaults.
 type WriterOptions struct {
 	TupleSize      int   // [8]

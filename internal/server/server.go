@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -255,7 +256,8 @@ func (s *Server) build() error {
 			}
 			return nil, false
 		},
-		Levels: levelNames(s.rollups),
+		Levels:           levelNames(s.rollups),
+		GlobalURLOptions: globalURLOptions(s.opts.HTTPAddr),
 	})
 	if err != nil {
 		return err
@@ -528,4 +530,26 @@ func (s *Server) closeTier() {
 	if s.chunks != nil {
 		s.chunks.Close()
 	}
+}
+
+// globalURLOptions are what /api/v1/targets needs to turn a scrape URL on
+// localhost into one reachable from elsewhere (Prometheus' getGlobalURL):
+// the listen address, whose port tells a self-scrape apart, and the host
+// to put in its place: the address's own, or the machine's name when it
+// listens on every interface, as Prometheus' default external URL does.
+// Without ListenAddress, every target's lastError ended in "missing port
+// in address".
+func globalURLOptions(listen string) v1.GlobalURLOptions {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return v1.GlobalURLOptions{ListenAddress: listen, Host: listen, Scheme: "http"}
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if name, err := os.Hostname(); err == nil {
+			host = name
+		} else {
+			host = "localhost"
+		}
+	}
+	return v1.GlobalURLOptions{ListenAddress: listen, Host: net.JoinHostPort(host, port), Scheme: "http"}
 }

@@ -125,6 +125,27 @@ groups:
 	require.Eventually(t, func() bool { return value(`up{job="aerie-file",sd="file"}`) == "1" }, 20*time.Second, 200*time.Millisecond, "file_sd")
 	require.Eventually(t, func() bool { return value(`up{job="aerie-http",sd="http"}`) == "1" }, 20*time.Second, 200*time.Millisecond, "http_sd")
 	require.Eventually(t, func() bool { return value(`job:up:sum{job="aerie"}`) == "1" }, 20*time.Second, 200*time.Millisecond, "recording rule")
+	// The targets API knows the server's own address: a healthy target has
+	// no error, and the self-scrape's global URL is the server's.
+	_, body = get(t, base+"/api/v1/targets")
+	var targets struct {
+		Data struct {
+			ActiveTargets []struct {
+				ScrapePool, ScrapeURL, GlobalURL, LastError, Health string
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &targets), body)
+	require.NotEmpty(t, targets.Data.ActiveTargets, body)
+	for _, tg := range targets.Data.ActiveTargets {
+		if tg.Health == "up" {
+			require.Empty(t, tg.LastError, "%s", body)
+		}
+		require.NotContains(t, tg.LastError, "missing port", "%s", body)
+		if tg.ScrapePool == "aerie" {
+			require.Equal(t, "http://"+addr+"/metrics", tg.GlobalURL)
+		}
+	}
 	_, body = get(t, base+"/metrics")
 	for _, m := range []string{"aerie_ingested_samples_total", "aerie_wal_fsync_duration_seconds", "aerie_head_series", "aerie_head_bytes", "aerie_http_requests_total", "aerie_go_goroutines",
 		`aerie_memory_blocks{area="live"}`, `aerie_memory_blocks{area="cooling"}`, `aerie_memory_partitions{area="hot"}`, "aerie_memory_epoch", "aerie_memory_readers",
@@ -140,6 +161,24 @@ groups:
 	cancel, done = run()
 	defer func() { cancel(); <-done }()
 	require.Equal(t, "21.5", value("weather_temp"), "data survive a graceful restart")
+}
+
+func TestGlobalURLOptions(t *testing.T) {
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	for _, tc := range []struct{ listen, host string }{
+		{"127.0.0.1:9201", "127.0.0.1:9201"},
+		{":9201", net.JoinHostPort(host, "9201")},
+		{"0.0.0.0:9201", net.JoinHostPort(host, "9201")},
+		{"[::]:9201", net.JoinHostPort(host, "9201")},
+		{"[::1]:9201", "[::1]:9201"},
+		{"aerie.example:80", "aerie.example:80"},
+	} {
+		o := globalURLOptions(tc.listen)
+		require.Equal(t, tc.listen, o.ListenAddress, tc.listen)
+		require.Equal(t, tc.host, o.Host, tc.listen)
+		require.Equal(t, "http", o.Scheme)
+	}
 }
 
 func TestParseConfig(t *testing.T) {

@@ -1,9 +1,19 @@
-// Package ui serves Aerie's web UI: the query page (a PromQL editor from
-// @prometheus-io/codemirror-promql on CodeMirror 6, a uPlot chart, a
-// table), the explore page (metric names, series counts from
-// /api/v1/status/tsdb, a metric's series and labels) and the status page
-// (build, runtime, flags, configuration, targets, rules, alerts, head
-// statistics), all of them clients of Aerie's own HTTP API.
+// Package ui serves Aerie's web UI, every page a client of Aerie's own
+// HTTP API:
+//   - query: a PromQL editor (@prometheus-io/codemirror-promql on
+//     CodeMirror 6), a uPlot chart, a table;
+//   - explore: metric names with series counts (/api/v1/status/tsdb), a
+//     metric's series and labels, a series' head groups and blocks
+//     (/api/v1/status/aerie/series);
+//   - sensors: a value search (/api/v1/sensor/search) drawn on an
+//     overview, a click zooms into an interval, downloads
+//     (/api/v1/sensor/extract);
+//   - graphite: targets rendered through /render;
+//   - cache: each TSCache's hit ratios and slabs (/metrics);
+//   - bucket: the tier's blocks and read amplification;
+//   - status: build, runtime, flags, configuration, targets, rules,
+//     alerts, head statistics, the storage engine
+//     (/api/v1/status/aerie/storage).
 //
 // The sources are TypeScript in web/; web/build.mjs bundles them with
 // esbuild into dist/, which is committed and embedded, so `go build` needs
@@ -11,16 +21,18 @@
 // lockfile and fails if it differs from the committed one.
 //
 // Plain TypeScript, no framework: the two large pieces, CodeMirror and
-// uPlot, own their DOM and are driven imperatively; what is left (three
-// pages of tables and forms) is served by a 60-line element builder
+// uPlot, own their DOM and are driven imperatively; what is left (pages
+// of tables and forms) is served by a 60-line element builder
 // (web/src/dom.ts). preact or lit would add a rendering model on top of
 // that without removing code, and bytes to every page.
 //
 // Sizes, as measured by TestBundleSize (gzip -9, the compression this
 // package serves): the query page, the first page, ~183 KB gzipped
 // (~540 KB raw, nearly all of it CodeMirror, the PromQL parser and the
-// function docs of codemirror-promql); explore and status ~7 KB each,
-// since each page is its own chunk loaded on first visit.
+// function docs of codemirror-promql); explore, status, cache and bucket
+// 7 to 9 KB each; sensors and graphite ~32 KB each (mostly uPlot, a chunk
+// shared with the query page): each page is its own chunk, loaded on
+// first visit.
 //
 // Invariants:
 //

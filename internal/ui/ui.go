@@ -21,7 +21,7 @@ var dist embed.FS
 // routes are the client-side routes: each answers index.html and the
 // script picks the page from the path (web/src/main.ts). Kept in step with
 // the pages table there; TestUIRoutes checks both.
-var routes = []string{"/", "/query", "/explore", "/status"}
+var routes = []string{"/", "/query", "/explore", "/sensors", "/graphite", "/cache", "/bucket", "/status"}
 
 // assetPrefix is where the bundle's files are served; their names carry a
 // content hash (web/build.mjs), so they can be cached for good.

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -125,7 +127,7 @@ func TestBundleSize(t *testing.T) {
 	var pages map[string][]string
 	require.NoError(t, json.Unmarshal(raw, &pages))
 	require.Contains(t, pages, "query")
-	for _, name := range []string{"query", "explore", "status"} {
+	for _, name := range slices.Sorted(maps.Keys(pages)) {
 		var rawSum, gzSum int
 		for _, f := range pages[name] {
 			b, err := fs.ReadFile(dist, "dist/"+f)

@@ -13,6 +13,10 @@ export interface Page {
 const pages: Record<string, { title: string; load: () => Promise<Page> }> = {
   '/query': { title: 'Query', load: () => import('./pages/query').then((m) => m.page) },
   '/explore': { title: 'Explore', load: () => import('./pages/explore').then((m) => m.page) },
+  '/sensors': { title: 'Sensors', load: () => import('./pages/sensors').then((m) => m.page) },
+  '/graphite': { title: 'Graphite', load: () => import('./pages/graphite').then((m) => m.page) },
+  '/cache': { title: 'Cache', load: () => import('./pages/cache').then((m) => m.page) },
+  '/bucket': { title: 'Bucket', load: () => import('./pages/bucket').then((m) => m.page) },
   '/status': { title: 'Status', load: () => import('./pages/status').then((m) => m.page) },
 };
 

@@ -2,9 +2,12 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,9 +23,11 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/server"
+	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
 var screenshots = flag.String("ui.screenshots", "", "directory for the browser test's screenshots of each page (default: a temporary directory)")
@@ -43,9 +48,55 @@ const chromiumPath = "/usr/bin/chromium"
 func pariValue(t int64) float64 { return float64(t / 60 % 1000) }
 func osloValue(t int64) float64 { return pariValue(t) / 2 }
 
+// humidity is a second field of oslo's lines: ui_test_humidity{city="oslo"}
+// is written in the same rows as ui_test_temp{city="oslo"}, so the two
+// share a Heracles group.
+func humidity(t int64) float64 { return float64(t / 60 % 100) }
+
+// oldData writes the day before end's hour of the same series into dir's
+// engine and flushes it into blocks, so the server starts with blocks on
+// disk (the status page's blocks, explore's blocks of a series).
+func oldData(t *testing.T, dir string, end int64) {
+	t.Helper()
+	db, err := tsdb.Open(dir, &tsdb.Options{FlushCheckInterval: -1})
+	require.NoError(t, err)
+	app := db.Appender(context.Background())
+	for ts := end - 86400 - 3600; ts <= end-86400; ts += 60 {
+		for _, s := range []struct {
+			l labels.Labels
+			v float64
+		}{
+			{labels.FromStrings("__name__", "ui_test_temp", "city", "paris"), pariValue(ts)},
+			{labels.FromStrings("__name__", "ui_test_temp", "city", "oslo"), osloValue(ts)},
+			{labels.FromStrings("__name__", "ui_test_humidity", "city", "oslo"), humidity(ts)},
+		} {
+			_, err := app.Append(0, s.l, ts*1000, s.v)
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, app.Commit())
+	require.NoError(t, db.FlushHead())
+	require.NotEmpty(t, db.Blocks())
+	require.NoError(t, db.Close())
+}
+
 func startServer(t *testing.T, end int64) string {
 	t.Helper()
-	s, err := server.New(server.Options{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	dir := t.TempDir()
+	oldData(t, dir, end)
+	// Carbon's plaintext TCP listener on a free port; the other Graphite
+	// and statsd listeners off.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	carbonAddr := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(t.TempDir(), "aerie.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`
+aerie:
+  graphite: {plaintext_tcp: "`+carbonAddr+`", plaintext_udp: "", pickle_tcp: ""}
+  statsd: {udp: "", tcp: ""}
+`), 0o644))
+	s, err := server.New(server.Options{DataDir: dir, HTTPAddr: "127.0.0.1:0", ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	require.NoError(t, s.Listen())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -64,14 +115,70 @@ func startServer(t *testing.T, end int64) string {
 	var lines strings.Builder
 	for ts := end - 3600; ts <= end; ts += 60 {
 		fmt.Fprintf(&lines, "ui_test,city=paris temp=%g %d\n", pariValue(ts), ts)
-		fmt.Fprintf(&lines, "ui_test,city=oslo temp=%g %d\n", osloValue(ts), ts)
+		fmt.Fprintf(&lines, "ui_test,city=oslo temp=%g,humidity=%g %d\n", osloValue(ts), humidity(ts), ts)
 		fmt.Fprintf(&lines, "ui_test,city=oslo,code=200 requests_total=%d %d\n", ts-end+3600, ts)
 	}
 	r, err := http.Post(base+"/write?precision=s", "text/plain", strings.NewReader(lines.String()))
 	require.NoError(t, err)
 	r.Body.Close()
 	require.Equal(t, http.StatusNoContent, r.StatusCode)
+
+	// Graphite's plaintext protocol: two paths, one point a minute for the
+	// hour before end, web's value the minute, db's twice that.
+	conn, err := net.Dial("tcp", carbonAddr)
+	require.NoError(t, err)
+	var plain strings.Builder
+	for ts := end - 3600; ts <= end; ts += 60 {
+		fmt.Fprintf(&plain, "ui.test.web.latency %d %d\nui.test.db.latency %d %d\n", ts/60%1000, ts, 2*(ts/60%1000), ts)
+	}
+	_, err = conn.Write([]byte(plain.String()))
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	require.Eventually(t, func() bool {
+		r, err := http.Get(base + "/render?format=json&from=-2h&target=" + url.QueryEscape("ui.test.*.latency"))
+		if err != nil {
+			return false
+		}
+		defer r.Body.Close()
+		var out []struct{ Datapoints [][2]*float64 }
+		if json.NewDecoder(r.Body).Decode(&out) != nil || len(out) != 2 {
+			return false
+		}
+		last := out[1].Datapoints[len(out[1].Datapoints)-1]
+		return last[0] != nil
+	}, 10*time.Second, 50*time.Millisecond, "carbon's lines stored")
+
+	// A sensor's history, uploaded as Peregreen's users do.
+	var csv strings.Builder
+	from, to := sensorRange(end)
+	for ts := from; ts < to; ts += 60 {
+		fmt.Fprintf(&csv, "%d,%g\n", ts*1000, sensorValue(from, ts))
+	}
+	r, err = http.Post(base+"/upload/ui_sensor/csv/0-1-,/float64", "text/csv", strings.NewReader(csv.String()))
+	require.NoError(t, err)
+	r.Body.Close()
+	require.Equal(t, http.StatusOK, r.StatusCode)
 	return base
+}
+
+// sensorRange is the sensor's three days (s), whole hours ending three
+// hours before end.
+func sensorRange(end int64) (from, to int64) {
+	to = end/3600*3600 - 3*3600
+	return to - 72*3600, to
+}
+
+// hotHours are the hours after the sensor's start in which its value is
+// 100 (elsewhere from 10 to 14): the intervals `max gte 90` finds.
+var hotHours = []int64{10, 40}
+
+func sensorValue(from, ts int64) float64 {
+	for _, hh := range hotHours {
+		if (ts-from)/3600 == hh {
+			return 100
+		}
+	}
+	return float64(10 + ts/60%5)
 }
 
 // pressEnter sends Enter as a keyboard does: keyDown (with its text) and
@@ -322,8 +429,137 @@ func TestUIBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `ui_test_temp{city="paris"}`, paris.Query().Get("expr"), "a label value links to its selector")
 	shot("explore")
-	do("open in the query page", chromedp.Click(chromedp.CSS(`.open-query a`)))
+
+	// A series' group (its siblings) and blocks, from the status API.
+	do("oslo's group and blocks", chromedp.Click(chromedp.CSS(`table.series tbody tr:nth-child(`+eval(`String([...document.querySelectorAll('table.series tbody tr')].findIndex(r => r.textContent.includes('oslo')) + 1)`)+`) a.series-link`)))
+	waitFor("the series' detail", `!!document.querySelector('.series-detail table.members')`)
+	require.Equal(t, `ui_test_temp{city="oslo"}`, location().Get("series"))
+	members := eval(`[...document.querySelectorAll('.series-detail .group:last-of-type table.members tbody tr td:first-child')].map(td => td.textContent).join('\n')`)
+	require.Contains(t, members, `ui_test_humidity{city="oslo"}`, "the sibling written in the same lines")
+	require.Contains(t, members, `ui_test_temp{city="oslo"}`)
+	require.NotContains(t, members, "paris")
+	// The day-old hour may straddle a partition boundary: one or two blocks.
+	require.Positive(t, mustAtoi(t, eval(`String(document.querySelectorAll('.series-detail table.blocks tbody tr').length)`)), "the blocks flushed before the server started")
+	shot("explore-series")
+	do("open in the query page", chromedp.Click(chromedp.CSS(`.detail > h2 .open-query a`)))
 	waitFor("the query page's chart", `!!document.querySelector('.chart[data-series="2"] canvas')`)
+
+	// Sensors: a value search draws its intervals on the overview; a click
+	// on one zooms the chart into it; the zoomed range downloads.
+	sFrom, sTo := sensorRange(end)
+	do("open the sensors page", chromedp.Navigate(base+"/sensors?"+url.Values{
+		"start": {time.Unix(sFrom, 0).UTC().Format(time.RFC3339)}, "end": {time.Unix(sTo, 0).UTC().Format(time.RFC3339)}}.Encode()))
+	do("type a search", chromedp.SetValue(chromedp.CSS("input.match"), "ui_sensor"), chromedp.SetValue(chromedp.CSS("input.cond"), "max gte 90 & min gt 50"),
+		chromedp.Click(chromedp.CSS("button.search")))
+	waitFor("the overview with its intervals", `!!document.querySelector('.overview-chart[data-intervals="2"] canvas')`)
+	require.Equal(t, "2", eval(`String(document.querySelectorAll('table.found-intervals tbody tr').length)`))
+	q = location()
+	require.Equal(t, "ui_sensor", q.Get("match"))
+	require.Equal(t, "max gte 90 & min gt 50", q.Get("cond"))
+	hot := func(i int) (int64, int64) {
+		return (sFrom + hotHours[i]*3600) * 1000, (sFrom+(hotHours[i]+1)*3600)*1000 - 1
+	}
+	// The band of the first interval is drawn: most of the overview's
+	// pixels down the middle of the interval are the band's red (a grid
+	// line or the series' line may cross some).
+	h0, h1 := hot(0)
+	frac := (float64(h0+h1)/2/1000 - float64(sFrom)) / float64(sTo-sFrom)
+	red := eval(fmt.Sprintf(`(() => {
+		const c = document.querySelector('.overview-chart canvas'), o = document.querySelector('.overview-chart .u-over');
+		const cr = c.getBoundingClientRect(), or = o.getBoundingClientRect(), k = c.width / cr.width;
+		const x = Math.round((or.left - cr.left + %g * or.width) * k);
+		const y0 = Math.round((or.top - cr.top) * k), hgt = Math.round(or.height * k);
+		const px = c.getContext('2d').getImageData(x, y0, 1, hgt).data; // one readback: more warn
+		let n = 0;
+		for (let i = 0; i < 20; i++) {
+			const j = 4 * Math.round((0.05 + 0.9 * i / 19) * (hgt - 1));
+			if (px[j + 3] > 0 && px[j] > px[j + 1] + 10 && px[j] > px[j + 2] + 10) n++;
+		}
+		return String(n) })()`, frac))
+	require.GreaterOrEqual(t, mustAtoi(t, red), 15, "red pixels of 20 down the first interval's band")
+	shot("sensors")
+	// Click the band: the chart zooms into the interval.
+	rect = eval(`(() => { const r = document.querySelector('.overview-chart .u-over').getBoundingClientRect(); return [r.left, r.top, r.width, r.height].join(',') })()`)
+	_, err = fmt.Sscanf(rect, "%g,%g,%g,%g", &left, &top, &width, &height)
+	require.NoError(t, err, rect)
+	do("click the first band", chromedp.MouseClickXY(left+frac*width, top+height/2))
+	waitFor("the zoomed chart", fmt.Sprintf(`!!document.querySelector('.main-chart[data-from="%d"][data-to="%d"] canvas')`, h0, h1))
+	q = location()
+	require.Equal(t, strconv.FormatInt(h0, 10), q.Get("from"))
+	require.Equal(t, strconv.FormatInt(h1, 10), q.Get("to"))
+	// The zoomed hour downloads as CSV: its 60 points, each 100.
+	href := eval(`document.querySelector('a.download[data-format=csv]').getAttribute('href')`)
+	resp, err := http.Get(base + href)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	csvLines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	require.Len(t, csvLines, 60, "%s", body)
+	// Each line names its series first: the native endpoint answers many.
+	require.Equal(t, fmt.Sprintf(`"{__name__=""ui_sensor""}",%d,100`, h0), csvLines[0])
+	for _, f := range []string{"json", "msgp"} {
+		require.Contains(t, eval(`document.querySelector('a.download[data-format=`+f+`]').getAttribute('href')`), "format="+f)
+	}
+	// The second interval from the list.
+	do("zoom into the second", chromedp.Click(chromedp.CSS(`table.found-intervals tbody tr:nth-child(2) button.zoom`)))
+	h0, h1 = hot(1)
+	waitFor("the second zoom", fmt.Sprintf(`!!document.querySelector('.main-chart[data-from="%d"][data-to="%d"] canvas')`, h0, h1))
+	shot("sensors-zoomed")
+
+	// Graphite: complete a function and a path, render into the chart.
+	do("open the graphite page", chromedp.Navigate(base+"/graphite?from=-2h"))
+	do("type a function's start", chromedp.Click(chromedp.CSS("textarea.targets")), chromedp.SendKeys(chromedp.CSS("textarea.targets"), "sumSer"))
+	waitFor("the function offered", `document.querySelector('ul.suggest:not([hidden]) li')?.textContent.startsWith('sumSeries(')`)
+	do("Tab takes it", chromedp.KeyEvent(kb.Tab))
+	waitFor("the function typed", `document.querySelector('textarea.targets').value === 'sumSeries('`)
+	do("type a path's start", chromedp.SendKeys(chromedp.CSS("textarea.targets"), "ui.te"))
+	waitFor("the path offered", `document.querySelector('ul.suggest:not([hidden]) li')?.textContent.startsWith('ui.test.')`)
+	do("Tab takes the path", chromedp.KeyEvent(kb.Tab))
+	waitFor("the path typed", `document.querySelector('textarea.targets').value === 'sumSeries(ui.test.'`)
+	do("finish the target and render", chromedp.SendKeys(chromedp.CSS("textarea.targets"), "*.latency)"), chromedp.KeyEvent(kb.Escape),
+		chromedp.Click(chromedp.CSS("button.render")))
+	waitFor("the rendered chart", `!!document.querySelector('.graphite .chart[data-series="1"] canvas')`)
+	require.Equal(t, "sumSeries(ui.test.*.latency)", location().Get("target"))
+	require.Equal(t, "sumSeries(ui.test.*.latency)", eval(`document.querySelector('.graphite .u-legend .u-series:nth-child(2) .u-label').textContent`))
+	// The value under the cursor in the middle of the plot: web + db at
+	// the time the legend shows.
+	rect = eval(`(() => { const r = document.querySelector('.graphite .u-over').getBoundingClientRect(); return [r.left, r.top, r.width, r.height].join(',') })()`)
+	_, err = fmt.Sscanf(rect, "%g,%g,%g,%g", &left, &top, &width, &height)
+	require.NoError(t, err, rect)
+	do("hover the middle", chromedp.MouseEvent(chromedp.MouseMoved, left+width*0.75, top+height/2))
+	waitFor("the hovered value", `document.querySelector('.graphite .u-legend .u-series:nth-child(2) .u-value').textContent !== '—'`)
+	gt, err := time.Parse(time.RFC3339Nano, eval(`document.querySelector('.graphite .u-legend .u-series .u-value').textContent`))
+	require.NoError(t, err)
+	require.Equal(t, strconv.FormatInt(3*(gt.Unix()/60%1000), 10), eval(`document.querySelector('.graphite .u-legend .u-series:nth-child(2) .u-value').textContent`), "at %v", gt)
+	shot("graphite")
+
+	// Cache: the same range query twice, over a range older than the
+	// results cache's max_freshness (10 m): the second is a hit.
+	for range 2 {
+		r, err := http.Get(base + "/api/v1/query_range?" + url.Values{"query": {"ui_test_temp"},
+			"start": {strconv.FormatInt(end-3600, 10)}, "end": {strconv.FormatInt(end-1800, 10)}, "step": {"60"}}.Encode())
+		require.NoError(t, err)
+		r.Body.Close()
+		require.Equal(t, http.StatusOK, r.StatusCode)
+	}
+	do("open the cache page", chromedp.Navigate(base+"/cache"))
+	waitFor("the results cache", `!!document.querySelector('.card.cache[data-cache="results"] table.slabs')`)
+	ratio := eval(`document.querySelector('.card.cache[data-cache="results"] .hit-ratio').textContent`)
+	require.NotEqual(t, "—", ratio, "a hit ratio of some gets")
+	hits := mustAtoi(t, eval(`document.querySelector('.card.cache[data-cache="results"] table.ratios tbody td:nth-child(2)').textContent`))
+	require.Positive(t, hits, "the repeated query hit")
+	require.Positive(t, mustAtoi(t, eval(`document.querySelector('.card.cache[data-cache="results"] table.slabs tbody td').textContent`)), "slabs")
+	shot("cache")
+
+	// Bucket: the tier runs (the filesystem bucket, by default); its
+	// counters and blocks are answered.
+	do("open the bucket page", chromedp.Navigate(base+"/bucket"))
+	waitFor("the bucket page", `document.querySelector('.bucket')?.dataset.state === 'ok'`)
+	require.Contains(t, eval(`document.querySelector('.bucket').textContent`), "Read amplification")
+	require.GreaterOrEqual(t, mustAtoi(t, eval(`document.querySelector('.bucket .remote-blocks').textContent`)), 0)
+	shot("bucket")
 
 	// Status: every section answered by the API.
 	do("open the status page", chromedp.Navigate(base+"/status"))
@@ -334,9 +570,20 @@ func TestUIBrowser(t *testing.T) {
 	require.Contains(t, eval(`document.querySelector('#tsdb').textContent`), "numSeries")
 	require.Contains(t, eval(`document.querySelector('#storage').textContent`), "aerie_head_series", "the engine's figures from /metrics")
 	require.Contains(t, eval(`document.querySelector('#storage').textContent`), `{area="live"}`)
+	require.Positive(t, mustAtoi(t, eval(`String(document.querySelectorAll('#engine table.blocks tbody tr').length)`)), "the blocks listed")
+	require.Positive(t, mustAtoi(t, eval(`String(document.querySelectorAll('#engine table.partitions tbody tr').length)`)), "the head's partitions")
+	require.Contains(t, eval(`document.querySelector('#engine table.levels').textContent`), "B/sample")
+	require.Contains(t, eval(`document.querySelector('#engine table.groups').textContent`), `t:city=oslo`)
 	shot("status")
 
 	mu.Lock()
 	defer mu.Unlock()
 	require.Empty(t, console, "console errors and warnings")
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err, s)
+	return n
 }

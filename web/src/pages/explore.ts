@@ -1,9 +1,11 @@
 // The explore page: metric names with their series counts (status/tsdb, the
-// cardinality view), a metric's series and labels, links into the query page.
+// cardinality view), a metric's series and labels, a series' head groups
+// and blocks (status/aerie/series), links into the query page.
 
 import { get } from '../api';
 import { Child, clear, errorBox, formatLabels, h, link, table } from '../dom';
 import type { Page } from '../main';
+import { blocksTable, cut, seriesPath, SeriesStatus } from '../engine';
 
 interface Stat { name: string; value: number }
 interface TSDBStatus {
@@ -35,6 +37,30 @@ export function selector(metric: Record<string, string>): string {
 
 function queryLink(expr: string, text: Child = 'query'): HTMLAnchorElement {
   return link('/query?' + new URLSearchParams({ expr, tab: 'graph' }).toString(), text);
+}
+
+function sameLabels(a: Record<string, string>, b: Record<string, string>): boolean {
+  const ka = Object.keys(a), kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => b[k] === a[k]);
+}
+
+// seriesCard shows a series' labels, the head groups it has slots in (the
+// last is the one it writes to) with their series, and its blocks.
+function seriesCard(st: SeriesStatus, pick: (s: Record<string, string>) => void): HTMLElement {
+  const groups = st.groups.map((g, i) => h('div', { class: 'group', 'data-group': g.id },
+    h('h4', null, `Group ${g.id} `, h('code', null, g.key), i === st.groups.length - 1 ? ' (writes here)' : ' (earlier)'),
+    h('p', { class: 'hint' }, `${g.series} series · ${g.partitions} partitions · ${g.rows} rows in the head`),
+    table(['Series in the group', ''], g.members.map((m) => [
+      sameLabels(m, st.labels) ? h('strong', null, formatLabels(m)) : h('a', { href: '#', onclick: (e: Event) => { e.preventDefault(); pick(m); } }, formatLabels(m)),
+      queryLink(selector(m))]), 'members'),
+    g.members.length < g.series ? h('p', { class: 'hint' }, `Showing ${g.members.length} of ${g.series} series.`) : null));
+  return h('div', { class: 'card series-detail', 'data-series': selector(st.labels) },
+    h('h3', null, formatLabels(st.labels), ' ', h('span', { class: 'open-query' }, queryLink(selector(st.labels), 'open in query page'))),
+    table(['Label', 'Value'], Object.keys(st.labels).sort().map((k) => [k, st.labels[k]]), 'kv'),
+    h('h3', null, 'Head groups'),
+    groups.length ? groups : h('p', { class: 'hint' }, 'The head holds no sample of this series.'),
+    h('h3', null, 'Blocks'),
+    st.blocks.list.length ? [blocksTable(st.blocks.list), cut(st.blocks, 'blocks')] : h('p', { class: 'hint' }, 'No block holds this series.'));
 }
 
 function statTable(title: string, stats: Stat[] | undefined, unit = ''): HTMLElement | null {
@@ -69,8 +95,29 @@ export const page: Page = {
     }
     filter.addEventListener('input', renderList);
 
+    const seriesBox = h('div', { class: 'series-box' });
+
+    async function showSeries(s: Record<string, string>, push: boolean): Promise<void> {
+      const sel = selector(s);
+      if (push) {
+        params.set('series', sel);
+        history.pushState(null, '', '/explore?' + new URLSearchParams({ metric: selected, series: sel }).toString());
+      }
+      clear(seriesBox, h('p', { class: 'hint' }, `Loading ${formatLabels(s)}…`));
+      try {
+        const resp = await get<{ total: number; list: SeriesStatus[] }>(seriesPath, { 'match[]': sel, limit: '50' }, ac.signal);
+        const st = resp.data.list.find((x) => sameLabels(x.labels, s));
+        clear(seriesBox, st ? seriesCard(st, (m) => void showSeries(m, true)) : h('p', { class: 'hint' }, `${formatLabels(s)} is gone.`));
+        seriesBox.scrollIntoView?.({ block: 'nearest' });
+      } catch (e) {
+        if (!ac.signal.aborted) clear(seriesBox, errorBox('GET ' + seriesPath, e));
+      }
+    }
+
     async function select(name: string, push: boolean): Promise<void> {
       selected = name;
+      if (push) params.delete('series');
+      clear(seriesBox);
       if (push) history.pushState(null, '', '/explore?metric=' + encodeURIComponent(name));
       renderList();
       clear(detail, h('h2', null, name), h('p', { class: 'hint' }, 'Loading series…'));
@@ -93,9 +140,15 @@ export const page: Page = {
           h('h2', null, name, ' ', h('span', { class: 'open-query' }, queryLink(name, 'open in query page'))),
           h('p', null, `${series.length} series`),
           labelRows.length ? h('div', { class: 'card' }, h('h3', null, 'Labels'), table(['Label', 'Values', 'Some values'], labelRows)) : null,
+          seriesBox,
           h('div', { class: 'card' }, h('h3', null, 'Series'),
-            table(['Series', ''], series.slice(0, 1000).map((s) => [formatLabels(s), queryLink(selector(s))]), 'series')),
+            table(['Series', '', ''], series.slice(0, 1000).map((s) => [formatLabels(s),
+              h('a', { href: '#', class: 'series-link', onclick: (e: Event) => { e.preventDefault(); void showSeries(s, true); } }, 'group and blocks'),
+              queryLink(selector(s))]), 'series')),
           series.length > 1000 ? h('p', { class: 'hint' }, `Showing 1000 of ${series.length} series.`) : null);
+        const want = params.get('series');
+        const s = want ? series.find((x) => selector(x) === want) : undefined;
+        if (s) void showSeries(s, false);
       } catch (e) {
         if (!ac.signal.aborted) clear(detail, h('h2', null, name), errorBox('GET /api/v1/series', e));
       }

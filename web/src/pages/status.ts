@@ -5,6 +5,7 @@
 import { get, getText } from '../api';
 import { Child, clear, errorBox, formatBytes, formatLabels, h, table } from '../dom';
 import { Family, parseMetrics } from '../metrics';
+import { blocksTable, bytes, cut, Storage, storagePath, time } from '../engine';
 import type { Page } from '../main';
 
 type Render = (data: any) => Child;
@@ -69,9 +70,8 @@ const renderTSDB: Render = (d: { headStats?: Record<string, unknown>; seriesCoun
     : null,
 ];
 
-// The engine's own figures, from its /metrics: what Aerie has no API
-// endpoint for yet (groups, partitions, flush progress, the memory
-// manager's areas, blocks, quarantine, the bucket tier).
+// The engine's counters, from its /metrics (rates and histograms that the
+// status API's snapshot does not hold; the bucket tier).
 const storageGroups: { title: string; prefixes: string[] }[] = [
   { title: 'Head', prefixes: ['aerie_head_', 'aerie_ingested_samples_total'] },
   { title: 'Flush', prefixes: ['aerie_flush_', 'aerie_flushes_total'] },
@@ -113,11 +113,49 @@ const renderStorage: Render = (text: string) => {
   return out.length > 0 ? out : h('p', { class: 'hint' }, 'No aerie_ storage metrics in /metrics.');
 };
 
+// The engine's lists, from Aerie's own status API.
+const renderEngine: Render = (d: Storage) => {
+  const hd = d.head;
+  const f = d.flush;
+  const m = d.memory;
+  return [
+    h('h3', null, 'Head'),
+    table(['Series', 'Groups', 'Bytes', 'From', 'To'], [[String(hd.series), String(hd.groups.total), bytes(hd.bytes), time(hd.minTime), time(hd.maxTime)]], 'head'),
+    h('h3', null, 'Partitions'),
+    hd.partitions.length === 0 ? h('p', { class: 'hint' }, 'No partition in the head.')
+      : table(['Partition', 'Start', 'End', 'First sample', 'Last sample', 'State', 'Memory area', 'Memory blocks'], hd.partitions.map((p) => [
+        String(p.id), time(p.start), time(p.end), time(p.minSampleTime), time(p.maxSampleTime),
+        p.flushed ? 'flushed (hot)' : 'open', p.area ?? '—', String(p.memoryBlocks)]), 'partitions'),
+    h('p', null, 'Flush: ', f.running ? `running, ${f.groupsDone} of ${f.groupsTotal} groups` : 'idle', ` · ${f.flushes} flushes since start`),
+    h('h3', null, 'Groups'),
+    hd.groups.list.length === 0 ? h('p', { class: 'hint' }, 'No group.')
+      : table(['Group', 'Key', 'Series', 'Partitions', 'Rows'], hd.groups.list.map((g) => [String(g.id), h('code', null, g.key), String(g.series), String(g.partitions), String(g.rows)]), 'groups'),
+    cut(hd.groups, 'groups'),
+    h('h3', null, 'Memory manager'),
+    table(['Live', 'Hot', 'Cooling', 'Free', 'In use', 'Held', 'Limit', 'Pressure', 'Reclaimed', 'Epoch', 'Readers'], [[
+      String(m.liveBlocks), String(m.hotBlocks), String(m.coolingBlocks), String(m.freeBlocks), bytes(m.inUseBytes), bytes(m.bytes),
+      m.limitBytes > 0 ? bytes(m.limitBytes) : 'none', String(m.pressure), String(m.reclaimedBlocks), String(m.epoch), String(m.activeReaders)]], 'memory'),
+    h('p', { class: 'hint' }, `Blocks of ${bytes(m.blockSize)} in pages of ${bytes(m.pageSize)}.`),
+    h('h3', null, 'Blocks by level'),
+    d.blocks.byLevel.length === 0 ? h('p', { class: 'hint' }, 'No block on disk yet: the head has not been flushed.')
+      : table(['Level', 'Blocks', 'Samples', 'Size', 'B/sample'], [
+        ...d.blocks.byLevel.map((l) => [String(l.level), String(l.blocks), String(l.samples), bytes(l.bytes), l.bytesPerSample.toFixed(2)]),
+        ['all', String(d.blocks.blocks.total), String(d.blocks.samples), bytes(d.blocks.bytes), (d.blocks.bytes / Math.max(1, d.blocks.samples)).toFixed(2)]], 'levels'),
+    d.blocks.blocks.list.length > 0 ? [h('h3', null, 'Blocks, newest first'), blocksTable(d.blocks.blocks.list), cut(d.blocks.blocks, 'blocks')] : null,
+    h('h3', null, 'WAL'),
+    table(['Segments', 'Files', 'Size'], [[d.wal.lastSegment > 0 ? `${d.wal.firstSegment}–${d.wal.lastSegment}` : 'none', String(d.wal.files), bytes(d.wal.bytes)]], 'wal'),
+    h('h3', null, 'Quarantined blocks'),
+    d.quarantined.list.length === 0 ? h('p', { class: 'hint' }, 'None.')
+      : [h('ul', { class: 'quarantined' }, d.quarantined.list.map((q) => h('li', null, h('code', null, q)))), cut(d.quarantined, 'quarantined blocks')],
+  ];
+};
+
 const sections: { id: string; title: string; path: string; render: Render; text?: boolean }[] = [
   { id: 'buildinfo', title: 'Build information', path: '/api/v1/status/buildinfo', render: kv },
   { id: 'runtimeinfo', title: 'Runtime information', path: '/api/v1/status/runtimeinfo', render: kv },
   { id: 'tsdb', title: 'Head statistics', path: '/api/v1/status/tsdb', render: renderTSDB },
-  { id: 'storage', title: 'Storage engine', path: '/metrics', render: renderStorage, text: true },
+  { id: 'engine', title: 'Storage engine', path: storagePath, render: renderEngine },
+  { id: 'storage', title: 'Storage engine metrics', path: '/metrics', render: renderStorage, text: true },
   { id: 'targets', title: 'Targets', path: '/api/v1/targets', render: renderTargets },
   { id: 'rules', title: 'Rules', path: '/api/v1/rules', render: renderRules },
   { id: 'alerts', title: 'Alerts', path: '/api/v1/alerts', render: renderAlerts },
