@@ -1,4 +1,4 @@
-package httpbench
+package harness
 
 import (
 	"os"
@@ -23,15 +23,15 @@ func TestParseStat(t *testing.T) {
 		{"42 x S", 0, "no ')'"},
 		{"42 (x) S 1 2 3 4 5 6 7 8 9 10 -1 2", 0, "utime/stime"},
 	} {
-		got, err := parseStat([]byte(tc.line))
+		got, err := ParseStat([]byte(tc.line))
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("parseStat(%q) = %v, %v; want an error with %q", tc.line, got, err, tc.wantErr)
+				t.Errorf("ParseStat(%q) = %v, %v; want an error with %q", tc.line, got, err, tc.wantErr)
 			}
 			continue
 		}
 		if err != nil || got != tc.want {
-			t.Errorf("parseStat(%q) = %v, %v; want %v", tc.line, got, err, tc.want)
+			t.Errorf("ParseStat(%q) = %v, %v; want %v", tc.line, got, err, tc.want)
 		}
 	}
 }
@@ -53,29 +53,29 @@ func TestReadProc(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "stat"), []byte("4242 (aerie) S 1 2 3 4 5 6 7 8 9 10 1000 500 0 0 20 0 9 0 100\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "status"), []byte(fakeStatus), 0o644)
-	st, err := readProc(root, 4242)
+	st, err := ReadProc(root, 4242)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (procStats{cpu: 15 * time.Second, rss: 65536 << 10, hwm: 123456 << 10}); st != want {
+	if want := (ProcStats{CPU: 15 * time.Second, RSS: 65536 << 10, HWM: 123456 << 10}); st != want {
 		t.Fatalf("readProc = %+v, want %+v", st, want)
 	}
-	if _, err := readProc(root, 1); err == nil {
+	if _, err := ReadProc(root, 1); err == nil {
 		t.Fatal("a missing process gave no error")
 	}
 	os.WriteFile(filepath.Join(dir, "status"), []byte("Name:\taerie\nVmRSS:\t12 MB\n"), 0o644)
-	if _, err := readProc(root, 4242); err == nil || !strings.Contains(err.Error(), "VmRSS") {
+	if _, err := ReadProc(root, 4242); err == nil || !strings.Contains(err.Error(), "VmRSS") {
 		t.Fatalf("a bad VmRSS line: %v", err)
 	}
 }
 
 // TestReadProcSelf reads this process: the real file has the fields.
 func TestReadProcSelf(t *testing.T) {
-	st, err := readProc("/proc", os.Getpid())
+	st, err := ReadProc("/proc", os.Getpid())
 	if err != nil {
 		t.Skipf("no /proc: %v", err)
 	}
-	if st.rss <= 0 || st.hwm < st.rss {
+	if st.RSS <= 0 || st.HWM < st.RSS {
 		t.Fatalf("%+v", st)
 	}
 }
@@ -90,7 +90,7 @@ func TestDiskUsageAndCopy(t *testing.T) {
 		}
 	}
 	os.Symlink("tagdict", filepath.Join(dir, "link")) // not a regular file: not counted
-	total, byTop, err := diskUsage(dir)
+	total, byTop, err := DiskUsage(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +98,34 @@ func TestDiskUsageAndCopy(t *testing.T) {
 		t.Fatalf("total %d, by entry %v", total, byTop)
 	}
 	cp := filepath.Join(t.TempDir(), "copy")
-	if err := copyDir(dir, cp); err != nil {
+	if err := CopyDir(dir, cp); err != nil {
 		t.Fatal(err)
 	}
-	total2, byTop2, err := diskUsage(cp)
+	total2, byTop2, err := DiskUsage(cp)
 	if err != nil || total2 != 150 || len(byTop2) != 4 {
 		t.Fatalf("copy: %d %v %v", total2, byTop2, err)
+	}
+}
+
+func TestSchedstatAndSelf(t *testing.T) {
+	w, err := ParseSchedstatWait([]byte("5526528 12028481 9\n"))
+	if err != nil || w != 12028481*time.Nanosecond {
+		t.Fatalf("ParseSchedstatWait = %v, %v", w, err)
+	}
+	if _, err := ParseSchedstatWait([]byte("1 2\n")); err == nil || !strings.Contains(err.Error(), "3 fields") {
+		t.Fatalf("two fields: %v", err)
+	}
+	if _, err := RunWait(os.Getpid()); err != nil {
+		t.Skipf("no schedstat: %v", err)
+	}
+	if rss, err := ProcRSS(os.Getpid()); err != nil || rss <= 0 {
+		t.Fatalf("ProcRSS = %d, %v", rss, err)
+	}
+	if _, err := StatusBytes([]byte("Name:\tx\n"), "VmRSS"); err == nil || !strings.Contains(err.Error(), "no VmRSS") {
+		t.Fatalf("no VmRSS line: %v", err)
+	}
+	peak, now := WatchRSS(os.Getpid(), time.Millisecond).End()
+	if peak < now || now <= 0 {
+		t.Fatalf("WatchRSS: peak %d, now %d", peak, now)
 	}
 }

@@ -1,0 +1,99 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+
+	"github.com/spf13/pflag"
+)
+
+// Options are the flags every workload takes (`aerie bench NAME`).
+type Options struct {
+	Scale string    // small (CI), medium (make benchmarks) or large
+	Dir   string    // scratch directory ("": a temporary one, removed after)
+	Seed  int64     // workload and query seed
+	Peers string    // directory of the peers' binaries (default ../shared/peers)
+	Aerie string    // the aerie binary a server workload runs ("": this executable)
+	Log   io.Writer // progress; nil with --quiet
+}
+
+// Report is what a workload's run returns: its section of
+// docs/BENCHMARKS.md, its terminal table and its JSON.
+type Report interface {
+	WriteTable(w io.Writer) error
+	WriteMarkdown(w io.Writer) error
+	WriteJSON(w io.Writer) error
+}
+
+// Run runs a workload with the common options.
+type Run func(ctx context.Context, o Options) (Report, error)
+
+// Workload is one benchmark as `aerie bench` knows it.
+type Workload struct {
+	Name     string // `aerie bench NAME`
+	Compares string // one line for `aerie bench list`: what against what
+	Doc      string // the command's long help
+	// Flags declares the workload's own flags on fs (beside Options') and
+	// returns the run that reads them.
+	Flags func(fs *pflag.FlagSet) Run
+	// Kind is the "kind" of the workload's JSON reports ("" for the
+	// engine reports, which have none); Read decodes one (path for
+	// errors). Workloads sharing a report kind (node, random, tsbs,
+	// history) set the same Kind and Read.
+	Kind string
+	Read func(path string, b []byte) (Report, error)
+}
+
+var registry = map[string]*Workload{}
+
+// Register adds workloads; a name registered twice panics (a programming
+// error caught by any test that imports the registry).
+func Register(ws ...*Workload) {
+	for _, w := range ws {
+		if _, dup := registry[w.Name]; dup {
+			panic(fmt.Sprintf("harness: workload %q registered twice", w.Name))
+		}
+		if w.Flags == nil || w.Read == nil {
+			panic(fmt.Sprintf("harness: workload %q lacks Flags or Read", w.Name))
+		}
+		registry[w.Name] = w
+	}
+}
+
+// Lookup returns the workload named name.
+func Lookup(name string) (*Workload, bool) {
+	w, ok := registry[name]
+	return w, ok
+}
+
+// Workloads returns every registered workload by name.
+func Workloads() []*Workload {
+	var ws []*Workload
+	for _, w := range registry {
+		ws = append(ws, w)
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].Name < ws[j].Name })
+	return ws
+}
+
+// ReadReport decodes the JSON b of any registered workload's report by
+// its kind, and returns the workload that reads it.
+func ReadReport(path string, b []byte) (*Workload, Report, error) {
+	kind := KindOf(b)
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		w := registry[n]
+		if w.Kind == kind {
+			r, err := w.Read(path, b)
+			return w, r, err
+		}
+	}
+	return nil, nil, fmt.Errorf("%s: no workload reads reports of kind %q", path, kind)
+}
