@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
@@ -103,7 +105,7 @@ func TestRun(t *testing.T) {
 	if !testing.Short() {
 		kinds = append(kinds, "node")
 	}
-	var reps []*Report
+	var reps []harness.Report
 	for _, kind := range kinds {
 		rep, err := Run(Config{Workload: kind, Scale: "test", Dir: t.TempDir(), Seed: 3, Interval: time.Minute})
 		if err != nil {
@@ -149,7 +151,7 @@ func TestRun(t *testing.T) {
 		reps = append(reps, rep)
 	}
 	var md bytes.Buffer
-	if err := WriteMarkdown(&md, reps, "make benchmarks", "## Notes\n"); err != nil {
+	if err := WriteDocument(&md, reps, "make benchmarks", "## Notes\n"); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## Goals", "`insert_throughput` | ≥ 3×", "## tsbs (test scale)", "120/chunk", "## Reproduce", "## Notes"} {
@@ -187,5 +189,31 @@ func TestRunFromFile(t *testing.T) {
 	}
 	if _, ok := rep.Result("tsbs_double-groupby-1_disk"); !ok || rep.Samples != 12*60*(2*6+1) {
 		t.Fatalf("report from file: %d samples, %+v", rep.Samples, rep.Results)
+	}
+}
+
+// section is another workload's report for WriteDocument.
+type section string
+
+func (s section) WriteMarkdown(w io.Writer) error { _, err := io.WriteString(w, string(s)); return err }
+func (s section) WriteTable(w io.Writer) error    { return s.WriteMarkdown(w) }
+func (s section) WriteJSON(w io.Writer) error     { return nil }
+
+// TestWriteDocumentOrder: the engine reports' sections come first (after
+// the goals), the other workloads' in the order given, then how to
+// reproduce and the notes.
+func TestWriteDocumentOrder(t *testing.T) {
+	var b bytes.Buffer
+	eng := &Report{Header: harness.Header{Scale: "small"}, Workload: "node", Config: map[string]string{}}
+	if err := WriteDocument(&b, []harness.Report{section("## A\n\n"), eng, section("## B\n\n")}, "make benchmarks", "NOTES"); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	g, i, j, k, r := strings.Index(md, "## Goals"), strings.Index(md, "## node (small scale)"), strings.Index(md, "## A"), strings.Index(md, "## B"), strings.Index(md, "## Reproduce")
+	if g < 0 || i < g || j < i || k < j || r < k || !strings.HasSuffix(md, "NOTES") {
+		t.Fatalf("sections at %d, %d, %d, %d, %d:\n%s", g, i, j, k, r, md)
+	}
+	if err := WriteDocument(&b, []harness.Report{section("## A\n\n")}, "make benchmarks", ""); err == nil {
+		t.Fatal("a document without an engine report")
 	}
 }

@@ -3,12 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/workload"
 )
 
@@ -76,11 +75,8 @@ func (r *runner) runHistory() (*Report, error) {
 	}
 	r.hist, r.hscale = d, hs
 	r.rep = &Report{
-		Machine:  machine(),
-		Commit:   commit(),
-		Date:     time.Now().UTC().Format(time.RFC3339),
+		Header:   harness.NewHeader("", hs.Name),
 		Workload: historyWorkload,
-		Scale:    hs.Name,
 		Series:   d.series,
 		Samples:  d.samples,
 		Config: map[string]string{
@@ -101,7 +97,7 @@ func (r *runner) runHistory() (*Report, error) {
 			"aerie_tuple_size":  "8",
 			"history_writers":   "1",
 			"history_generator": "node, one workload per day (counters restart at day boundaries)",
-			"loadavg_start":     loadAvg(),
+			"loadavg_start":     harness.LoadAvg(),
 		},
 	}
 	r.logf("history: %d hosts × %v with every series, %d hosts × %v with %d series each; %d series, %d samples at %v",
@@ -121,22 +117,8 @@ func (r *runner) runHistory() (*Report, error) {
 		}
 	}
 	r.rep.Seconds = time.Since(start).Seconds()
-	r.rep.Config["loadavg_end"] = loadAvg()
+	r.rep.Config["loadavg_end"] = harness.LoadAvg()
 	return r.rep, nil
-}
-
-// loadAvg is the system's 1, 5 and 15 minute load averages: timings of a
-// run on a machine others use too are only as good as these are low.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // backfillStats describe one engine's backfill.

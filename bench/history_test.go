@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // TestHistory runs the history phases on two hosts at a 5 min interval and
@@ -58,7 +60,7 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("table: %v\n%s", err, buf.String())
 	}
 	var md bytes.Buffer
-	if err := WriteMarkdown(&md, []*Report{rep}, "make benchmarks", ""); err != nil {
+	if err := WriteDocument(&md, []harness.Report{rep}, "make benchmarks", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## History: backfill and compaction (test scale)", "`backfill_throughput` | ≥ 3×", "`compacted_bytes_per_sample` | ≤ 0.35×", "`range_7d_rate_compacted` | ≤ 0.5×"} {

@@ -3,9 +3,9 @@ package bench
 import (
 	"os"
 	"runtime/metrics"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // memWatch records the peak resident set size and Go heap of the process
@@ -69,10 +69,10 @@ func heapBytes() int64 {
 // procStatusBytes reads a "Key:   N kB" line of /proc/self/status; 0 if
 // there is none.
 func procStatusBytes(key string) int64 {
-	v := procField("/proc/self/status", key)
-	kb, err := strconv.ParseInt(strings.TrimSuffix(v, " kB"), 10, 64)
+	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
-	return kb << 10
+	n, _ := harness.StatusBytes(b, key)
+	return n
 }

@@ -1,18 +1,13 @@
 package bench
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"runtime"
-	"runtime/debug"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/workload"
 )
 
@@ -50,38 +45,21 @@ type TupleRow struct {
 	flushWall, flushCPU float64
 }
 
-// Machine describes where a report was measured.
-type Machine struct {
-	CPU        string `json:"cpu"`
-	Cores      int    `json:"cores"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	MemoryGiB  int    `json:"memory_gib"`
-	OS         string `json:"os"`
-	Go         string `json:"go"`
-}
-
 // Report is the outcome of one run (the --json file).
 type Report struct {
-	Machine    Machine           `json:"machine"`
-	Commit     string            `json:"commit"`
-	Date       string            `json:"date"`
+	harness.Header
 	Workload   string            `json:"workload"`
-	Scale      string            `json:"scale"`
 	Series     int               `json:"series"`
 	Samples    int64             `json:"samples"`
 	Config     map[string]string `json:"config"`
 	Results    []Result          `json:"results"`
 	TupleSizes []TupleRow        `json:"tuple_sizes"`
-	Seconds    float64           `json:"seconds"`
 }
 
 func newReport(cfg Config, sc Scale, w workload.Workload) *Report {
 	return &Report{
-		Machine:  machine(),
-		Commit:   commit(),
-		Date:     time.Now().UTC().Format(time.RFC3339),
+		Header:   harness.NewHeader("", sc.Name),
 		Workload: w.Name(),
-		Scale:    sc.Name,
 		Series:   len(allSeries(w)),
 		Config: map[string]string{
 			"interval":         w.Interval().String(),
@@ -117,11 +95,7 @@ func (rep *Report) Result(name string) (Result, bool) {
 }
 
 // WriteJSON writes the report as indented JSON.
-func (rep *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
-}
+func (rep *Report) WriteJSON(w io.Writer) error { return harness.WriteJSON(w, rep) }
 
 // ReadReport reads a report written by WriteJSON.
 func ReadReport(path string) (*Report, error) {
@@ -130,8 +104,8 @@ func ReadReport(path string) (*Report, error) {
 		return nil, err
 	}
 	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := harness.ReadJSON(path, b, "", &rep); err != nil {
+		return nil, err
 	}
 	return &rep, nil
 }
@@ -139,7 +113,7 @@ func ReadReport(path string) (*Report, error) {
 // WriteTable prints the results and the tuple-size table as text.
 func (rep *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "workload %s, scale %s: %d series, %d samples; commit %s; %s, %d cores, GOMAXPROCS %d, %s\n",
-		rep.Workload, rep.Scale, rep.Series, rep.Samples, rep.Commit, rep.Machine.CPU, rep.Machine.Cores, rep.Machine.GOMAXPROCS, rep.Machine.Go)
+		rep.Workload, rep.Scale, rep.Series, rep.Samples, rep.Commit, rep.machine().CPU, rep.machine().Cores, rep.machine().GOMAXPROCS, rep.machine().Go)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "name\tunit\taerie\tprometheus\tratio\tbetter\t")
 	for _, r := range rep.Results {
@@ -191,70 +165,10 @@ func num(v float64) string {
 	}
 }
 
-func machine() Machine {
-	m := Machine{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
-	m.CPU = procField("/proc/cpuinfo", "model name")
-	if kb := procField("/proc/meminfo", "MemTotal"); kb != "" {
-		var n int
-		fmt.Sscanf(kb, "%d", &n)
-		m.MemoryGiB = (n + 1<<19) >> 20
+// machine is where the report was measured (none in old reports).
+func (rep *Report) machine() harness.Machine {
+	if rep.Machine == nil {
+		return harness.Machine{}
 	}
-	return m
+	return *rep.Machine
 }
-
-// procField returns the value of the first "key: value" line of a /proc file.
-func procField(path, key string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-// commit returns the VCS revision of the binary, or of the working tree
-// (go run, and builds with -buildvcs=false, do not stamp one), with
-// "-dirty" for uncommitted changes.
-func commit() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev, dirty string
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "-dirty"
-				}
-			}
-		}
-		if rev != "" {
-			return rev[:min(12, len(rev))] + dirty
-		}
-	}
-	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	rev := strings.TrimSpace(string(out))
-	// The outputs of a bench run do not make the tree dirty.
-	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results", ":!docs/BENCHMARKS.md").Output()
-	if err == nil && len(st) > 0 {
-		rev += "-dirty"
-	}
-	return rev
-}
-
-// CurrentMachine describes the machine this process runs on.
-func CurrentMachine() Machine { return machine() }
-
-// Commit returns the VCS revision of this binary or of the working tree,
-// as reports record it.
-func Commit() string { return commit() }

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aerie-db/aerie/bench"
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // ErrMismatch is wrapped by the error of a run in which an answer
@@ -81,8 +81,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func (r *runner) newReport() *Report {
 	return &Report{
 		Kind:    Kind,
-		Machine: bench.CurrentMachine(),
-		Commit:  bench.Commit(),
+		Machine: harness.CurrentMachine(),
+		Commit:  harness.Commit(),
 		Date:    time.Now().UTC().Format(time.RFC3339),
 		Scale:   r.sc.Name,
 		Config: map[string]string{

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aerie-db/aerie/bench"
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/internal/graphite/graphitetest"
 )
 
@@ -422,8 +422,8 @@ func rangeStr(d time.Duration) string { return fmt.Sprintf("%dh", int(d.Hours())
 func (r *runner) newReport() *Report {
 	return &Report{
 		Kind:    Kind,
-		Machine: bench.CurrentMachine(),
-		Commit:  bench.Commit(),
+		Machine: harness.CurrentMachine(),
+		Commit:  harness.Commit(),
 		Date:    time.Now().UTC().Format(time.RFC3339),
 		Scale:   r.sc.Name,
 		Config: map[string]string{
@@ -438,7 +438,7 @@ func (r *runner) newReport() *Report {
 			"max_data_points":  fmt.Sprint(MaxDataPoints),
 		},
 		Peers: []Peer{
-			{Name: aerie, Version: bench.Commit(), Args: "serve --data.dir=DIR --http.addr=127.0.0.1:PORT --config.file=aerie.yml (" + strings.TrimSpace(strings.ReplaceAll(aerieConfig("127.0.0.1:PORT", "storage-schemas.conf", "storage-aggregation.conf"), "\n", " ")) + ")"},
+			{Name: aerie, Version: harness.Commit(), Args: "serve --data.dir=DIR --http.addr=127.0.0.1:PORT --config.file=aerie.yml (" + strings.TrimSpace(strings.ReplaceAll(aerieConfig("127.0.0.1:PORT", "storage-schemas.conf", "storage-aggregation.conf"), "\n", " ")) + ")"},
 			{Name: carbon, Args: "carbon-cache --nodaemon (internal/graphite/graphitetest: MAX_CACHE_SIZE, MAX_CREATES_PER_MINUTE unlimited, MAX_UPDATES_PER_SECOND 1000000, CACHE_WRITE_STRATEGY sorted, WHISPER_AUTOFLUSH False, USE_FLOW_CONTROL True); graphite-web 1.1 under `django-admin runserver` (Django's threaded development server), whisper reads plus CARBONLINK"},
 		},
 	}

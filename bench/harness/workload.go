@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"sort"
 
@@ -96,4 +97,28 @@ func ReadReport(path string, b []byte) (*Workload, Report, error) {
 		}
 	}
 	return nil, nil, fmt.Errorf("%s: no workload reads reports of kind %q", path, kind)
+}
+
+// Peer returns the path of the peer binary name in the peers directory.
+func (o Options) Peer(name string) string {
+	dir := o.Peers
+	if dir == "" {
+		dir = DefaultPeersDir()
+	}
+	return filepath.Join(dir, name)
+}
+
+// ReadAs is a Workload.Read for a report type T of kind whose pointer is
+// a Report: Read: harness.ReadAs[Report](Kind).
+func ReadAs[T any, P interface {
+	*T
+	Report
+}](kind string) func(path string, b []byte) (Report, error) {
+	return func(path string, b []byte) (Report, error) {
+		var v T
+		if err := ReadJSON(path, b, kind, &v); err != nil {
+			return nil, err
+		}
+		return P(&v), nil
+	}
 }

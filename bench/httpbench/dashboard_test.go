@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/aerie-db/aerie/bench"
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/workload"
 )
 
@@ -125,7 +125,7 @@ func TestDashboardConfigCheck(t *testing.T) {
 func sampleDashboardReport() *DashboardReport {
 	rep := &DashboardReport{
 		Kind:    DashboardKind,
-		Machine: bench.Machine{CPU: "Test CPU", Cores: 2, GOMAXPROCS: 2, MemoryGiB: 8, OS: "linux/amd64", Go: "go1.26"},
+		Machine: harness.Machine{CPU: "Test CPU", Cores: 2, GOMAXPROCS: 2, MemoryGiB: 8, OS: "linux/amd64", Go: "go1.26"},
 		Commit:  "0123456789ab", Date: "2026-11-24T00:00:00Z", Scale: "small", Series: 1034, Samples: 1_500_000,
 		Config: map[string]string{"targets": "2", "interval": "15s", "span": "6h11m30s", "refreshes": "3", "range": "6h0m0s",
 			"refresh": "30s", "step": "30s", "clients": "6", "replay_start_lag": "40s", "replay_end_lag": "45s"},

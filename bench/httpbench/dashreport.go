@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aerie-db/aerie/bench"
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/workload"
 )
 
@@ -18,7 +18,7 @@ const DashboardKind = "dashboard"
 // DashboardReport is the outcome of one `aerie bench dashboard` run.
 type DashboardReport struct {
 	Kind     string            `json:"kind"`
-	Machine  bench.Machine     `json:"machine"`
+	Machine  harness.Machine   `json:"machine"`
 	Commit   string            `json:"commit"`
 	Date     string            `json:"date"`
 	Scale    string            `json:"scale"`
@@ -84,8 +84,8 @@ func newDashboardReport(cfg DashboardConfig, sc DashboardScale, w workload.Workl
 	}
 	return &DashboardReport{
 		Kind:    DashboardKind,
-		Machine: bench.CurrentMachine(),
-		Commit:  bench.Commit(),
+		Machine: harness.CurrentMachine(),
+		Commit:  harness.Commit(),
 		Date:    time.Now().UTC().Format(time.RFC3339),
 		Scale:   sc.Name,
 		Series:  series,

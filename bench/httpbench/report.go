@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aerie-db/aerie/bench"
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/workload"
 )
 
@@ -20,7 +20,7 @@ const Kind = "http"
 // Report is the outcome of one run (the --json file).
 type Report struct {
 	Kind        string              `json:"kind"`
-	Machine     bench.Machine       `json:"machine"`
+	Machine     harness.Machine     `json:"machine"`
 	Commit      string              `json:"commit"`
 	Date        string              `json:"date"`
 	Workload    string              `json:"workload"`
@@ -118,8 +118,8 @@ func newReport(cfg Config, sc Scale, w workload.Workload) *Report {
 	}
 	return &Report{
 		Kind:     Kind,
-		Machine:  bench.CurrentMachine(),
-		Commit:   bench.Commit(),
+		Machine:  harness.CurrentMachine(),
+		Commit:   harness.Commit(),
 		Date:     time.Now().UTC().Format(time.RFC3339),
 		Workload: w.Name(),
 		Scale:    sc.Name,

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aerie-db/aerie/bench"
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 func sampleReport() *Report {
 	return &Report{
 		Kind:     Kind,
-		Machine:  bench.Machine{CPU: "Test CPU", Cores: 2, GOMAXPROCS: 2, MemoryGiB: 8, OS: "linux/amd64", Go: "go1.26"},
+		Machine:  harness.Machine{CPU: "Test CPU", Cores: 2, GOMAXPROCS: 2, MemoryGiB: 8, OS: "linux/amd64", Go: "go1.26"},
 		Commit:   "0123456789ab",
 		Date:     "2026-11-24T00:00:00Z",
 		Workload: "tsbs",
@@ -120,20 +120,5 @@ func TestReportJSONAndTable(t *testing.T) {
 		if !strings.Contains(tb.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, tb.String())
 		}
-	}
-}
-
-// TestBenchMarkdownSection checks that bench.WriteMarkdownSections puts
-// the section before "Reproduce".
-func TestBenchMarkdownSection(t *testing.T) {
-	var b bytes.Buffer
-	eng := &bench.Report{Workload: "node", Scale: "small", Config: map[string]string{}}
-	if err := bench.WriteMarkdownSections(&b, []*bench.Report{eng}, []bench.Section{sampleReport()}, "make benchmarks", "NOTES"); err != nil {
-		t.Fatal(err)
-	}
-	md := b.String()
-	i, j, k := strings.Index(md, "## node (small scale)"), strings.Index(md, "## vs VictoriaMetrics over HTTP (small scale)"), strings.Index(md, "## Reproduce")
-	if i < 0 || j < i || k < j || !strings.HasSuffix(md, "NOTES") {
-		t.Fatalf("sections at %d, %d, %d:\n%s", i, j, k, md)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 
-	"github.com/aerie-db/aerie/bench"
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/workload"
 	"github.com/aerie-db/aerie/internal/rollup"
 	"github.com/aerie-db/aerie/internal/tsdb"
@@ -102,7 +102,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for i := 0; i < len(all); i += cfg.Stride {
 		keep = append(keep, i)
 	}
-	rep := &Report{Kind: Kind, Scale: cfg.Scale, Commit: bench.Commit(), Schema: Schema, Series: len(keep), Span: cfg.Span.String(),
+	rep := &Report{Kind: Kind, Scale: cfg.Scale, Commit: harness.Commit(), Schema: Schema, Series: len(keep), Span: cfg.Span.String(),
 		LevelBytes: map[string]int64{}, LevelPoints: map[string]int64{}}
 	start := time.Now()
 

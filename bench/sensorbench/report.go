@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/aerie-db/aerie/bench"
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // Kind marks the JSON of this report ("kind"), for `aerie bench report`.
@@ -31,7 +31,7 @@ const (
 // Report is one run of `aerie bench --workload=sensors`.
 type Report struct {
 	Kind    string            `json:"kind"`
-	Machine bench.Machine     `json:"machine"`
+	Machine harness.Machine   `json:"machine"`
 	Commit  string            `json:"commit"`
 	Date    string            `json:"date"`
 	Scale   string            `json:"scale"`

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aerie-db/aerie/bench"
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // ErrMismatch is wrapped when an answer differs from what was uploaded
@@ -86,8 +86,8 @@ func (r *runner) newReport() *Report {
 	d := r.d
 	return &Report{
 		Kind:    Kind,
-		Machine: bench.CurrentMachine(),
-		Commit:  bench.Commit(),
+		Machine: harness.CurrentMachine(),
+		Commit:  harness.Commit(),
 		Date:    time.Now().UTC().Format(time.RFC3339),
 		Scale:   r.sc.Name,
 		Sensors: len(d.Sensors),
@@ -108,7 +108,7 @@ func (r *runner) newReport() *Report {
 			"vm_binary":       r.cfg.VM,
 		},
 		Peers: []Peer{
-			{Name: aerie, Version: bench.Commit(), Args: peerArgs(aerie, "DIR", "127.0.0.1:PORT")},
+			{Name: aerie, Version: harness.Commit(), Args: peerArgs(aerie, "DIR", "127.0.0.1:PORT")},
 			{Name: vm, Version: vmVersion(r.cfg.VM), Args: peerArgs(vm, "DIR", "127.0.0.1:PORT")},
 		},
 	}
