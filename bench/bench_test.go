@@ -23,11 +23,11 @@ func TestPercentile(t *testing.T) {
 		q    float64
 		want time.Duration
 	}{{0, 1}, {0.1, 1}, {0.5, 5}, {0.55, 6}, {0.99, 10}, {0.9999, 10}, {1, 10}} {
-		if got := percentile(ds, tc.q); got != tc.want {
-			t.Errorf("percentile(%v) = %v, want %v", tc.q, got, tc.want)
+		if got := harness.Percentile(ds, tc.q); got != tc.want {
+			t.Errorf("harness.Percentile(%v) = %v, want %v", tc.q, got, tc.want)
 		}
 	}
-	if percentile(nil, 0.5) != 0 {
+	if harness.Percentile(nil, 0.5) != 0 {
 		t.Error("percentile of nothing")
 	}
 	if !slices.Equal(ds, []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}) {

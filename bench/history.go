@@ -198,7 +198,7 @@ func (r *runner) timedBackfill(e historyEngine, imports [][]histUnit) (backfillS
 	runtime.GC()
 	debug.FreeOSMemory()
 	mw := startMemWatch()
-	cpu0 := cpuTime()
+	cpu0 := harness.SelfCPU()
 	for _, units := range imports {
 		if err := r.writeUnits(e, units, rows, &st); err != nil {
 			mw.finish()
@@ -212,7 +212,7 @@ func (r *runner) timedBackfill(e historyEngine, imports [][]histUnit) (backfillS
 			return st, fmt.Errorf("flush the backfill: %w", err)
 		}
 	}
-	st.cpu = cpuTime() - cpu0
+	st.cpu = harness.SelfCPU() - cpu0
 	st.peakRSS, st.peakHeap = mw.finish()
 	return st, nil
 }
@@ -338,8 +338,8 @@ func (r *runner) streamPhase() error {
 	r.rep.add("backfill_write_seconds", "s", lower, a.write.Seconds(), p.write.Seconds(), "appends and commits (durable in the WAL / WBL)")
 	r.rep.add("backfill_flush_seconds", "s", lower, a.flush.Seconds(), p.flush.Seconds(), "the backfill generations into blocks / the out-of-order head into 2 h blocks")
 	r.rep.add("backfill_cpu_seconds", "s", lower, a.cpu.Seconds(), p.cpu.Seconds(), "process CPU (user+sys) over write and flush; Aerie flushes full generations in the background meanwhile")
-	r.rep.add("backfill_peak_rss", "MiB", lower, mib(a.peakRSS), mib(p.peakRSS), "peak resident set over write and flush, above its value at the start (after a GC and FreeOSMemory)")
-	r.rep.add("backfill_peak_heap", "MiB", lower, mib(a.peakHeap), mib(p.peakHeap), "peak Go heap objects over write and flush, above the start")
+	r.rep.add("backfill_peak_rss", "MiB", lower, harness.MiB(a.peakRSS), harness.MiB(p.peakRSS), "peak resident set over write and flush, above its value at the start (after a GC and FreeOSMemory)")
+	r.rep.add("backfill_peak_heap", "MiB", lower, harness.MiB(a.peakHeap), harness.MiB(p.peakHeap), "peak Go heap objects over write and flush, above the start")
 	r.rep.add("backfill_blocks", "blocks", lower, float64(es[0].numBlocks()), float64(es[1].numBlocks()), "blocks after the backfill's flush (the head not flushed)")
 	r.logBlocks(es, "after the stream's flush")
 	return nil
@@ -362,7 +362,7 @@ func (r *runner) shuffledPhase() error {
 	r.rep.add("backfill_throughput_shuffled", "samples/s", higher, a.throughput(), p.throughput(),
 		"every host-day in a random order, each in time order, one stream; write + flush as above")
 	r.rep.add("backfill_cpu_seconds_shuffled", "s", lower, a.cpu.Seconds(), p.cpu.Seconds(), "")
-	r.rep.add("backfill_peak_rss_shuffled", "MiB", lower, mib(a.peakRSS), mib(p.peakRSS), "")
+	r.rep.add("backfill_peak_rss_shuffled", "MiB", lower, harness.MiB(a.peakRSS), harness.MiB(p.peakRSS), "")
 	r.logBlocks(es, "after the shuffled backfill")
 	return nil
 }
@@ -390,7 +390,7 @@ func (r *runner) importsPhase() error {
 	r.rep.add("backfill_throughput_imports", "samples/s", higher, a.throughput(), p.throughput(),
 		fmt.Sprintf("one import per host (%d), host after host, each ending with the flush", len(d.hosts)))
 	r.rep.add("backfill_flush_seconds_imports", "s", lower, a.flush.Seconds(), p.flush.Seconds(), "")
-	r.rep.add("backfill_peak_rss_imports", "MiB", lower, mib(a.peakRSS), mib(p.peakRSS), "")
+	r.rep.add("backfill_peak_rss_imports", "MiB", lower, harness.MiB(a.peakRSS), harness.MiB(p.peakRSS), "")
 
 	total := float64(d.samples + d.current.Samples())
 	var before, after [2]diskState
@@ -422,8 +422,8 @@ func (r *runner) importsPhase() error {
 			return err
 		}
 		r.logf("%s: compacted in %v under %d queries: p99 %v, p99.99 %v (without compaction %v, %v)",
-			e.name(), took[i].Round(time.Millisecond), len(busy[i]), percentile(busy[i], 0.99), percentile(busy[i], 0.9999),
-			percentile(idle[i], 0.99), percentile(idle[i], 0.9999))
+			e.name(), took[i].Round(time.Millisecond), len(busy[i]), harness.Percentile(busy[i], 0.99), harness.Percentile(busy[i], 0.9999),
+			harness.Percentile(idle[i], 0.99), harness.Percentile(idle[i], 0.9999))
 		if err := r.checkHistory(e, "after the compaction"); err != nil {
 			return err
 		}
@@ -442,8 +442,8 @@ func (r *runner) importsPhase() error {
 		suffix string
 		q      float64
 	}{{"_p50", 0.5}, {"_p99", 0.99}, {"_p9999", 0.9999}, {"_max", 1}} {
-		r.rep.add("compaction_query"+q.suffix, "ms", lower, ms(percentile(busy[0], q.q)), ms(percentile(busy[1], q.q)), note)
-		r.rep.add("idle_query"+q.suffix, "ms", lower, ms(percentile(idle[0], q.q)), ms(percentile(idle[1], q.q)), idleNote)
+		r.rep.add("compaction_query"+q.suffix, "ms", lower, harness.Ms(harness.Percentile(busy[0], q.q)), harness.Ms(harness.Percentile(busy[1], q.q)), note)
+		r.rep.add("idle_query"+q.suffix, "ms", lower, harness.Ms(harness.Percentile(idle[0], q.q)), harness.Ms(harness.Percentile(idle[1], q.q)), idleNote)
 		note, idleNote = "", ""
 	}
 	return r.rangeQueries(es, "compacted")
@@ -464,13 +464,11 @@ func (r *runner) logBlocks(es []historyEngine, when string) {
 // addDisk reports the blocks of both engines at one stage.
 func (r *runner) addDisk(stage string, s [2]diskState, samples float64, note string) {
 	r.rep.add(stage+"_blocks", "blocks", lower, float64(s[0].blocks), float64(s[1].blocks), note)
-	r.rep.add(stage+"_bytes", "MiB", lower, mib(s[0].data+s[0].index), mib(s[1].data+s[1].index), "")
+	r.rep.add(stage+"_bytes", "MiB", lower, harness.MiB(s[0].data+s[0].index), harness.MiB(s[1].data+s[1].index), "")
 	r.rep.add(stage+"_bytes_per_sample", "B", lower, float64(s[0].data+s[0].index)/samples, float64(s[1].data+s[1].index)/samples,
 		"block data + index (Aerie: with its tag dictionary) over the history and the head's samples")
 	r.rep.add(stage+"_index_bytes_per_sample", "B", lower, float64(s[0].index)/samples, float64(s[1].index)/samples, "index and meta files")
 }
-
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // rangeQueries runs every long-range query QueryRuns times over both
 // engines (after one unrecorded run), alternating which goes first, checks
@@ -507,10 +505,10 @@ func (r *runner) rangeQueries(es []historyEngine, variant string) error {
 		name := rq.name + "_" + variant
 		note := fmt.Sprintf("median; %v at a 1 h step up to the history's end, %s; the data reach back %v (%d hosts), %v (%d)",
 			span(rq.span), rq.comment, span(r.hscale.Span), r.hscale.Hosts, span(r.hscale.LongSpan), r.hscale.LongHosts)
-		r.rep.add(name, "ms", lower, ms(percentile(lat[0], 0.5)), ms(percentile(lat[1], 0.5)), note)
-		r.rep.add(name+"_p99", "ms", lower, ms(percentile(lat[0], 0.99)), ms(percentile(lat[1], 0.99)), "")
+		r.rep.add(name, "ms", lower, harness.Ms(harness.Percentile(lat[0], 0.5)), harness.Ms(harness.Percentile(lat[1], 0.5)), note)
+		r.rep.add(name+"_p99", "ms", lower, harness.Ms(harness.Percentile(lat[0], 0.99)), harness.Ms(harness.Percentile(lat[1], 0.99)), "")
 		r.logf("%-16s %s: aerie %.1f ms, prometheus %.1f ms (median of %d)", rq.name, variant,
-			ms(percentile(lat[0], 0.5)), ms(percentile(lat[1], 0.5)), len(lat[0]))
+			harness.Ms(harness.Percentile(lat[0], 0.5)), harness.Ms(harness.Percentile(lat[1], 0.5)), len(lat[0]))
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"io"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // writeHistoryMarkdown writes the section of a --workload=history report.
@@ -22,7 +24,7 @@ func writeHistoryMarkdown(w io.Writer, r *Report) {
 		if g, ok := goalOf(res.Name, r.Workload); ok {
 			goal = g.String()
 		}
-		p("| `%s` | %s | %s | %s | %.3f | %s | %s | %s |\n", res.Name, res.Unit, num(res.Aerie), num(res.Prometheus), res.Ratio, res.Better, goal, res.Note)
+		p("| `%s` | %s | %s | %s | %.3f | %s | %s | %s |\n", res.Name, res.Unit, harness.Num(res.Aerie), harness.Num(res.Prometheus), res.Ratio, res.Better, goal, res.Note)
 	}
 	p("\n")
 }

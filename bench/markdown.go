@@ -161,7 +161,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if g, ok := goalOf(res.Name, r.Workload); ok {
 			goal = g.String()
 		}
-		p("| `%s` | %s | %s | %s | %.3f | %s | %s | %s |\n", res.Name, res.Unit, num(res.Aerie), num(res.Prometheus), res.Ratio, res.Better, goal, res.Note)
+		p("| `%s` | %s | %s | %s | %.3f | %s | %s | %s |\n", res.Name, res.Unit, harness.Num(res.Aerie), harness.Num(res.Prometheus), res.Ratio, res.Better, goal, res.Note)
 	}
 	p("\nTuple size trade-off (Heracles §4.4.5), on the flush dataset. The head's tuples hold at most 8 rows, so the 16 row keeps a head of 8 and writes blocks of 16:\n\n")
 	p("| engine | tuple | head B/sample | disk B/sample | disk data B/sample | 15 min query, head (ms) | 15 min query, disk (ms) | tsbs 5-1-1, disk (ms) |\n|---|---|---:|---:|---:|---:|---:|---:|\n")

@@ -3,12 +3,11 @@ package bench
 import (
 	"fmt"
 	"hash/fnv"
-	"math"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -45,7 +44,7 @@ func (r *runner) mainPhase() error {
 	r.rep.add("insert_throughput", "samples/s", higher,
 		float64(ins[0].samples)/ins[0].write.Seconds(), float64(ins[1].samples)/ins[1].write.Seconds(),
 		fmt.Sprintf("%d writers, one scrape per commit/row, generation excluded", r.cfg.Writers))
-	r.rep.add("insert_gc_pause", "ms", lower, ms(ins[0].gcPause), ms(ins[1].gcPause), "Go GC pause total during the insert")
+	r.rep.add("insert_gc_pause", "ms", lower, harness.Ms(ins[0].gcPause), harness.Ms(ins[1].gcPause), "Go GC pause total during the insert")
 
 	prof, profErr := profileOf(r.main)
 	if profErr != nil {
@@ -110,10 +109,10 @@ func (r *runner) tsbs(engines []engine, prof profile, variant string) error {
 			}
 		}
 		name := "tsbs_" + pt.name + "_" + variant
-		r.rep.add(name, "ms", lower, ms(percentile(lat[0], 0.5)), ms(percentile(lat[1], 0.5)), "median; "+pt.comment)
-		r.rep.add(name+"_p99", "ms", lower, ms(percentile(lat[0], 0.99)), ms(percentile(lat[1], 0.99)), "")
+		r.rep.add(name, "ms", lower, harness.Ms(harness.Percentile(lat[0], 0.5)), harness.Ms(harness.Percentile(lat[1], 0.5)), "median; "+pt.comment)
+		r.rep.add(name+"_p99", "ms", lower, harness.Ms(harness.Percentile(lat[0], 0.99)), harness.Ms(harness.Percentile(lat[1], 0.99)), "")
 		r.logf("tsbs %-18s %s: aerie %.3f ms, prometheus %.3f ms (median of %d)", pt.name, variant,
-			ms(percentile(lat[0], 0.5)), ms(percentile(lat[1], 0.5)), len(lat[0]))
+			harness.Ms(harness.Percentile(lat[0], 0.5)), harness.Ms(harness.Percentile(lat[1], 0.5)), len(lat[0]))
 	}
 	return nil
 }
@@ -162,7 +161,7 @@ func (r *runner) flushPhase() error {
 			return fmt.Errorf("%s: %w", kind, err)
 		}
 		r.logf("%s: head %.0f B/series; flush %v under %d queries: p99 %v, p99.99 %v, max %v; %d GC cycles, pauses %v", kind, heap[i], flush[i].Round(time.Millisecond),
-			len(lat[i]), percentile(lat[i], 0.99), percentile(lat[i], 0.9999), percentile(lat[i], 1), gcCycles[i], gcPause[i])
+			len(lat[i]), harness.Percentile(lat[i], 0.99), harness.Percentile(lat[i], 0.9999), harness.Percentile(lat[i], 1), gcCycles[i], gcPause[i])
 	}
 	r.rep.add("head_bytes_per_series", "B", lower, heap[0], heap[1],
 		fmt.Sprintf("settled Go heap added by %d series x 2 h at %v (Prometheus also mmaps full chunks outside the heap)", nseries, r.flushW.Interval()))
@@ -171,11 +170,11 @@ func (r *runner) flushPhase() error {
 		suffix string
 		q      float64
 	}{{"_p50", 0.5}, {"_p99", 0.99}, {"_p9999", 0.9999}, {"_max", 1}} {
-		r.rep.add("flush_query"+p.suffix, "ms", lower, ms(percentile(lat[0], p.q)), ms(percentile(lat[1], p.q)), note)
+		r.rep.add("flush_query"+p.suffix, "ms", lower, harness.Ms(harness.Percentile(lat[0], p.q)), harness.Ms(harness.Percentile(lat[1], p.q)), note)
 		note = ""
 	}
 	r.rep.add("flush_seconds", "s", lower, flush[0].Seconds(), flush[1].Seconds(), "the 2 h partition, under the query loop")
-	r.rep.add("flush_gc_pause", "ms", lower, ms(gcPause[0]), ms(gcPause[1]), "Go GC pause total during that flush (stop-the-world phases)")
+	r.rep.add("flush_gc_pause", "ms", lower, harness.Ms(gcPause[0]), harness.Ms(gcPause[1]), "Go GC pause total during that flush (stop-the-world phases)")
 	r.rep.add("flush_gc_cycles", "cycles", lower, float64(gcCycles[0]), float64(gcCycles[1]), "Go GC cycles completed during that flush")
 	return nil
 }
@@ -286,12 +285,12 @@ func (r *runner) tupleRow(e engine, k int, series []labels.Labels, prof profile,
 	if row.Query15mHeadMs, err = r.median15m(e, series); err != nil {
 		return row, err
 	}
-	ru0 := cpuTime()
+	ru0 := harness.SelfCPU()
 	t0 := time.Now()
 	if err := e.flushAll(); err != nil {
 		return row, err
 	}
-	row.flushWall, row.flushCPU = time.Since(t0).Seconds(), (cpuTime() - ru0).Seconds()
+	row.flushWall, row.flushCPU = time.Since(t0).Seconds(), (harness.SelfCPU() - ru0).Seconds()
 	data, index, err := e.diskBytes()
 	if err != nil {
 		return row, err
@@ -312,7 +311,7 @@ func (r *runner) tupleRow(e engine, k int, series []labels.Labels, prof profile,
 			}
 			lat = append(lat, d)
 		}
-		row.TSBS511DiskMs = ms(percentile(lat, 0.5))
+		row.TSBS511DiskMs = harness.Ms(harness.Percentile(lat, 0.5))
 	}
 	return row, nil
 }
@@ -331,30 +330,8 @@ func (r *runner) median15m(e engine, series []labels.Labels) (float64, error) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	return ms(percentile(lat, 0.5)), nil
+	return harness.Ms(harness.Percentile(lat, 0.5)), nil
 }
-
-// cpuTime is the process' user plus system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// percentile returns the nearest-rank q-quantile of ds (q = 1: the maximum).
-func percentile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[min(max(i, 0), len(s)-1)]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func hashString(s string) uint64 {
 	h := fnv.New64a()

@@ -117,7 +117,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "name\tunit\taerie\tprometheus\tratio\tbetter\t")
 	for _, r := range rep.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%s\t\n", r.Name, r.Unit, num(r.Aerie), num(r.Prometheus), r.Ratio, r.Better)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%s\t\n", r.Name, r.Unit, harness.Num(r.Aerie), harness.Num(r.Prometheus), r.Ratio, r.Better)
 	}
 	if len(rep.TupleSizes) == 0 {
 		return tw.Flush()
@@ -147,22 +147,6 @@ func dash(v float64) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.3f", v)
-}
-
-// num formats a measurement with about four significant digits.
-func num(v float64) string {
-	switch {
-	case v == 0:
-		return "0"
-	case v >= 1e5:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 100:
-		return fmt.Sprintf("%.1f", v)
-	case v >= 1:
-		return fmt.Sprintf("%.3f", v)
-	default:
-		return fmt.Sprintf("%.4f", v)
-	}
 }
 
 // machine is where the report was measured (none in old reports).

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/workload"
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/wal"
@@ -150,9 +151,7 @@ func Run(cfg Config) (*Report, error) {
 	return r.rep, nil
 }
 
-func (r *runner) logf(format string, args ...any) {
-	fmt.Fprintf(r.log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-}
+func (r *runner) logf(format string, args ...any) { harness.Logf(r.log, format, args...) }
 
 // workloads builds the main and the flush datasets.
 func (r *runner) workloads() error {
