@@ -17,10 +17,11 @@ demo:
 test:
 	scripts/test.sh
 
-# Runs aerie bench at medium scale for every workload, side by side with
-# prometheus/tsdb, and aerie bench http against VictoriaMetrics, and
-# regenerates docs/BENCHMARKS.md (~19 min on 2 cores; LARGE=1 adds the
-# 150 K-series node run, ~15 min more).
+# Runs every workload of aerie bench list at medium scale, side by side with
+# its peers (prometheus/tsdb in process, VictoriaMetrics, carbon-cache and
+# graphite-web, memcached and InfluxDB), and regenerates docs/BENCHMARKS.md
+# (scripts/benchmarks.sh gives each workload's time; LARGE=1 adds the
+# 150 K-series node run).
 benchmarks:
 	scripts/benchmarks.sh
 

@@ -16,6 +16,16 @@
 //   - Workload, Register, Lookup: the registry behind `aerie bench NAME`,
 //     `aerie bench list` and `aerie bench report`.
 //
+// # Adding a workload
+//
+// A workload is one package: it declares a *Workload (its name, what it
+// compares, its own flags and the run that reads them, its report's kind
+// and reader: ReadAs), a report type that embeds Header and writes its
+// table, its Markdown section and its JSON, and whatever data, peers and
+// phases it needs, taking the generic parts from here. One line in
+// bench/workloads registers it; `aerie bench NAME`, `aerie bench list`,
+// `aerie bench report` and scripts/benchmarks.sh (WORKLOADS) then know it.
+//
 // Invariants:
 //
 //  1. A Peer is started with the kernel told to kill it if the benchmark
