@@ -8,7 +8,8 @@
 # against VictoriaMetrics) ~20, rollup (a year with and without rollups) ~9,
 # graphite (against carbon-cache and graphite-web) ~15, cache (TSCache's
 # evaluation over InfluxDB and memcached) ~5-8, dashboard (a Grafana
-# dashboard against Aerie's results cache and VictoriaMetrics) ~5.
+# dashboard against Aerie's results cache and VictoriaMetrics) ~5, codec
+# (the block codec against XOR chunks on the real capture) <1.
 # SCALE=small shortens every run; WORKLOADS="node http" runs only those;
 # a workload's upper-case name set to 0 skips it (HTTP=0, BUCKET=0,
 # SENSORS=0, ROLLUP=0, GRAPHITE=0, CACHE=0, DASHBOARD=0, as before);
@@ -18,9 +19,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-medium}
-WORKLOADS=${WORKLOADS:-"node random tsbs history http bucket sensors rollup graphite cache dashboard"}
 mkdir -p bench/results
 go build -buildvcs=true -o bench/results/aerie ./cmd/aerie # stamps the commit
+WORKLOADS=${WORKLOADS:-$(bench/results/aerie bench list --names)}
 files=()
 run() { # workload scale
   echo "=== $1 ($2)" >&2

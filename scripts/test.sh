@@ -57,13 +57,12 @@ for pkg in $(go list ./...); do
   done
 done
 
-step "bench harness: every workload of aerie bench list at small scale (bench/workloads): side by side with prometheus/tsdb, aerie bench http against VictoriaMetrics, aerie bench bucket against a Thanos-style layout, aerie bench --workload=sensors against VictoriaMetrics, aerie bench rollup (14 days with and without rollups), aerie bench graphite (plaintext ingest and 20 Grafana panels against carbon-cache and graphite-web), aerie bench cache (TSCache's evaluation: Aerie's cache, memcached 4 h chunks and no cache over Debian's InfluxDB) and aerie bench dashboard (a Grafana dashboard replayed against Aerie with its results cache off and on and against VictoriaMetrics) (no timing is asserted; http fails on a server that does not start, a lost sample or a wrong answer; bucket on answers that differ; sensors on any answer that differs from the data; rollup on a bucket that differs from the raw data; graphite on a point Aerie did not store as sent; cache on an assembled answer that differs from InfluxDB's; dashboard on an answer through the results cache that differs from Aerie's without it)"
+step "bench harness: every workload of aerie bench list at small scale (bench/workloads): node, random, tsbs and history side by side with prometheus/tsdb, codec against XOR chunks, aerie bench http against VictoriaMetrics, aerie bench bucket against a Thanos-style layout, aerie bench --workload=sensors against VictoriaMetrics, aerie bench rollup (14 days with and without rollups), aerie bench graphite (plaintext ingest and 20 Grafana panels against carbon-cache and graphite-web), aerie bench cache (TSCache's evaluation: Aerie's cache, memcached 4 h chunks and no cache over Debian's InfluxDB) and aerie bench dashboard (a Grafana dashboard replayed against Aerie with its results cache off and on and against VictoriaMetrics) (no timing is asserted; http fails on a server that does not start, a lost sample or a wrong answer; bucket on answers that differ; sensors on any answer that differs from the data; rollup on a bucket that differs from the raw data; graphite on a point Aerie did not store as sent; cache on an assembled answer that differs from InfluxDB's; dashboard on an answer through the results cache that differs from Aerie's without it)"
 bin=$(mktemp -d)/aerie
 go build -o "$bin" ./cmd/aerie
-for w in node history http bucket sensors rollup graphite cache dashboard; do
+for w in $("$bin" bench list --names); do
   "$bin" bench "$w" --scale=small --quiet > /dev/null || { echo "aerie bench $w --scale=small failed" >&2; exit 1; }
 done
-"$bin" bench --workload=tsbs --scale=small --query-runs=1 --quiet > /dev/null # today's form, as docs use it
 rm -rf "$(dirname "$bin")"
 
 step "benchmarks compile and run once"

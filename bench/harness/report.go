@@ -250,14 +250,19 @@ func RepoRoot() string {
 	}
 }
 
-// DefaultPeersDir is ../shared/peers beside the repository root, where
-// the benchmark peers' binaries are (../shared/peers/README.md).
-func DefaultPeersDir() string {
+// SharedPath is a path in ../shared beside the repository root, where
+// the benchmark peers' binaries (peers/, ../shared/peers/README.md) and
+// the real data (data/) are.
+func SharedPath(elem ...string) string {
+	dir := filepath.Join("..", "shared")
 	if root := RepoRoot(); root != "" {
-		return filepath.Join(filepath.Dir(root), "shared", "peers")
+		dir = filepath.Join(filepath.Dir(root), "shared")
 	}
-	return filepath.Join("..", "shared", "peers")
+	return filepath.Join(append([]string{dir}, elem...)...)
 }
+
+// DefaultPeersDir is ../shared/peers.
+func DefaultPeersDir() string { return SharedPath("peers") }
 
 // Version runs bin with args (e.g. -version) and returns its first line
 // of output, or "unknown".

@@ -6,7 +6,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"sort"
 
 	"github.com/spf13/pflag"
 )
@@ -48,7 +47,10 @@ type Workload struct {
 	Read func(path string, b []byte) (Report, error)
 }
 
-var registry = map[string]*Workload{}
+var (
+	registry = map[string]*Workload{}
+	order    []*Workload // registration order: `aerie bench list`, make benchmarks
+)
 
 // Register adds workloads; a name registered twice panics (a programming
 // error caught by any test that imports the registry).
@@ -61,6 +63,7 @@ func Register(ws ...*Workload) {
 			panic(fmt.Sprintf("harness: workload %q lacks Flags or Read", w.Name))
 		}
 		registry[w.Name] = w
+		order = append(order, w)
 	}
 }
 
@@ -70,27 +73,14 @@ func Lookup(name string) (*Workload, bool) {
 	return w, ok
 }
 
-// Workloads returns every registered workload by name.
-func Workloads() []*Workload {
-	var ws []*Workload
-	for _, w := range registry {
-		ws = append(ws, w)
-	}
-	sort.Slice(ws, func(i, j int) bool { return ws[i].Name < ws[j].Name })
-	return ws
-}
+// Workloads returns every registered workload in registration order.
+func Workloads() []*Workload { return slices.Clone(order) }
 
 // ReadReport decodes the JSON b of any registered workload's report by
 // its kind, and returns the workload that reads it.
 func ReadReport(path string, b []byte) (*Workload, Report, error) {
 	kind := KindOf(b)
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		w := registry[n]
+	for _, w := range order {
 		if w.Kind == kind {
 			r, err := w.Read(path, b)
 			return w, r, err

@@ -17,15 +17,17 @@ import (
 	"github.com/aerie-db/aerie/bench/sensorbench"
 )
 
+// The order of registration is the order of `aerie bench list`, of make
+// benchmarks' runs and of docs/BENCHMARKS.md's sections.
 func init() {
 	harness.Register(bench.Node, bench.Random, bench.TSBS, bench.History)
 	harness.Register(httpbench.HTTP)
-	harness.Register(httpbench.Dashboard)
 	harness.Register(bucketbench.Bucket)
 	harness.Register(sensorbench.Sensors)
 	harness.Register(rollupbench.Rollup)
 	harness.Register(graphitebench.Graphite)
 	harness.Register(cachebench.Cache)
+	harness.Register(httpbench.Dashboard)
 }
 
 // WriteDocument writes docs/BENCHMARKS.md from the JSON reports at paths

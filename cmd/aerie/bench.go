@@ -159,18 +159,25 @@ func writeJSONFile(path string, rep harness.Report) error {
 }
 
 func newBenchListCmd() *cobra.Command {
-	return &cobra.Command{
+	var names bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "Name the workloads and what each compares",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			for _, w := range harness.Workloads() {
+				if names {
+					fmt.Fprintln(tw, w.Name)
+					continue
+				}
 				fmt.Fprintf(tw, "%s\t%s\n", w.Name, w.Compares)
 			}
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().BoolVar(&names, "names", false, "names only, one a line (scripts/benchmarks.sh)")
+	return cmd
 }
 
 func newBenchReportCmd() *cobra.Command {
