@@ -10,6 +10,7 @@ import (
 	"github.com/aerie-db/aerie/bench"
 	"github.com/aerie-db/aerie/bench/bucketbench"
 	"github.com/aerie-db/aerie/bench/cachebench"
+	"github.com/aerie-db/aerie/bench/codecbench"
 	"github.com/aerie-db/aerie/bench/graphitebench"
 	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/httpbench"
@@ -28,6 +29,7 @@ func init() {
 	harness.Register(graphitebench.Graphite)
 	harness.Register(cachebench.Cache)
 	harness.Register(httpbench.Dashboard)
+	harness.Register(codecbench.Codec)
 }
 
 // WriteDocument writes docs/BENCHMARKS.md from the JSON reports at paths
