@@ -2,21 +2,19 @@ package sensorbench
 
 import (
 	"fmt"
-	"io"
 	"time"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
-// Config is one `aerie bench --workload=sensors` run.
+// Config is one `aerie bench sensors` run: the common options (Dir keeps
+// the generated data for later runs) and the workload's own.
 type Config struct {
-	Scale   string        // small, medium or large
+	harness.Options
 	Sensors int           // overrides the scale's sensors
 	Span    time.Duration // overrides the scale's span (whole hours)
-	Aerie   string        // the aerie binary ("" → this executable)
-	VM      string        // the victoria-metrics binary ("" → ../shared/peers/victoria-metrics from the repository root)
-	Dir     string        // scratch directory ("" → a temporary one, removed after); generated data are kept and reused
-	Seed    int64
-	Clients int // concurrent upload clients [4]
-	Log     io.Writer
+	VM      string        // the victoria-metrics binary ("" → victoria-metrics in Options.Peers)
+	Clients int           // concurrent upload clients [4]
 }
 
 // Scale sizes a run.
@@ -81,8 +79,8 @@ func (cfg *Config) check() (Scale, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = 1
 	}
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
+	if cfg.VM == "" {
+		cfg.VM = cfg.Peer("victoria-metrics")
 	}
 	return sc, nil
 }

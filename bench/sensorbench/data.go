@@ -2,15 +2,16 @@ package sensorbench
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -113,32 +114,11 @@ func generate(dir string, seed int64, sensors int, points int64) (*dataset, erro
 	for i := range sensors {
 		d.Sensors = append(d.Sensors, &sensorData{Name: sensorName(i), File: sensorName(i) + ".csv"})
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		next  = make(chan *sensorData)
-	)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range next {
-				if err := writeSensor(d.path(s), seed, s, points); err != nil {
-					mu.Lock()
-					first = cmpErr(first, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, s := range d.Sensors {
-		next <- s
-	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		return nil, first
+	err := forEach(context.Background(), runtime.GOMAXPROCS(0), d.Sensors, func(_ context.Context, s *sensorData) error {
+		return writeSensor(d.path(s), seed, s, points)
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, s := range d.Sensors {
 		d.RawBytes += s.Bytes
@@ -151,13 +131,6 @@ func generate(dir string, seed int64, sensors int, points int64) (*dataset, erro
 		return nil, err
 	}
 	return d, nil
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }
 
 // writeSensor writes the CSV file of sensor s and fills its size and
@@ -233,12 +206,15 @@ type signal struct {
 	walk             float64
 }
 
+// newRand returns a generator deterministic by seed and name.
+func newRand(seed int64, name string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
+}
+
 func newSignal(seed int64, name string) *signal {
-	h := uint64(14695981039346656037) // FNV-1a of the name
-	for i := range len(name) {
-		h = (h ^ uint64(name[i])) * 1099511628211
-	}
-	rnd := rand.New(rand.NewPCG(uint64(seed), h))
+	rnd := newRand(seed, name)
 	return &signal{
 		rnd:   rnd,
 		base:  10 + 15*rnd.Float64(),

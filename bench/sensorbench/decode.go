@@ -3,12 +3,12 @@ package sensorbench
 import (
 	"fmt"
 	"math"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
@@ -35,23 +35,18 @@ func (r *runner) decode() error {
 		cpu  time.Duration
 	)
 	for pass := range 2 {
-		cpu0 := processCPU()
+		cpu0 := harness.SelfCPU()
 		t0 := time.Now()
 		n, err := r.iterateAll(db, pass == 0)
 		wall[pass] = time.Since(t0)
-		cpu = processCPU() - cpu0
+		cpu = harness.SelfCPU() - cpu0
 		if err != nil {
 			return err
 		}
 		res.Samples = n
 	}
-	res.FirstSeconds = wall[0].Seconds()
-	res.Seconds = wall[1].Seconds()
-	res.CPUSeconds = cpu.Seconds()
-	res.SamplesPerSecond = float64(res.Samples) / res.Seconds
-	if res.CPUSeconds > 0 {
-		res.SamplesPerCPUSecond = float64(res.Samples) / res.CPUSeconds
-	}
+	res.FirstSeconds, res.Seconds, res.CPUSeconds = wall[0].Seconds(), wall[1].Seconds(), cpu.Seconds()
+	res.SamplesPerSecond, res.SamplesPerCPUSecond = perSecond(res.Samples, res.Seconds), perSecond(res.Samples, res.CPUSeconds)
 	r.rep.Decode = res
 	r.logf("decode: %d samples, first pass %.2f s, second %.2f s (%.2f CPU s): %.1f M samples/s, %.1f M per CPU second",
 		res.Samples, res.FirstSeconds, res.Seconds, res.CPUSeconds, res.SamplesPerSecond/1e6, res.SamplesPerCPUSecond/1e6)
@@ -109,13 +104,4 @@ func (r *runner) iterateAll(db *tsdb.DB, values bool) (int64, error) {
 		total += n
 	}
 	return total, nil
-}
-
-// processCPU returns this process' user+system time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,7 +1,7 @@
 // Package sensorbench measures Peregreen's operations on Aerie (issue 13
 // §4; seed 004 §4, scaled to this machine): upload of whole sensor
 // histories, search by value from the index alone, and extraction, against
-// VictoriaMetrics. `aerie bench --workload=sensors` runs it; `aerie bench
+// VictoriaMetrics. `aerie bench sensors` runs it; `aerie bench
 // report` turns its JSON into the section "Sensor histories" of
 // docs/BENCHMARKS.md.
 //
@@ -29,10 +29,8 @@
 //     --vm) with -retentionPeriod=100y and -search.latencyOffset=0s. It
 //     acknowledges a write before anything is fsync'd.
 //
-// The process handling is a small version of bench/httpbench's (whose
-// helpers are unexported): each server runs in a directory of the run,
-// on a free loopback port, and is stopped (SIGTERM, SIGKILL after a
-// minute) before Run returns; the kernel kills it if the bench dies.
+// Both run as bench/harness peers: in a directory of the run, on a free
+// loopback port, stopped before Run returns.
 //
 // # Method
 //

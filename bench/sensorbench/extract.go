@@ -4,13 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"hash/fnv"
 	"io"
-	"math/rand/v2"
+	"net/http"
 	"net/url"
-	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // mode is one of Peregreen's kinds of extraction.
@@ -42,9 +41,7 @@ type extraction struct {
 // instances returns n requests of hours each over the data, drawn by seed
 // and name: sensors in turn from a random one, start hours at random.
 func (r *runner) instances(name string, hours int64, n int) []extraction {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	rnd := rand.New(rand.NewPCG(uint64(r.cfg.Seed), h.Sum64()))
+	rnd := newRand(r.cfg.Seed, name)
 	d := r.d
 	first := rnd.IntN(len(d.Sensors))
 	out := make([]extraction, n)
@@ -57,29 +54,27 @@ func (r *runner) instances(name string, hours int64, n int) []extraction {
 
 // extract runs every extraction case on Aerie and, for the full mode,
 // VictoriaMetrics' export of the same ranges.
-func (r *runner) extract(a, v *server) error {
+func (r *runner) extract(a, v *harness.Peer) error {
 	d := r.d
 	for _, hours := range ranges {
 		if hours > int64(d.hours()) {
 			r.note("no %d h extraction: the data cover %d h", hours, d.hours())
 			continue
 		}
+		rng := fmt.Sprintf("%dh", hours)
 		for _, m := range modes {
 			want := m.perHour * hours
 			n := int(min(max((r.sc.ExtractRecords+want-1)/want, int64(r.sc.MinRequests)), int64(r.sc.MaxRequests)))
-			inst := r.instances(fmt.Sprintf("%dh", hours), hours, n)
+			inst := r.instances(rng, hours, n)
 			for _, w := range writers {
 				path := func(e extraction) string {
 					return fmt.Sprintf("/extract/%s/%d-%d/%d/%s/%s", e.sensor, e.from, e.to, m.interval, url.PathEscape(m.fn), w)
 				}
-				res, err := r.extractCase(a, inst, want, path, func(rd io.Reader) (records, error) { return decodeRecords(w, rd) })
+				err := r.extractCase(a, ExtractResult{Mode: m.name, Range: rng, Writer: w, Func: m.fn, Interval: m.interval}, inst, want, path,
+					func(rd io.Reader) (records, error) { return decodeRecords(w, rd) })
 				if err != nil {
-					return fmt.Errorf("%s %dh %s: %w", m.name, hours, w, err)
+					return err
 				}
-				res.Mode, res.Range, res.Writer, res.Func, res.Interval = m.name, fmt.Sprintf("%dh", hours), w, m.fn, m.interval
-				r.rep.Extract = append(r.rep.Extract, res)
-				r.logf("extract %-5s %-14s %4dh %-4s: %d requests, %d records, %.0f records/s, %.0f records per CPU second",
-					aerie, m.name, hours, w, res.Requests, res.Records, res.RecordsPerSecond, res.RecordsPerCPUSecond)
 			}
 			if m.name != "full" {
 				continue
@@ -87,105 +82,54 @@ func (r *runner) extract(a, v *server) error {
 			path := func(e extraction) string {
 				return "/api/v1/export?" + url.Values{"match[]": {e.sensor}, "start": {promTime(e.from)}, "end": {promTime(e.to)}}.Encode()
 			}
-			res, err := r.extractCase(v, inst, want, path, func(rd io.Reader) (records, error) {
-				return decodeVMExport(bufio.NewReaderSize(rd, 64<<10))
-			})
+			err := r.extractCase(v, ExtractResult{Mode: m.name, Range: rng, Writer: "export (JSON lines)", Func: "none"}, inst, want, path,
+				func(rd io.Reader) (records, error) { return decodeVMExport(bufio.NewReaderSize(rd, 64<<10)) })
 			if err != nil {
-				return fmt.Errorf("vm export %dh: %w", hours, err)
+				return err
 			}
-			res.Mode, res.Range, res.Writer, res.Func = m.name, fmt.Sprintf("%dh", hours), "export (JSON lines)", "none"
-			r.rep.Extract = append(r.rep.Extract, res)
-			r.logf("extract %-5s %-14s %4dh %-4s: %d requests, %d records, %.0f records/s, %.0f records per CPU second",
-				vm, m.name, hours, "export", res.Requests, res.Records, res.RecordsPerSecond, res.RecordsPerCPUSecond)
 		}
 	}
 	return nil
 }
 
-// extractCase sends every request of inst to s from extractClients
-// clients (after one unrecorded request), reads and decodes every answer
-// as it arrives, and checks that each holds want records, the first at or
-// after the range's start and the last before its end.
-func (r *runner) extractCase(s *server, inst []extraction, want int64, path func(extraction) string, decode func(io.Reader) (records, error)) (ExtractResult, error) {
-	res := ExtractResult{Peer: s.name, Requests: len(inst)}
-	var bytes atomic.Int64
-	one := func(ctx context.Context, e extraction) (int64, error) {
+// extractCase measures the case res on s: every request of inst from
+// extractClients clients (after one unrecorded request), every answer
+// read and decoded as it arrives and checked to hold want records, the
+// first at or after the range's start and the last before its end.
+func (r *runner) extractCase(s *harness.Peer, res ExtractResult, inst []extraction, want int64, path func(extraction) string, decode func(io.Reader) (records, error)) error {
+	res.Peer, res.Requests = s.Spec.Name, len(inst)
+	var bytes, total atomic.Int64
+	one := func(ctx context.Context, e extraction) error {
 		var rs records
-		_, err := stream(ctx, s, path(e), func(body io.Reader) error {
+		_, err := send(ctx, s, http.MethodGet, path(e), "", nil, 0, func(body io.Reader) error {
 			var err error
 			rs, err = decode(countingReader{body, &bytes})
 			return err
 		})
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if rs.n != want || rs.first < e.from || rs.last > e.to {
-			return 0, fmt.Errorf("%w: %s %s answered %d records from %d to %d; want %d in [%d, %d]", ErrMismatch, s.name, short(path(e)), rs.n, rs.first, rs.last, want, e.from, e.to)
+			return fmt.Errorf("%w: %s %s answered %d records from %d to %d; want %d in [%d, %d]", ErrMismatch, s.Spec.Name, short(path(e)), rs.n, rs.first, rs.last, want, e.from, e.to)
 		}
-		return rs.n, nil
+		total.Add(rs.n)
+		return nil
 	}
-	if _, err := one(r.ctx, inst[0]); err != nil { // warm-up, unrecorded
-		return res, err
+	if err := one(r.ctx, inst[0]); err != nil { // warm-up, unrecorded
+		return fmt.Errorf("%s %s %s %s: %w", res.Peer, res.Mode, res.Range, res.Writer, err)
 	}
 	bytes.Store(0)
-	ctx, cancel := context.WithCancel(r.ctx)
-	defer cancel()
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		first   error
-		total   atomic.Int64
-		nextReq atomic.Int64
-	)
-	before, err := s.cpu()
+	total.Store(0)
+	wall, cpu, err := measure(s, func() error { return forEach(r.ctx, extractClients, inst, one) })
 	if err != nil {
-		return res, err
+		return fmt.Errorf("%s %s %s %s: %w", res.Peer, res.Mode, res.Range, res.Writer, err)
 	}
-	t0 := time.Now()
-	for range extractClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(nextReq.Add(1)) - 1
-				if i >= len(inst) || ctx.Err() != nil {
-					return
-				}
-				n, err := one(ctx, inst[i])
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-					return
-				}
-				total.Add(n)
-			}
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(t0)
-	after, err := s.cpu()
-	if first != nil {
-		if aerr := s.alive(); aerr != nil {
-			return res, aerr
-		}
-		return res, first
-	}
-	if err != nil {
-		return res, err
-	}
-	res.Records = total.Load()
-	res.Bytes = bytes.Load()
-	res.Seconds = wall.Seconds()
-	res.RecordsPerSecond = float64(res.Records) / res.Seconds
-	res.CPUSeconds = (after - before).Seconds()
-	if res.CPUSeconds > 0 {
-		res.RecordsPerCPUSecond = float64(res.Records) / res.CPUSeconds
-	}
-	return res, nil
+	res.Records, res.Bytes = total.Load(), bytes.Load()
+	res.set(wall, cpu)
+	r.rep.Extract = append(r.rep.Extract, res)
+	r.logf("extract %-5s %-14s %4s %-4s: %d requests, %d records, %.0f records/s, %.0f records per CPU second",
+		res.Peer, res.Mode, res.Range, res.Writer, res.Requests, res.Records, res.RecordsPerSecond, res.RecordsPerCPUSecond)
+	return nil
 }
 
 // countingReader counts the bytes read through it.

@@ -1,10 +1,10 @@
 package sensorbench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+	"slices"
+	"time"
 
 	"github.com/aerie-db/aerie/bench/harness"
 )
@@ -28,13 +28,9 @@ const (
 	GoalDecodePerCoreRate = 50e6 // decoded samples per CPU second at least
 )
 
-// Report is one run of `aerie bench --workload=sensors`.
+// Report is one run of `aerie bench sensors`.
 type Report struct {
-	Kind    string            `json:"kind"`
-	Machine harness.Machine   `json:"machine"`
-	Commit  string            `json:"commit"`
-	Date    string            `json:"date"`
-	Scale   string            `json:"scale"`
+	harness.Header
 	Sensors int               `json:"sensors"`
 	Span    string            `json:"span"`
 	Points  int64             `json:"points_per_sensor"`
@@ -48,9 +44,8 @@ type Report struct {
 	Search  []SearchResult    `json:"search"`
 	Extract []ExtractResult   `json:"extract"`
 	Decode  *DecodeResult     `json:"decode,omitempty"`
-	Ratios  []Ratio           `json:"ratios"`
+	Ratios  []harness.Ratio   `json:"ratios"`
 	Notes   []string          `json:"notes,omitempty"`
-	Seconds float64           `json:"seconds"`
 }
 
 // Peer is one server as it was run.
@@ -62,20 +57,31 @@ type Peer struct {
 
 // UploadResult is one load of every sensor's history.
 type UploadResult struct {
-	Peer     string  `json:"peer"`
-	Path     string  `json:"path"` // how the data went in
-	Clients  int     `json:"clients"`
-	Requests int     `json:"requests"` // requests or processes
-	Records  int64   `json:"records"`
-	Bytes    int64   `json:"bytes"` // of the bodies or files
-	Seconds  float64 `json:"seconds"`
-	// RecordsPerSecond is over the wall time from the first request to
-	// the last answer (processes: from the first start to the last exit).
-	RecordsPerSecond float64 `json:"records_per_second"`
-	// CPUSeconds is the server's (or the processes') user+system time.
+	Peer     string `json:"peer"`
+	Path     string `json:"path"` // how the data went in
+	Clients  int    `json:"clients"`
+	Requests int    `json:"requests"` // requests or processes
+	// Rates' wall time is from the first request to the last answer
+	// (processes: from the first start to the last exit); its CPU time the
+	// server's (or the processes') user+system time.
+	Rates
+	Note string `json:"note,omitempty"`
+}
+
+// Rates are the records of a load or an extraction case over its wall
+// and CPU time.
+type Rates struct {
+	Records             int64   `json:"records"`
+	Bytes               int64   `json:"bytes"` // of the bodies, files or answers
+	Seconds             float64 `json:"seconds"`
+	RecordsPerSecond    float64 `json:"records_per_second"`
 	CPUSeconds          float64 `json:"cpu_seconds"`
 	RecordsPerCPUSecond float64 `json:"records_per_cpu_second"`
-	Note                string  `json:"note,omitempty"`
+}
+
+func (r *Rates) set(wall, cpu time.Duration) {
+	r.Seconds, r.CPUSeconds = wall.Seconds(), cpu.Seconds()
+	r.RecordsPerSecond, r.RecordsPerCPUSecond = perSecond(r.Records, r.Seconds), perSecond(r.Records, r.CPUSeconds)
 }
 
 // DiskResult is a data directory after a load, once flushed.
@@ -143,24 +149,18 @@ type Latency struct {
 	P99Ms    float64 `json:"p99_ms"`
 }
 
-// ExtractResult is one extraction case on one peer.
+// ExtractResult is one extraction case on one peer: Rates over the wall
+// time of the case (two clients) and the server's CPU seconds over it
+// (records per CPU second: the rate per core).
 type ExtractResult struct {
-	Peer     string  `json:"peer"`
-	Mode     string  `json:"mode"`  // full, sampling, aggregation, transformation
-	Range    string  `json:"range"` // 1h, 24h, 240h
-	Writer   string  `json:"writer"`
-	Func     string  `json:"func"`
-	Interval int64   `json:"interval_ms"`
-	Requests int     `json:"requests"`
-	Records  int64   `json:"records"`
-	Bytes    int64   `json:"bytes"`
-	Seconds  float64 `json:"seconds"`
-	// RecordsPerSecond is over the wall time of the case, two clients.
-	RecordsPerSecond float64 `json:"records_per_second"`
-	// RecordsPerCPUSecond is records ÷ the server's CPU seconds over the
-	// case: records per second per core.
-	CPUSeconds          float64 `json:"cpu_seconds"`
-	RecordsPerCPUSecond float64 `json:"records_per_cpu_second"`
+	Peer     string `json:"peer"`
+	Mode     string `json:"mode"`  // full, sampling, aggregation, transformation
+	Range    string `json:"range"` // 1h, 24h, 240h
+	Writer   string `json:"writer"`
+	Func     string `json:"func"`
+	Interval int64  `json:"interval_ms"`
+	Requests int    `json:"requests"`
+	Rates
 }
 
 // DecodeResult is the in-process decode of every sample from Aerie's
@@ -178,41 +178,47 @@ type DecodeResult struct {
 	SamplesPerCPUSecond float64 `json:"samples_per_cpu_second"`
 }
 
-// Ratio is a headline figure with its goal.
-type Ratio struct {
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
-	Goal  string  `json:"goal"`
-	Met   *bool   `json:"met,omitempty"` // nil where no goal applies
-}
-
 // WriteJSON writes the report as indented JSON.
-func (rep *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
-}
+func (rep *Report) WriteJSON(w io.Writer) error { return harness.WriteJSON(w, rep) }
 
-// IsReport tells whether b is the JSON of a sensors report.
-func IsReport(b []byte) bool {
-	var k struct {
-		Kind string `json:"kind"`
+// ratios returns the headline figures of the report, each with its goal
+// where issue 13 §4 sets one (nothing asserts them).
+func (rep *Report) ratios() []harness.Ratio {
+	var out []harness.Ratio
+	add := func(r harness.Ratio) {
+		if r.Value != 0 {
+			out = append(out, r)
+		}
 	}
-	return json.Unmarshal(b, &k) == nil && k.Kind == Kind
-}
-
-// ReadReport reads a report written by WriteJSON.
-func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+	if i := slices.IndexFunc(rep.Upload, func(u UploadResult) bool { return u.Peer == vm && u.Path == loadVMImport }); i >= 0 && rep.Upload[i].RecordsPerSecond > 0 {
+		vu := rep.Upload[i]
+		for _, u := range rep.Upload {
+			if u.Peer == aerie {
+				add(harness.Ratio{Name: fmt.Sprintf("upload records/s, %s ÷ vm %s", u.Path, vu.Path), Value: u.RecordsPerSecond / vu.RecordsPerSecond})
+			}
+		}
 	}
-	if !IsReport(b) {
-		return nil, fmt.Errorf("%s: not an `aerie bench --workload=sensors` report (no \"kind\": %q)", path, Kind)
+	for _, dr := range rep.Disk {
+		add(harness.Ratio{Name: fmt.Sprintf("stored ÷ raw CSV bytes, %s after %s", dr.Peer, dr.Load), Value: dr.StoredOverRaw, Goal: fmt.Sprintf("Peregreen %.3f", PeregreenStoredOverRaw)})
 	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	for _, ir := range rep.Index {
+		add(harness.Ratio{Name: fmt.Sprintf("index bytes per sensor-year ÷ Peregreen's 110 KB, after %s", ir.Load), Value: ir.PerSensorYear / PeregreenIndexBytesPerSensorYear})
 	}
-	return &rep, nil
+	for _, s := range rep.Search {
+		add(harness.AtMost(fmt.Sprintf("search median latency, %s, %s: aerie ÷ vm", s.Query, s.Condition), s.Ratio, GoalSearchRatio))
+	}
+	for _, e := range rep.Extract {
+		if e.Peer != aerie || e.Mode != "full" {
+			continue
+		}
+		i := slices.IndexFunc(rep.Extract, func(ve ExtractResult) bool { return ve.Peer == vm && ve.Mode == e.Mode && ve.Range == e.Range })
+		if i >= 0 && rep.Extract[i].RecordsPerCPUSecond != 0 {
+			add(harness.AtLeast(fmt.Sprintf("full extraction records per CPU second, %s, %s: aerie ÷ vm export", e.Range, e.Writer), e.RecordsPerCPUSecond/rep.Extract[i].RecordsPerCPUSecond, GoalExtractRatio))
+		}
+	}
+	if d := rep.Decode; d != nil {
+		met := d.SamplesPerCPUSecond >= GoalDecodePerCoreRate
+		add(harness.Ratio{Name: "decode samples per CPU second (M)", Value: d.SamplesPerCPUSecond / 1e6, Goal: fmt.Sprintf("≥ %g M", GoalDecodePerCoreRate/1e6), Met: &met})
+	}
+	return out
 }

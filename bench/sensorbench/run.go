@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/aerie-db/aerie/bench/harness"
@@ -17,14 +15,31 @@ import (
 // or from the other peer's; the run stops at the first.
 var ErrMismatch = errors.New("answer does not match")
 
+// Peer names.
+const (
+	aerie = "aerie"
+	vm    = "vm"
+)
+
+// peerArgs returns the command line of a peer over dir on addr: Aerie
+// with its defaults; VictoriaMetrics as bench/httpbench runs it (data of
+// 2024 kept, fresh samples visible at once).
+func peerArgs(name, dir, addr string) []string {
+	if name == aerie {
+		return []string{"serve", "--data.dir=" + dir, "--http.addr=" + addr}
+	}
+	return []string{"-httpListenAddr=" + addr, "-storageDataPath=" + dir, "-retentionPeriod=100y", "-search.latencyOffset=0s"}
+}
+
 // runner carries one run's state.
 type runner struct {
-	ctx  context.Context
-	cfg  Config
-	sc   Scale
-	root string // scratch: data directories and logs
-	d    *dataset
-	rep  *Report
+	ctx   context.Context
+	cfg   Config
+	sc    Scale
+	root  string // scratch: data directories and logs
+	fleet *harness.Fleet
+	d     *dataset
+	rep   *Report
 }
 
 // Run measures Peregreen's operations on Aerie against VictoriaMetrics
@@ -39,9 +54,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("the aerie binary: %w (pass --aerie)", err)
 		}
 	}
-	if cfg.VM == "" {
-		cfg.VM = defaultVMPath()
-	}
 	if st, err := os.Stat(cfg.VM); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("VictoriaMetrics binary not found or not executable at %s: pass --vm=PATH (see /work/shared/peers/README.md)", cfg.VM)
 	}
@@ -54,12 +66,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	} else if err := os.MkdirAll(r.root, 0o755); err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	r.fleet = harness.NewFleet(r.root, cfg.Log)
+	defer r.fleet.StopAll()
+	h := harness.NewHeader(Kind, sc.Name)
 	if r.d, err = loadOrGenerate(filepath.Join(r.root, "data"), cfg.Seed, sc.Sensors, sc.Span, r.logf); err != nil {
 		return nil, fmt.Errorf("generate data: %w", err)
 	}
-	r.rep = r.newReport()
-	r.rep.Config["loadavg_start"] = loadavg()
+	r.rep = r.newReport(h)
 	for _, phase := range []struct {
 		name string
 		fn   func() error
@@ -76,20 +89,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("%s: %w", phase.name, err)
 		}
 	}
-	r.rep.Config["loadavg_end"] = loadavg()
+	r.rep.Config["loadavg_end"] = harness.LoadAvg()
 	r.rep.Ratios = r.rep.ratios()
-	r.rep.Seconds = time.Since(start).Seconds()
+	r.rep.Done()
 	return r.rep, nil
 }
 
-func (r *runner) newReport() *Report {
+func (r *runner) newReport(h harness.Header) *Report {
 	d := r.d
 	return &Report{
-		Kind:    Kind,
-		Machine: harness.CurrentMachine(),
-		Commit:  harness.Commit(),
-		Date:    time.Now().UTC().Format(time.RFC3339),
-		Scale:   r.sc.Name,
+		Header:  h,
 		Sensors: len(d.Sensors),
 		Span:    r.sc.Span.String(),
 		Points:  d.Points,
@@ -106,62 +115,27 @@ func (r *runner) newReport() *Report {
 			"vm_fsync":        "acknowledges before fsync (in-memory buffers, flushed about every second)",
 			"aerie_binary":    r.cfg.Aerie,
 			"vm_binary":       r.cfg.VM,
+			"loadavg_start":   harness.LoadAvg(),
 		},
 		Peers: []Peer{
-			{Name: aerie, Version: harness.Commit(), Args: peerArgs(aerie, "DIR", "127.0.0.1:PORT")},
-			{Name: vm, Version: vmVersion(r.cfg.VM), Args: peerArgs(vm, "DIR", "127.0.0.1:PORT")},
+			{Name: aerie, Version: h.Commit, Args: peerArgs(aerie, "DIR", "127.0.0.1:PORT")},
+			{Name: vm, Version: harness.Version(r.cfg.VM, "-version"), Args: peerArgs(vm, "DIR", "127.0.0.1:PORT")},
 		},
 	}
 }
 
-// defaultVMPath is ../shared/peers/victoria-metrics from the repository
-// root (the directory holding go.mod above the working directory).
-func defaultVMPath() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "../shared/peers/victoria-metrics"
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(filepath.Dir(d), "shared", "peers", "victoria-metrics")
-		}
-		if filepath.Dir(d) == d {
-			return filepath.Join(dir, "..", "shared", "peers", "victoria-metrics")
-		}
-	}
-}
-
-func vmVersion(bin string) string {
-	out, err := exec.Command(bin, "-version").Output()
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// loadavg returns the 1, 5 and 15 min load averages: the machine is
-// shared, and they say how much.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
-}
-
-func (r *runner) logf(format string, args ...any) {
-	fmt.Fprintf(r.cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-}
+func (r *runner) logf(format string, args ...any) { harness.Logf(r.cfg.Log, format, args...) }
 
 func (r *runner) dir(name string) string { return filepath.Join(r.root, name) }
 
-func (r *runner) start(name, dir string) (*server, error) {
-	bin := r.cfg.Aerie
+// start starts peer name over dir and waits until it is ready.
+func (r *runner) start(name, dir string) (*harness.Peer, error) {
+	spec := harness.PeerSpec{Name: name, Bin: r.cfg.Aerie, ReadyPath: "/-/ready",
+		Args: func(dir string, addrs []string) ([]string, error) { return peerArgs(name, dir, addrs[0]), nil }}
 	if name == vm {
-		bin = r.cfg.VM
+		spec.Bin, spec.ReadyPath = r.cfg.VM, "/health"
 	}
-	return startServer(r.ctx, name, bin, dir, r.root)
+	return r.fleet.Start(r.ctx, spec, dir)
 }
 
 func (r *runner) sleep(d time.Duration) error {
@@ -186,12 +160,10 @@ func (r *runner) queries() error {
 	if err != nil {
 		return err
 	}
-	defer a.stop()
 	v, err := r.start(vm, r.dir(dirVM))
 	if err != nil {
 		return err
 	}
-	defer v.stop()
 	// Aerie flushes what is due when it opens; let that, and any
 	// compaction it starts, finish before anything is timed.
 	if _, err := r.awaitAerieFlush(a, 0); err != nil {
@@ -212,8 +184,5 @@ func (r *runner) queries() error {
 	if err := r.extract(a, v); err != nil {
 		return err
 	}
-	if err := a.stop(); err != nil {
-		return err
-	}
-	return v.stop()
+	return errors.Join(r.fleet.Stop(a), r.fleet.Stop(v))
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // testWriter logs a run's progress through t.Log.
@@ -25,7 +27,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // that does not match the data; the test checks that every phase
 // reported, and that the report reads back and renders.
 func TestRun(t *testing.T) {
-	vmBin := defaultVMPath()
+	vmBin := harness.Options{}.Peer("victoria-metrics")
 	if _, err := os.Stat(vmBin); err != nil {
 		t.Skipf("no VictoriaMetrics binary at %s", vmBin)
 	}
@@ -33,7 +35,7 @@ func TestRun(t *testing.T) {
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/aerie-db/aerie/cmd/aerie").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	rep, err := Run(context.Background(), Config{Scale: "small", Aerie: bin, VM: vmBin, Dir: t.TempDir(), Log: testWriter{t}})
+	rep, err := Run(context.Background(), Config{Options: harness.Options{Scale: "small", Aerie: bin, Dir: t.TempDir(), Log: testWriter{t}}, VM: vmBin})
 	require.NoError(t, err)
 	sc := Scales["small"]
 	require.Equal(t, int64(sc.Sensors)*sc.Span.Milliseconds()/1000, rep.Records)
@@ -57,14 +59,12 @@ func TestRun(t *testing.T) {
 	require.Equal(t, rep.Records, rep.Decode.Samples)
 	require.NotEmpty(t, rep.Ratios)
 
-	var buf bytes.Buffer
+	var buf, again bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&buf))
-	require.True(t, IsReport(buf.Bytes()))
-	path := filepath.Join(t.TempDir(), "sensors.json")
-	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-	back, err := ReadReport(path)
+	back, err := Sensors.Read("sensors.json", buf.Bytes())
 	require.NoError(t, err)
-	require.Equal(t, rep, back)
+	require.NoError(t, back.WriteJSON(&again))
+	require.JSONEq(t, buf.String(), again.String())
 	var md strings.Builder
 	require.NoError(t, back.WriteMarkdown(&md))
 	require.Contains(t, md.String(), "| vm | full | 1h | export (JSON lines) |")

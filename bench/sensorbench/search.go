@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -11,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // interval is a search answer's time range in ms, both ends inclusive.
@@ -95,10 +99,7 @@ func addHour(ivs []interval, from int64) []interval {
 // sameIntervals compares answers by sensor; it returns "" or what
 // differs first.
 func sameIntervals(got, want map[string][]interval) string {
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, n)
-	}
+	names := slices.Collect(maps.Keys(want))
 	for n := range got {
 		if _, ok := want[n]; !ok {
 			names = append(names, n)
@@ -107,13 +108,12 @@ func sameIntervals(got, want map[string][]interval) string {
 	slices.Sort(names)
 	for _, n := range names {
 		g, w := got[n], want[n]
-		if slices.Equal(g, w) {
-			continue
+		i := 0
+		for i < min(len(g), len(w)) && g[i] == w[i] {
+			i++
 		}
-		for i := range max(len(g), len(w)) {
-			if i >= len(g) || i >= len(w) || g[i] != w[i] {
-				return fmt.Sprintf("%s: %d intervals, want %d; first difference at #%d: %s vs %s", n, len(g), len(w), i, ivAt(g, i), ivAt(w, i))
-			}
+		if i < max(len(g), len(w)) {
+			return fmt.Sprintf("%s: %d intervals, want %d; first difference at #%d: %s vs %s", n, len(g), len(w), i, ivAt(g, i), ivAt(w, i))
 		}
 	}
 	return ""
@@ -144,46 +144,40 @@ func parseIntervals(b []byte) ([]interval, error) {
 	return ivs, nil
 }
 
-// parseNativeSearch reads the JSON answer of /api/v1/sensor/search: per
-// series, its labels and intervals, in Prometheus' envelope
-// {"status":"success","data":[{"metric":{…},"intervals":[…]}]} (data may
-// also be {"result":[…]}; labels may be under "labels").
-func parseNativeSearch(b []byte) (map[string][]interval, error) {
+// promData checks the envelope {"status","error","data"} of a Prometheus
+// API answer (and of Aerie's native API) and decodes its data into v.
+func promData(b []byte, v any) error {
 	var env struct {
-		Status string          `json:"status"`
-		Error  string          `json:"error"`
-		Data   json.RawMessage `json:"data"`
+		Status, Error string
+		Data          json.RawMessage
 	}
 	if err := json.Unmarshal(b, &env); err != nil {
-		return nil, fmt.Errorf("native search answer %q: %w", short(string(b)), err)
+		return fmt.Errorf("answer %q: %w", short(string(b)), err)
 	}
-	if env.Status != "" && env.Status != "success" {
-		return nil, fmt.Errorf("native search: %s: %s", env.Status, env.Error)
+	if env.Status != "success" {
+		return fmt.Errorf("%s: %s", env.Status, env.Error)
 	}
-	type series struct {
-		Metric    map[string]string `json:"metric"`
-		Labels    map[string]string `json:"labels"`
-		Intervals []interval        `json:"intervals"`
+	if err := json.Unmarshal(env.Data, v); err != nil {
+		return fmt.Errorf("answer %q: %w", short(string(b)), err)
 	}
-	var list []series
-	if err := json.Unmarshal(env.Data, &list); err != nil {
-		var res struct {
-			Result []series `json:"result"`
-		}
-		if err2 := json.Unmarshal(env.Data, &res); err2 != nil {
-			return nil, fmt.Errorf("native search answer %q: %w", short(string(b)), err)
-		}
-		list = res.Result
+	return nil
+}
+
+// parseNativeSearch reads the JSON answer of /api/v1/sensor/search:
+// {"status":"success","data":[{"metric":{…},"intervals":[…]}]}.
+func parseNativeSearch(b []byte) (map[string][]interval, error) {
+	var list []struct {
+		Metric    map[string]string
+		Intervals []interval
+	}
+	if err := promData(b, &list); err != nil {
+		return nil, fmt.Errorf("native search: %w", err)
 	}
 	out := map[string][]interval{}
 	for _, s := range list {
-		ls := s.Metric
-		if ls == nil {
-			ls = s.Labels
-		}
-		name := ls["__name__"]
+		name := s.Metric["__name__"]
 		if name == "" {
-			return nil, fmt.Errorf("native search answer: a series without __name__: %v", ls)
+			return nil, fmt.Errorf("native search answer: a series without __name__: %v", s.Metric)
 		}
 		if len(s.Intervals) > 0 {
 			out[name] = append(out[name], s.Intervals...)
@@ -198,59 +192,47 @@ type promSeries struct {
 	points []promPoint
 }
 
+// promPoint is a [seconds, "value"] pair of a Prometheus API answer.
 type promPoint struct {
 	t int64 // ms
 	v float64
 }
 
+func (p *promPoint) UnmarshalJSON(b []byte) error {
+	var pair []any
+	if err := json.Unmarshal(b, &pair); err != nil {
+		return err
+	}
+	if len(pair) != 2 {
+		return fmt.Errorf("point %s", b)
+	}
+	ts, ok1 := pair[0].(float64)
+	vs, ok2 := pair[1].(string)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("point %s", b)
+	}
+	v, err := strconv.ParseFloat(vs, 64)
+	p.t, p.v = int64(math.Round(ts*1000)), v
+	return err
+}
+
 // parsePromResult reads a Prometheus API answer of a vector or a matrix.
 func parsePromResult(b []byte) ([]promSeries, error) {
-	var resp struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Value  []any             `json:"value"`
-				Values [][]any           `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(b, &resp); err != nil {
-		return nil, fmt.Errorf("answer %q: %w", short(string(b)), err)
-	}
-	if resp.Status != "success" {
-		return nil, fmt.Errorf("%s: %s", resp.Status, resp.Error)
-	}
-	point := func(p []any) (promPoint, error) {
-		if len(p) != 2 {
-			return promPoint{}, fmt.Errorf("point %v", p)
+	var data struct {
+		Result []struct {
+			Metric map[string]string
+			Value  *promPoint
+			Values []promPoint
 		}
-		ts, ok1 := p[0].(float64)
-		vs, ok2 := p[1].(string)
-		if !ok1 || !ok2 {
-			return promPoint{}, fmt.Errorf("point %v", p)
-		}
-		v, err := strconv.ParseFloat(vs, 64)
-		return promPoint{t: int64(math.Round(ts * 1000)), v: v}, err
+	}
+	if err := promData(b, &data); err != nil {
+		return nil, err
 	}
 	var out []promSeries
-	for _, r := range resp.Data.Result {
-		s := promSeries{name: cmp.Or(r.Metric["__name__"], r.Metric["sensor"])}
+	for _, r := range data.Result {
+		s := promSeries{name: cmp.Or(r.Metric["__name__"], r.Metric["sensor"]), points: r.Values}
 		if r.Value != nil {
-			p, err := point(r.Value)
-			if err != nil {
-				return nil, err
-			}
-			s.points = append(s.points, p)
-		}
-		for _, pv := range r.Values {
-			p, err := point(pv)
-			if err != nil {
-				return nil, err
-			}
-			s.points = append(s.points, p)
+			s.points = append([]promPoint{*r.Value}, s.points...)
 		}
 		out = append(out, s)
 	}
@@ -280,166 +262,153 @@ func vmIntervals(b []byte) (map[string][]interval, error) {
 
 // searchQuery is one request of a search kind on both peers.
 type searchQuery struct {
-	aerieMethod, aeriePath, aerieBody string
-	promql                            string
-	sensor                            string // "" for all sensors
+	aeriePath, aerieBody string // a body: POST, else GET
+	promql               string
+	sensor               string // "" for all sensors
+}
+
+func (q searchQuery) aerieMethod() string {
+	if q.aerieBody != "" {
+		return http.MethodPost
+	}
+	return http.MethodGet
 }
 
 // search runs the search phase on Aerie (a) and VictoriaMetrics (v): for
 // each condition, every sensor through /search and through PromQL, then
-// all sensors at once through /api/v1/sensor/search and PromQL. The first
-// run of every query is unrecorded and its answers are checked against
-// the data; then each query runs Repeats times per peer, the peers taking
-// turns to go first.
-func (r *runner) search(a, v *server) error {
+// all sensors at once through /api/v1/sensor/search and PromQL.
+func (r *runner) search(a, v *harness.Peer) error {
 	d := r.d
 	from, to := d.Start, d.end()
-	hours := int64(d.hours())
-	// VictoriaMetrics evaluates at the end of each hour.
-	vmStart, vmEnd := d.Start+hourMs, d.Start+hours*hourMs
 	for _, c := range d.conditions() {
-		for _, kind := range []string{"per sensor", "all sensors"} {
-			var qs []searchQuery
-			if kind == "per sensor" {
-				for _, s := range d.Sensors {
-					qs = append(qs, searchQuery{
-						aerieMethod: http.MethodPost,
-						aeriePath:   fmt.Sprintf("/search/%s/%d-%d/json", s.Name, from, to),
-						aerieBody:   c.peregreen(),
-						promql:      c.promql(s.Name, false),
-						sensor:      s.Name,
-					})
-				}
-			} else {
-				match := `{__name__=~"sensor_.*"}`
-				qs = append(qs, searchQuery{
-					aerieMethod: http.MethodGet,
-					aeriePath: "/api/v1/sensor/search?" + url.Values{"match[]": {match}, "start": {promTime(from)}, "end": {promTime(to)},
-						"cond": {c.peregreen()}, "format": {"json"}}.Encode(),
-					promql: c.promql(match, true),
-				})
-			}
-			res := SearchResult{Query: kind, Condition: c.peregreen(), AerieURL: qs[0].aerieMethod + " " + qs[0].aeriePath, PromQL: qs[0].promql}
-			if qs[0].aerieBody != "" {
-				res.AerieURL += " with body " + strconv.Quote(qs[0].aerieBody)
-			}
-			runAerie := func(q searchQuery) (map[string][]interval, time.Duration, error) {
-				var body *strings.Reader
-				if q.aerieBody != "" {
-					body = strings.NewReader(q.aerieBody)
-				}
-				var b []byte
-				var dur time.Duration
-				var err error
-				if body != nil {
-					b, dur, err = do(r.ctx, a, q.aerieMethod, q.aeriePath, "text/plain", body, int64(body.Len()))
-				} else {
-					b, dur, err = do(r.ctx, a, q.aerieMethod, q.aeriePath, "", nil, 0)
-				}
-				if err != nil {
-					return nil, 0, err
-				}
-				if q.sensor == "" {
-					m, err := parseNativeSearch(b)
-					return m, dur, err
-				}
-				ivs, err := parseIntervals(b)
-				m := map[string][]interval{}
-				if len(ivs) > 0 {
-					m[q.sensor] = ivs
-				}
-				return m, dur, err
-			}
-			runVM := func(q searchQuery) (map[string][]interval, time.Duration, error) {
-				form := url.Values{"query": {q.promql}, "start": {promTime(vmStart)}, "end": {promTime(vmEnd)}, "step": {"3600"}, "nocache": {"1"}}.Encode()
-				b, dur, err := do(r.ctx, v, http.MethodPost, "/api/v1/query_range", "application/x-www-form-urlencoded", strings.NewReader(form), int64(len(form)))
-				if err != nil {
-					return nil, 0, err
-				}
-				m, err := vmIntervals(b)
-				return m, dur, err
-			}
-			readsBefore, err := r.dataReads(a)
-			if err != nil {
-				return err
-			}
-			// Warm-up and checks.
-			gotA, gotV := map[string][]interval{}, map[string][]interval{}
-			for _, q := range qs {
-				ma, _, err := runAerie(q)
-				if err != nil {
-					return err
-				}
-				mv, _, err := runVM(q)
-				if err != nil {
-					return err
-				}
-				for n, ivs := range ma {
-					gotA[n] = append(gotA[n], ivs...)
-				}
-				for n, ivs := range mv {
-					gotV[n] = append(gotV[n], ivs...)
-				}
-			}
-			if diff := sameIntervals(gotA, c.expect); diff != "" {
-				return fmt.Errorf("%w: aerie %s search %q: %s", ErrMismatch, kind, c.peregreen(), diff)
-			}
-			if diff := sameIntervals(gotV, c.expect); diff != "" {
-				return fmt.Errorf("%w: vm %s search %q: %s", ErrMismatch, kind, qs[0].promql, diff)
-			}
-			res.Intervals = countIntervals(c.expect)
-			if res.Intervals == 0 {
-				return fmt.Errorf("%w: search %q answers nothing on this data", ErrMismatch, c.peregreen())
-			}
-			repeats := r.sc.Repeats
-			if kind == "all sensors" {
-				repeats = max(4*r.sc.Repeats, 10)
-			}
-			var la, lv []time.Duration
-			for rep := range repeats {
-				for _, q := range qs {
-					order := []string{aerie, vm}
-					if rep%2 == 1 {
-						order = []string{vm, aerie}
-					}
-					for _, p := range order {
-						if p == aerie {
-							_, dur, err := runAerie(q)
-							if err != nil {
-								return err
-							}
-							la = append(la, dur)
-						} else {
-							_, dur, err := runVM(q)
-							if err != nil {
-								return err
-							}
-							lv = append(lv, dur)
-						}
-					}
-				}
-			}
-			readsAfter, err := r.dataReads(a)
-			if err != nil {
-				return err
-			}
-			res.AerieReads = readsAfter.sub(readsBefore)
-			res.Runs = len(la)
-			res.Aerie = latency(la)
-			res.VM = latency(lv)
-			if res.VM.MedianMs > 0 {
-				res.Ratio = res.Aerie.MedianMs / res.VM.MedianMs
-			}
-			r.rep.Search = append(r.rep.Search, res)
-			r.logf("search %-11s %-9s (%d intervals): aerie median %.3f ms p99 %.3f ms, vm median %.3f ms p99 %.3f ms: ratio %.3f; aerie read %+v",
-				kind, c.name, res.Intervals, res.Aerie.MedianMs, res.Aerie.P99Ms, res.VM.MedianMs, res.VM.P99Ms, res.Ratio, res.AerieReads)
+		var qs []searchQuery
+		for _, s := range d.Sensors {
+			qs = append(qs, searchQuery{aeriePath: fmt.Sprintf("/search/%s/%d-%d/json", s.Name, from, to), aerieBody: c.peregreen(), promql: c.promql(s.Name, false), sensor: s.Name})
+		}
+		if err := r.searchKind(a, v, c, "per sensor", qs, r.sc.Repeats); err != nil {
+			return err
+		}
+		match := `{__name__=~"sensor_.*"}`
+		all := searchQuery{promql: c.promql(match, true), aeriePath: "/api/v1/sensor/search?" + url.Values{"match[]": {match},
+			"start": {promTime(from)}, "end": {promTime(to)}, "cond": {c.peregreen()}, "format": {"json"}}.Encode()}
+		if err := r.searchKind(a, v, c, "all sensors", []searchQuery{all}, max(4*r.sc.Repeats, 10)); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// searchKind runs the queries of one kind of search: each once
+// unrecorded, its answers checked against the data, then repeats times
+// per peer, the peers taking turns to go first.
+func (r *runner) searchKind(a, v *harness.Peer, c condition, kind string, qs []searchQuery, repeats int) error {
+	res := SearchResult{Query: kind, Condition: c.peregreen(), AerieURL: qs[0].aerieMethod() + " " + qs[0].aeriePath, PromQL: qs[0].promql}
+	if qs[0].aerieBody != "" {
+		res.AerieURL += " with body " + strconv.Quote(qs[0].aerieBody)
+	}
+	readsBefore, err := r.dataReads(a)
+	if err != nil {
+		return err
+	}
+	// Warm-up and checks.
+	gotA, gotV := map[string][]interval{}, map[string][]interval{}
+	for _, q := range qs {
+		ma, _, err := r.searchAerie(a, q)
+		if err != nil {
+			return err
+		}
+		mv, _, err := r.searchVM(v, q)
+		if err != nil {
+			return err
+		}
+		for n, ivs := range ma {
+			gotA[n] = append(gotA[n], ivs...)
+		}
+		for n, ivs := range mv {
+			gotV[n] = append(gotV[n], ivs...)
+		}
+	}
+	if diff := sameIntervals(gotA, c.expect); diff != "" {
+		return fmt.Errorf("%w: aerie %s search %q: %s", ErrMismatch, kind, c.peregreen(), diff)
+	}
+	if diff := sameIntervals(gotV, c.expect); diff != "" {
+		return fmt.Errorf("%w: vm %s search %q: %s", ErrMismatch, kind, qs[0].promql, diff)
+	}
+	res.Intervals = countIntervals(c.expect)
+	if res.Intervals == 0 {
+		return fmt.Errorf("%w: search %q answers nothing on this data", ErrMismatch, c.peregreen())
+	}
+	var la, lv []time.Duration
+	for rep := range repeats {
+		for _, q := range qs {
+			for i := range 2 {
+				var dur time.Duration
+				if (i+rep)%2 == 0 {
+					_, dur, err = r.searchAerie(a, q)
+					la = append(la, dur)
+				} else {
+					_, dur, err = r.searchVM(v, q)
+					lv = append(lv, dur)
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+	}
+	readsAfter, err := r.dataReads(a)
+	if err != nil {
+		return err
+	}
+	res.AerieReads = readsAfter.sub(readsBefore)
+	res.Runs = len(la)
+	res.Aerie, res.VM = latency(la), latency(lv)
+	if res.VM.MedianMs > 0 {
+		res.Ratio = res.Aerie.MedianMs / res.VM.MedianMs
+	}
+	r.rep.Search = append(r.rep.Search, res)
+	r.logf("search %-11s %-9s (%d intervals): aerie median %.3f ms p99 %.3f ms, vm median %.3f ms p99 %.3f ms: ratio %.3f; aerie read %+v",
+		kind, c.name, res.Intervals, res.Aerie.MedianMs, res.Aerie.P99Ms, res.VM.MedianMs, res.VM.P99Ms, res.Ratio, res.AerieReads)
+	return nil
+}
+
+// searchAerie sends q to Aerie and returns its intervals by sensor.
+func (r *runner) searchAerie(a *harness.Peer, q searchQuery) (map[string][]interval, time.Duration, error) {
+	var body io.Reader // nil, not an empty reader, for a GET
+	if q.aerieBody != "" {
+		body = strings.NewReader(q.aerieBody)
+	}
+	b, dur, err := do(r.ctx, a, q.aerieMethod(), q.aeriePath, "text/plain", body, int64(len(q.aerieBody)))
+	if err != nil {
+		return nil, 0, err
+	}
+	if q.sensor == "" {
+		m, err := parseNativeSearch(b)
+		return m, dur, err
+	}
+	ivs, err := parseIntervals(b)
+	m := map[string][]interval{}
+	if len(ivs) > 0 {
+		m[q.sensor] = ivs
+	}
+	return m, dur, err
+}
+
+// searchVM sends q's PromQL to VictoriaMetrics, evaluated at the end of
+// each hour, and returns its intervals by sensor.
+func (r *runner) searchVM(v *harness.Peer, q searchQuery) (map[string][]interval, time.Duration, error) {
+	d := r.d
+	form := url.Values{"query": {q.promql}, "start": {promTime(d.Start + hourMs)}, "end": {promTime(d.Start + int64(d.hours())*hourMs)}, "step": {"3600"}, "nocache": {"1"}}
+	b, dur, err := postForm(r.ctx, v, "/api/v1/query_range", form)
+	if err != nil {
+		return nil, 0, err
+	}
+	m, err := vmIntervals(b)
+	return m, dur, err
+}
+
 // dataReads reads Aerie's counters of data reads.
-func (r *runner) dataReads(a *server) (DataReads, error) {
+func (r *runner) dataReads(a *harness.Peer) (DataReads, error) {
 	m, err := get(r.ctx, a, "/metrics")
 	if err != nil {
 		return DataReads{}, err
@@ -457,18 +426,5 @@ func (d DataReads) sub(o DataReads) DataReads {
 }
 
 func latency(ds []time.Duration) Latency {
-	return Latency{MedianMs: ms(percentile(ds, 0.5)), P99Ms: ms(percentile(ds, 0.99))}
+	return Latency{MedianMs: harness.Ms(harness.Percentile(ds, 0.5)), P99Ms: harness.Ms(harness.Percentile(ds, 0.99))}
 }
-
-// percentile returns the q-quantile of ds by the nearest-rank method.
-func percentile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[min(max(i, 0), len(s)-1)]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

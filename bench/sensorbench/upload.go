@@ -9,8 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // Loads, as UploadResult.Path names them.
@@ -27,75 +28,33 @@ const (
 	dirVM     = "vm"
 )
 
-// sendAll runs send for every sensor from n clients, each taking the
-// next sensor, and returns the wall time from the first request to the
-// last answer.
-func (r *runner) sendAll(n int, send func(ctx context.Context, s *sensorData) error) (time.Duration, error) {
-	ctx, cancel := context.WithCancel(r.ctx)
-	defer cancel()
-	next := make(chan *sensorData)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	t0 := time.Now()
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range next {
-				if err := send(ctx, s); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-				}
+// load measures one load of every sensor into srv: a POST to target(s)
+// whose body is the sensor's CSV file, its answer checked by check (if
+// set).
+func (r *runner) load(srv *harness.Peer, path, note string, target func(s *sensorData) string, check func(s *sensorData, answer []byte) error) error {
+	res := UploadResult{Peer: srv.Spec.Name, Path: path, Clients: r.cfg.Clients, Requests: len(r.d.Sensors), Note: note, Rates: Rates{Records: r.d.totalPoints(), Bytes: r.d.RawBytes}}
+	wall, cpu, err := measure(srv, func() error {
+		return forEach(r.ctx, r.cfg.Clients, r.d.Sensors, func(ctx context.Context, s *sensorData) error {
+			f, err := os.Open(r.d.path(s))
+			if err != nil {
+				return err
 			}
-		}()
-	}
-feed:
-	for _, s := range r.d.Sensors {
-		select {
-		case next <- s:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	return time.Since(t0), first
-}
-
-// load measures one load of every sensor into srv through send.
-func (r *runner) load(srv *server, path string, send func(ctx context.Context, s *sensorData) error) (UploadResult, error) {
-	res := UploadResult{Peer: srv.name, Path: path, Clients: r.cfg.Clients, Requests: len(r.d.Sensors), Records: r.d.totalPoints(), Bytes: r.d.RawBytes}
-	before, err := srv.cpu()
+			defer f.Close()
+			b, _, err := do(ctx, srv, http.MethodPost, target(s), "text/csv", f, s.Bytes)
+			if err != nil || check == nil {
+				return err
+			}
+			return check(s, b)
+		})
+	})
 	if err != nil {
-		return res, err
+		return err
 	}
-	wall, err := r.sendAll(r.cfg.Clients, send)
-	if err != nil {
-		if aerr := srv.alive(); aerr != nil {
-			return res, aerr
-		}
-		return res, err
-	}
-	after, err := srv.cpu()
-	if err != nil {
-		return res, err
-	}
-	res.Seconds = wall.Seconds()
-	res.RecordsPerSecond = float64(res.Records) / res.Seconds
-	res.CPUSeconds = (after - before).Seconds()
-	if res.CPUSeconds > 0 {
-		res.RecordsPerCPUSecond = float64(res.Records) / res.CPUSeconds
-	}
+	res.set(wall, cpu)
 	r.logf("%-5s %s: %d records from %d clients in %.1f s: %.0f records/s, %.0f records per CPU second",
-		srv.name, path, res.Records, res.Clients, res.Seconds, res.RecordsPerSecond, res.RecordsPerCPUSecond)
-	return res, nil
+		srv.Spec.Name, path, res.Records, res.Clients, res.Seconds, res.RecordsPerSecond, res.RecordsPerCPUSecond)
+	r.rep.Upload = append(r.rep.Upload, res)
+	return nil
 }
 
 // uploadAerie uploads every sensor's CSV file through /upload into a
@@ -109,24 +68,11 @@ func (r *runner) uploadAerie() error {
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
 	d := r.d
-	res, err := r.load(srv, loadUpload, func(ctx context.Context, s *sensorData) error {
-		f, err := os.Open(d.path(s))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		b, _, err := do(ctx, srv, http.MethodPost, "/upload/"+s.Name+"/csv/0-1-,/float64", "text/csv", f, s.Bytes)
-		if err != nil {
-			return err
-		}
+	err = r.load(srv, loadUpload, "", func(s *sensorData) string { return "/upload/" + s.Name + "/csv/0-1-,/float64" }, func(s *sensorData, b []byte) error {
 		var ans struct {
-			Sensor string `json:"sensor"`
-			Type   string `json:"type"`
-			Points int64  `json:"points"`
-			First  int64  `json:"first"`
-			Last   int64  `json:"last"`
+			Sensor              string
+			Points, First, Last int64
 		}
 		if err := json.Unmarshal(b, &ans); err != nil {
 			return fmt.Errorf("upload %s: answer %q: %w", s.Name, b, err)
@@ -139,7 +85,6 @@ func (r *runner) uploadAerie() error {
 	if err != nil {
 		return err
 	}
-	r.rep.Upload = append(r.rep.Upload, res)
 	t0 := time.Now()
 	if _, err := r.checkMeta(srv, loadUpload); err != nil {
 		return err
@@ -148,27 +93,15 @@ func (r *runner) uploadAerie() error {
 	if err != nil {
 		return err
 	}
-	if err := r.disk(srv.dir, aerie, loadUpload, t0, note); err != nil {
+	if err := r.disk(srv.Dir, aerie, loadUpload, t0, note); err != nil {
 		return err
 	}
-	return srv.stop()
+	return r.fleet.Stop(srv)
 }
 
-// meta is Aerie's GET /meta/{sensor}.
-type meta struct {
-	Sensor     string `json:"sensor"`
-	Type       string `json:"type"`
-	First      int64  `json:"first"`
-	Last       int64  `json:"last"`
-	Count      int64  `json:"count"`
-	Intervals  int64  `json:"intervals"`
-	IndexBytes int64  `json:"index_bytes"`
-	DataBytes  int64  `json:"data_bytes"`
-}
-
-// checkMeta checks every sensor's /meta against the data and sums what it
-// says of the blocks.
-func (r *runner) checkMeta(srv *server, load string) (IndexResult, error) {
+// checkMeta checks every sensor's GET /meta/{sensor} against the data and
+// sums what it says of the blocks.
+func (r *runner) checkMeta(srv *harness.Peer, load string) (IndexResult, error) {
 	d := r.d
 	ir := IndexResult{Load: load, Sensors: len(d.Sensors)}
 	for _, s := range d.Sensors {
@@ -176,12 +109,16 @@ func (r *runner) checkMeta(srv *server, load string) (IndexResult, error) {
 		if err != nil {
 			return ir, err
 		}
-		var m meta
+		var m struct {
+			First, Last, Count, Intervals int64
+			IndexBytes                    int64 `json:"index_bytes"`
+			DataBytes                     int64 `json:"data_bytes"`
+		}
 		if err := json.Unmarshal(b, &m); err != nil {
 			return ir, fmt.Errorf("meta %s: %q: %w", s.Name, b, err)
 		}
 		if m.Count != d.Points || m.First != d.Start || m.Last != d.end() {
-			return ir, fmt.Errorf("%w: %s (%s) /meta/%s answered %s; want count %d, first %d, last %d", ErrMismatch, srv.name, load, s.Name, strings.TrimSpace(string(b)), d.Points, d.Start, d.end())
+			return ir, fmt.Errorf("%w: %s (%s) /meta/%s answered %s; want count %d, first %d, last %d", ErrMismatch, srv.Spec.Name, load, s.Name, strings.TrimSpace(string(b)), d.Points, d.Start, d.end())
 		}
 		ir.IndexBytes += m.IndexBytes
 		ir.DataBytes += m.DataBytes
@@ -197,9 +134,8 @@ func (r *runner) checkMeta(srv *server, load string) (IndexResult, error) {
 // backfill generation and no partition flush left, and the counters of
 // flushes, backfill flushes, compactions and blocks moved to the bucket
 // unchanged for the scale's Rest, after at least one partition flush or
-// wait. It
-// returns a note of what stayed in the head.
-func (r *runner) awaitAerieFlush(srv *server, wait time.Duration) (string, error) {
+// wait. It returns a note of what stayed in the head.
+func (r *runner) awaitAerieFlush(srv *harness.Peer, wait time.Duration) (string, error) {
 	start := time.Now()
 	var last string
 	since := time.Now()
@@ -240,7 +176,7 @@ func (r *runner) disk(dir, peer, load string, since time.Time, note string) erro
 	)
 	for deadline := time.Now().Add(time.Minute); ; {
 		var err error
-		if total, byTop, err = diskUsage(dir); err != nil {
+		if total, byTop, err = harness.DiskUsage(dir); err != nil {
 			return err
 		}
 		if total == last {
@@ -274,22 +210,11 @@ func (r *runner) uploadVM() error {
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	d := r.d
-	res, err := r.load(srv, loadVMImport, func(ctx context.Context, s *sensorData) error {
-		f, err := os.Open(d.path(s))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, _, err = do(ctx, srv, http.MethodPost, "/api/v1/import/csv?format="+url.QueryEscape("1:time:unix_ms,2:metric:"+s.Name), "text/csv", f, s.Bytes)
-		return err
-	})
-	if err != nil {
+	if err := r.load(srv, loadVMImport, "acknowledged before fsync", func(s *sensorData) string {
+		return "/api/v1/import/csv?format=" + url.QueryEscape("1:time:unix_ms,2:metric:"+s.Name)
+	}, nil); err != nil {
 		return err
 	}
-	res.Note = "acknowledged before fsync"
-	r.rep.Upload = append(r.rep.Upload, res)
 	t0 := time.Now()
 	if err := r.awaitVMFlush(srv); err != nil {
 		return err
@@ -297,17 +222,17 @@ func (r *runner) uploadVM() error {
 	if err := r.checkVMCounts(srv); err != nil {
 		return err
 	}
-	if err := r.disk(srv.dir, vm, loadVMImport, t0, "after /internal/force_flush and the in-memory parts' flush"); err != nil {
+	if err := r.disk(srv.Dir, vm, loadVMImport, t0, "after /internal/force_flush and the in-memory parts' flush"); err != nil {
 		return err
 	}
-	return srv.stop()
+	return r.fleet.Stop(srv)
 }
 
 // awaitVMFlush calls /internal/force_flush, which makes buffered rows
 // searchable in in-memory parts, and waits until those are on disk
 // (-inmemoryDataFlushInterval, 5 s): no rows left in storage/inmemory or
 // indexdb/inmemory.
-func (r *runner) awaitVMFlush(srv *server) error {
+func (r *runner) awaitVMFlush(srv *harness.Peer) error {
 	if _, err := get(r.ctx, srv, "/internal/force_flush"); err != nil {
 		return err
 	}
@@ -334,12 +259,12 @@ func (r *runner) awaitVMFlush(srv *server) error {
 }
 
 // checkVMCounts counts every sensor's samples in VictoriaMetrics.
-func (r *runner) checkVMCounts(srv *server) error {
+func (r *runner) checkVMCounts(srv *harness.Peer) error {
 	d := r.d
 	window := (d.end()-d.Start)/1000 + 3600
 	for _, s := range d.Sensors {
 		form := url.Values{"query": {fmt.Sprintf("count_over_time(%s[%ds])", s.Name, window)}, "time": {promTime(d.end())}, "nocache": {"1"}}
-		b, _, err := do(r.ctx, srv, http.MethodPost, "/api/v1/query", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), int64(len(form.Encode())))
+		b, _, err := postForm(r.ctx, srv, "/api/v1/query", form)
 		if err != nil {
 			return err
 		}
@@ -372,26 +297,18 @@ func (r *runner) importAerie() error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	res := UploadResult{Peer: aerie, Path: loadImport, Clients: 1, Requests: 1, Records: d.totalPoints(), Bytes: d.RawBytes,
+	res := UploadResult{Peer: aerie, Path: loadImport, Clients: 1, Requests: 1, Rates: Rates{Records: d.totalPoints(), Bytes: d.RawBytes},
 		Note: "one process over every file (--sensor.format=0-1-, --sensor.type=float64), sorting in bounded memory and flushing its head into blocks at the end"}
 	args := []string{"import", "--data.dir=" + dir, "--format=sensor-csv", "--sensor.format=0-1-,", "--sensor.type=float64", "--progress=none"}
 	for _, s := range d.Sensors {
 		args = append(args, d.path(s))
 	}
-	var cpu time.Duration
 	t0 := time.Now()
 	cmd := exec.CommandContext(r.ctx, r.cfg.Aerie, args...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("aerie import: %w\n%s", err, out)
 	}
-	cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	res.Seconds = time.Since(t0).Seconds()
-	res.RecordsPerSecond = float64(res.Records) / res.Seconds
-	res.CPUSeconds = cpu.Seconds()
-	if res.CPUSeconds > 0 {
-		res.RecordsPerCPUSecond = float64(res.Records) / res.CPUSeconds
-	}
+	res.set(time.Since(t0), cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 	r.logf("aerie %s: %d records in %.1f s: %.0f records/s, %.0f records per CPU second", loadImport, res.Records, res.Seconds, res.RecordsPerSecond, res.RecordsPerCPUSecond)
 	r.rep.Upload = append(r.rep.Upload, res)
 	return r.disk(dir, aerie, loadImport, time.Now(), "aerie import flushes the head into blocks at its end")
@@ -404,12 +321,11 @@ func (r *runner) indexOfImport() error {
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
 	ir, err := r.checkMeta(srv, loadImport)
 	if err != nil {
 		return err
 	}
 	r.rep.Index = append(r.rep.Index, ir)
 	r.logf("aerie index after %s: %d bytes of block metrics for %d intervals: %.0f B per sensor-year (Peregreen: %d)", loadImport, ir.IndexBytes, ir.Intervals, ir.PerSensorYear, PeregreenIndexBytesPerSensorYear)
-	return srv.stop()
+	return r.fleet.Stop(srv)
 }

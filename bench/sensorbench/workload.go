@@ -27,10 +27,7 @@ record with the ratios against the goals. See bench/sensorbench/doc.go.`,
 		f.IntVar(&cfg.Clients, "writers", 0, "concurrent upload clients (default 4)")
 		f.StringVar(&cfg.VM, "vm", "", "the victoria-metrics binary (default: victoria-metrics in --peers)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
-			cfg.Scale, cfg.Dir, cfg.Seed, cfg.Aerie, cfg.Log = o.Scale, o.Dir, o.Seed, o.Aerie, o.Log
-			if cfg.VM == "" {
-				cfg.VM = o.Peer("victoria-metrics")
-			}
+			cfg.Options = o
 			rep, err := Run(ctx, cfg)
 			if rep == nil {
 				return nil, err
