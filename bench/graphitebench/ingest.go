@@ -191,14 +191,6 @@ func checkWhisper(dir string, d dataset) (points int64, sum float64, err error) 
 	return points, sum, nil
 }
 
-// rate is n per second of d, 0 when d is 0.
-func rate(n float64, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return n / d.Seconds()
-}
-
 // round3 rounds to 3 significant figures, for the JSON.
 func round3(x float64) float64 {
 	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {

@@ -8,9 +8,10 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"time"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // Panel is one Grafana panel: a render target over a range.
@@ -188,16 +189,8 @@ func fstr(p *float64) string {
 	return strconv.FormatFloat(*p, 'g', -1, 64)
 }
 
-// latency is the median and 90th percentile of samples, in ms.
+// latency is the median and 90th percentile of samples, in ms (to the µs).
 func latency(samples []time.Duration) Latency {
-	if len(samples) == 0 {
-		return Latency{}
-	}
-	s := slices.Clone(samples)
-	slices.Sort(s)
-	q := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return float64(s[max(i, 0)].Microseconds()) / 1000
-	}
-	return Latency{P50Ms: q(0.5), P90Ms: q(0.9)}
+	ms := func(q float64) float64 { return float64(harness.Percentile(samples, q).Microseconds()) / 1000 }
+	return Latency{P50Ms: ms(0.5), P90Ms: ms(0.9)}
 }
