@@ -48,11 +48,8 @@ var metrics = func() (ms []metric) {
 // MetricsPerHost is the series of one host.
 var MetricsPerHost = len(metrics)
 
-// hostName is host h's path component.
-func hostName(h int) string { return fmt.Sprintf("host%05d", h) }
-
 // seriesName is the path of host h's metric m.
-func seriesName(h, m int) string { return Prefix + "." + hostName(h) + "." + metrics[m].path }
+func seriesName(h, m int) string { return fmt.Sprintf("%s.host%05d.%s", Prefix, h, metrics[m].path) }
 
 // mix is a 64-bit hash of (h, m, step) (splitmix64's finalizer).
 func mix(h, m, step int) uint64 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -70,20 +69,11 @@ func renderQuery(p Panel, end int64) string {
 // render fetches base+/render?q and returns the body and the latency
 // from sending the request to reading the last byte.
 func render(ctx context.Context, c *http.Client, base, q string) ([]byte, time.Duration, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/render?"+q, nil)
 	start := time.Now()
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, 0, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	b, err := get(ctx, c, base+"/render?"+q)
 	el := time.Since(start)
 	if err != nil {
-		return nil, el, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return b, el, fmt.Errorf("/render?%s: %s: %.300s", q, resp.Status, b)
+		return b, el, fmt.Errorf("/render?%s: %w", q, err)
 	}
 	return b, el, nil
 }

@@ -33,14 +33,13 @@ const (
 
 // runner carries one run's state.
 type runner struct {
-	ctx          context.Context
-	cfg          Config
-	fleet        *harness.Fleet
-	end          int64 // the last point's time, epoch seconds
-	schemas, agg string
-	client       *http.Client
-	profiled     bool
-	rep          *Report
+	ctx      context.Context
+	cfg      Config
+	fleet    *harness.Fleet
+	end      int64 // the last point's time, epoch seconds
+	client   *http.Client
+	profiled bool
+	rep      *Report
 }
 
 // load is a dataset with its clients' payloads.
@@ -73,26 +72,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		defer os.RemoveAll(root)
 	}
-	conf := filepath.Join(root, "conf")
-	if err := os.MkdirAll(conf, 0o755); err != nil {
-		return nil, err
-	}
 	r := &runner{ctx: ctx, cfg: cfg, fleet: harness.NewFleet(root, cfg.Log), client: &http.Client{Timeout: 5 * time.Minute}}
 	defer r.fleet.StopAll()
 	defer r.client.CloseIdleConnections()
-	r.schemas, r.agg = filepath.Join(conf, "storage-schemas.conf"), filepath.Join(conf, "storage-aggregation.conf")
-	if err := os.WriteFile(r.schemas, []byte(Schemas), 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(r.agg, []byte(graphitetest.DefaultAggregation), 0o644); err != nil {
-		return nil, err
-	}
 	r.end = time.Now().Unix()/10*10 - 10
 	r.rep = r.newReport()
 	r.rep.Config["loadavg_start"] = harness.LoadAvg()
 	if cfg.Series > cfg.CarbonSeries {
 		r.logf("== aerie alone, %d series", cfg.Series)
-		srv, err := r.loadAerie("aerie-alone", r.load(cfg.Series))
+		srv, err := r.ingestAerie("aerie-alone", r.load(cfg.Series))
 		if err == nil {
 			err = r.fleet.Stop(srv)
 		}
@@ -125,18 +113,25 @@ func (r *runner) load(series int) load {
 	return l
 }
 
-// aerieSpec is `aerie serve` over a fresh data directory, with a
+// aerieSpec is `aerie serve` over a fresh directory, with a
 // configuration file that turns on carbon's plaintext listener on its
-// second address; it is ready once that accepts connections.
+// second address and names carbon's two files, written beside it; it is
+// ready once that listener accepts connections.
 func (r *runner) aerieSpec() harness.PeerSpec {
 	return harness.PeerSpec{
 		Name: aerie, Bin: r.cfg.Aerie, Ports: 2, ReadyPath: "/-/ready", Ready: harness.DialReady(1),
 		Args: func(dir string, addrs []string) ([]string, error) {
-			cfg := filepath.Join(dir, "aerie.yml")
-			if err := os.WriteFile(cfg, []byte(aerieConfig(addrs[1], r.schemas, r.agg)), 0o644); err != nil {
-				return nil, err
+			path := func(name string) string { return filepath.Join(dir, name) }
+			for name, text := range map[string]string{
+				"storage-schemas.conf":     Schemas,
+				"storage-aggregation.conf": graphitetest.DefaultAggregation,
+				"aerie.yml":                aerieConfig(addrs[1], path("storage-schemas.conf"), path("storage-aggregation.conf")),
+			} {
+				if err := os.WriteFile(path(name), []byte(text), 0o644); err != nil {
+					return nil, err
+				}
 			}
-			return []string{"serve", "--data.dir=" + filepath.Join(dir, "data"), "--http.addr=" + addrs[0], "--config.file=" + cfg}, nil
+			return []string{"serve", "--data.dir=" + path("data"), "--http.addr=" + addrs[0], "--config.file=" + path("aerie.yml")}, nil
 		},
 	}
 }
@@ -151,26 +146,11 @@ func aerieConfig(carbonAddr, schemas, aggregation string) string {
 `, carbonAddr, schemas, aggregation)
 }
 
-// loadAerie loads l into a fresh aerie serve over the run's directory
-// name and leaves it running.
-func (r *runner) loadAerie(name string, l load) (*harness.Peer, error) {
-	srv, err := r.fleet.Start(r.ctx, r.aerieSpec(), filepath.Join(r.fleet.Root, name))
-	if err != nil {
-		return nil, err
-	}
-	res, err := r.ingestAerie(srv, l)
-	if err != nil {
-		return srv, err
-	}
-	r.rep.Ingest = append(r.rep.Ingest, res)
-	return srv, nil
-}
-
 // sideBySide loads the scale's CarbonSeries into a fresh aerie serve and
 // a fresh carbon-cache, one after the other, and renders the panels.
 func (r *runner) sideBySide() (err error) {
 	l := r.load(r.cfg.CarbonSeries)
-	srv, err := r.loadAerie(aerie, l)
+	srv, err := r.ingestAerie(aerie, l)
 	if err != nil {
 		return fmt.Errorf("aerie, %d series: %w", l.series(), err)
 	}
@@ -187,11 +167,9 @@ func (r *runner) sideBySide() (err error) {
 		return fmt.Errorf("carbon-cache and graphite-web: %w", err)
 	}
 	r.rep.Peers[1].Version = g.Versions
-	cres, err := r.ingestCarbon(g, l)
-	if err != nil {
+	if err := r.ingestCarbon(g, l); err != nil {
 		return fmt.Errorf("carbon, %d series: %w\n%s", l.series(), err, g.Logs())
 	}
-	r.rep.Ingest = append(r.rep.Ingest, cres)
 	l.p = nil
 	r.logf("== panels")
 	if err := r.panels(srv.URL(""), g.URL); err != nil {
@@ -235,14 +213,19 @@ func (r *runner) ingest(res *IngestResult, pid int, addr string, l load, stored 
 	return start, nil
 }
 
-// ingestAerie sends l to srv and waits until Aerie's counters say every
-// point is stored, then checks the points through PromQL.
-func (r *runner) ingestAerie(srv *harness.Peer, l load) (IngestResult, error) {
+// ingestAerie starts aerie serve over the run's directory name, sends
+// it l and waits until Aerie's counters say every point is stored, then
+// checks the points through PromQL. It leaves the server running.
+func (r *runner) ingestAerie(name string, l load) (*harness.Peer, error) {
+	srv, err := r.fleet.Start(r.ctx, r.aerieSpec(), filepath.Join(r.fleet.Root, name))
+	if err != nil {
+		return nil, err
+	}
 	res := l.result(aerie, "stored: aerie_graphite_stored_total reached the points sent (polled every 100 ms); then PromQL sum(count_over_time), count(...) and sum(sum_over_time) over every series must equal what was sent")
 	base := srv.URL("")
 	c0, err := readCounters(r.ctx, r.client, base)
 	if err != nil {
-		return res, err
+		return srv, err
 	}
 	var profErr chan error
 	if r.cfg.Profile != "" && !r.profiled {
@@ -282,7 +265,7 @@ func (r *runner) ingestAerie(srv *harness.Peer, l load) (IngestResult, error) {
 		}
 	})
 	if err != nil {
-		return res, err
+		return srv, err
 	}
 	if profErr != nil {
 		if err := <-profErr; err != nil {
@@ -290,21 +273,19 @@ func (r *runner) ingestAerie(srv *harness.Peer, l load) (IngestResult, error) {
 		}
 	}
 	if rej, mal := c.Rejected-c0.Rejected, c.Malformed-c0.Malformed; rej > 0 || mal > 0 {
-		return res, fmt.Errorf("%w: aerie rejected %.0f and found %.0f malformed of %d points", ErrMismatch, rej, mal, l.points())
+		return srv, fmt.Errorf("%w: aerie rejected %.0f and found %.0f malformed of %d points", ErrMismatch, rej, mal, l.points())
 	}
-	res.Stored, err = checkAerie(r.ctx, r.client, base, l.dataset)
-	res.Dropped = res.Points - res.Stored
-	if err != nil {
-		return res, err
+	if res.Stored, err = checkAerie(r.ctx, r.client, base, l.dataset); err != nil {
+		return srv, err
 	}
-	r.finish(&res)
-	return res, nil
+	r.finish(res)
+	return srv, nil
 }
 
 // ingestCarbon sends l to carbon-cache and waits until its cache has
 // written every metric to whisper; then it counts the points in the
 // whisper files.
-func (r *runner) ingestCarbon(g *graphitetest.Graphite, l load) (IngestResult, error) {
+func (r *runner) ingestCarbon(g *graphitetest.Graphite, l load) error {
 	res := l.result(carbon, "stored: carbon's cache held no point of any series, asked twice a writer pass apart (graphitetest.Flush over its cache-query port); then the points in each whisper file's archive are counted and summed")
 	names := l.names()
 	start, err := r.ingest(&res, g.CarbonPID(), g.PlaintextAddr, l, func(start time.Time, acc time.Duration) error {
@@ -315,7 +296,7 @@ func (r *runner) ingestCarbon(g *graphitetest.Graphite, l load) (IngestResult, e
 		return nil
 	})
 	if err != nil {
-		return res, err
+		return err
 	}
 	whisperDir := filepath.Join(g.Dir, "storage", "whisper")
 	// Points still in flight when the cache first looked empty show up
@@ -324,7 +305,7 @@ func (r *runner) ingestCarbon(g *graphitetest.Graphite, l load) (IngestResult, e
 	last := int64(-1)
 	for {
 		if res.Stored, sum, err = checkWhisper(whisperDir, l.dataset); err != nil {
-			return res, err
+			return err
 		}
 		if res.Stored == res.Points || res.Stored == last {
 			break
@@ -333,22 +314,23 @@ func (r *runner) ingestCarbon(g *graphitetest.Graphite, l load) (IngestResult, e
 		g.Flush(names, time.Minute)
 		res.StoredSeconds = time.Since(start).Seconds()
 	}
-	res.Dropped = res.Points - res.Stored
-	if res.Dropped == 0 && sum != l.sum() {
+	if res.Stored == res.Points && sum != l.sum() {
 		res.Note = strings.TrimSpace(res.Note + fmt.Sprintf(" whisper's values sum to %.17g, %.17g sent", sum, l.sum()))
 	}
-	r.finish(&res)
-	return res, nil
+	r.finish(res)
+	return nil
 }
 
-// finish fills res's rates.
-func (r *runner) finish(res *IngestResult) {
+// finish fills res's drops and rates and adds it to the report.
+func (r *runner) finish(res IngestResult) {
+	res.Dropped = res.Points - res.Stored
 	res.AcceptedPerSecond = round3(float64(res.Points) / res.AcceptSeconds)
 	res.StoredPerSecond = round3(float64(res.Stored) / res.StoredSeconds)
 	if res.CPUSeconds > 0 {
 		res.StoredPerCPUSecond = round3(float64(res.Stored) / res.CPUSeconds)
 	}
 	r.logf("%s: stored %d of %d points in %.1f s (%.0f points/s), %.1f CPU s, peak RSS %.0f MB", res.Peer, res.Stored, res.Points, res.StoredSeconds, float64(res.Stored)/res.StoredSeconds, res.CPUSeconds, float64(res.RSSPeakBytes)/1e6)
+	r.rep.Ingest = append(r.rep.Ingest, res)
 }
 
 // profile takes a CPU profile of Aerie's server into cfg.Profile and
