@@ -3,6 +3,8 @@ package graphitebench
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 )
 
 // Prefix is the first path component of every series of the run.
@@ -19,40 +21,26 @@ type metric struct {
 }
 
 // metrics are the series of one host, node-like: 50 of them.
-var metrics = func() []metric {
-	var ms []metric
-	for cpu := range 4 {
-		for _, m := range []string{"user", "system", "idle", "iowait"} {
-			ms = append(ms, metric{fmt.Sprintf("cpu.%d.%s", cpu, m), false})
+var metrics = func() (ms []metric) {
+	for _, g := range []struct {
+		counter         bool
+		prefixes, names string
+	}{
+		{false, "cpu.0 cpu.1 cpu.2 cpu.3", "user system idle iowait"},
+		{false, "mem", "used free cached buffers"},
+		{false, "load", "1 5 15"},
+		{true, "disk.sda disk.sdb", "reads writes read_bytes write_bytes"},
+		{true, "net.eth0 net.eth1", "rx_bytes tx_bytes rx_packets tx_packets"},
+		{false, "app", "requests errors latency"},
+		{false, "proc", "running blocked total"},
+		{false, "tcp", "established time_wait listen"},
+		{false, "swap", "used free"},
+	} {
+		for _, p := range strings.Fields(g.prefixes) {
+			for _, n := range strings.Fields(g.names) {
+				ms = append(ms, metric{p + "." + n, g.counter})
+			}
 		}
-	}
-	for _, m := range []string{"used", "free", "cached", "buffers"} {
-		ms = append(ms, metric{"mem." + m, false})
-	}
-	for _, m := range []string{"1", "5", "15"} {
-		ms = append(ms, metric{"load." + m, false})
-	}
-	for _, d := range []string{"sda", "sdb"} {
-		for _, m := range []string{"reads", "writes", "read_bytes", "write_bytes"} {
-			ms = append(ms, metric{"disk." + d + "." + m, true})
-		}
-	}
-	for _, d := range []string{"eth0", "eth1"} {
-		for _, m := range []string{"rx_bytes", "tx_bytes", "rx_packets", "tx_packets"} {
-			ms = append(ms, metric{"net." + d + "." + m, true})
-		}
-	}
-	for _, m := range []string{"requests", "errors", "latency"} {
-		ms = append(ms, metric{"app." + m, false})
-	}
-	for _, m := range []string{"running", "blocked", "total"} {
-		ms = append(ms, metric{"proc." + m, false})
-	}
-	for _, m := range []string{"established", "time_wait", "listen"} {
-		ms = append(ms, metric{"tcp." + m, false})
-	}
-	for _, m := range []string{"used", "free"} {
-		ms = append(ms, metric{"swap." + m, false})
 	}
 	return ms
 }()
@@ -60,11 +48,8 @@ var metrics = func() []metric {
 // MetricsPerHost is the series of one host.
 var MetricsPerHost = len(metrics)
 
-// hostName is host h's path component.
-func hostName(h int) string { return fmt.Sprintf("host%05d", h) }
-
 // seriesName is the path of host h's metric m.
-func seriesName(h, m int) string { return Prefix + "." + hostName(h) + "." + metrics[m].path }
+func seriesName(h, m int) string { return fmt.Sprintf("%s.host%05d.%s", Prefix, h, metrics[m].path) }
 
 // mix is a 64-bit hash of (h, m, step) (splitmix64's finalizer).
 func mix(h, m, step int) uint64 {
@@ -120,16 +105,11 @@ func (d dataset) sum() float64 {
 // report).
 func (d dataset) payloads(n int) [][]byte {
 	out := make([][]byte, n)
-	done := make(chan struct{}, n)
+	var wg sync.WaitGroup
 	for c := range n {
-		go func() {
-			out[c] = d.client(c, n)
-			done <- struct{}{}
-		}()
+		wg.Go(func() { out[c] = d.client(c, n) })
 	}
-	for range n {
-		<-done
-	}
+	wg.Wait()
 	return out
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // TestPayloads: the clients' payloads together hold every point of the
@@ -135,58 +137,22 @@ func FuzzCountArchive(f *testing.F) {
 	})
 }
 
-func TestProcParsers(t *testing.T) {
-	cpu, err := parseStatCPU([]byte("42 (a) b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 5 1000 10"))
-	require.NoError(t, err)
-	require.Equal(t, 3*time.Second, cpu)
-	_, err = parseStatCPU([]byte("42 no paren"))
-	require.Error(t, err)
-	_, err = parseStatCPU([]byte("42 (a) S 1 2"))
-	require.ErrorContains(t, err, "fields")
-
-	rss, err := parseStatusRSS([]byte("Name:\tx\nVmRSS:\t  1234 kB\nThreads: 3\n"))
-	require.NoError(t, err)
-	require.Equal(t, int64(1234<<10), rss)
-	_, err = parseStatusRSS([]byte("Name:\tx\n"))
-	require.ErrorContains(t, err, "no VmRSS")
-	_, err = parseStatusRSS([]byte("VmRSS: 12 MB\n"))
-	require.ErrorContains(t, err, "N kB")
-
-	// This process' own.
-	_, err = procCPU(os.Getpid())
-	require.NoError(t, err)
-	rss, err = procRSS(os.Getpid())
-	require.NoError(t, err)
-	require.Positive(t, rss)
-}
-
 func TestConfigCheck(t *testing.T) {
 	for _, tc := range []struct {
 		cfg  Config
 		want string
 	}{
-		{Config{Scale: "huge"}, `--scale="huge"`},
-		{Config{Scale: "small", Series: 100}, "at least 5000"},
-		{Config{Scale: "small", CarbonSeries: 10_000}, "want carbon's ≤ Aerie's"},
-		{Config{Scale: "small", Span: 15 * time.Second}, "whole 10 s steps"},
-		{Config{Scale: "small", Clients: 65}, "at most 64"},
+		{Config{Options: harness.Options{Scale: "huge"}}, `--scale="huge"`},
+		{Config{Options: harness.Options{Scale: "small"}, Series: 100}, "at least 5000"},
+		{Config{Options: harness.Options{Scale: "small"}, CarbonSeries: 10_000}, "want carbon's ≤ Aerie's"},
+		{Config{Options: harness.Options{Scale: "small"}, Span: 15 * time.Second}, "whole 10 s steps"},
+		{Config{Options: harness.Options{Scale: "small"}, Clients: 65}, "at most 64"},
 	} {
-		_, err := tc.cfg.check()
-		require.ErrorContains(t, err, tc.want, "%+v", tc.cfg)
+		require.ErrorContains(t, tc.cfg.check(), tc.want, "%+v", tc.cfg)
 	}
-	cfg := Config{Scale: "medium", Series: 600_020}
-	sc, err := cfg.check()
-	require.NoError(t, err)
-	require.Equal(t, 600_000, sc.Series)
-	require.Equal(t, defaultClients, cfg.Clients)
-}
-
-func TestSchedstat(t *testing.T) {
-	w, err := parseSchedstatWait([]byte("5526528 12028481 9\n"))
-	require.NoError(t, err)
-	require.Equal(t, 12028481*time.Nanosecond, w)
-	_, err = parseSchedstatWait([]byte("1 2\n"))
-	require.ErrorContains(t, err, "3 fields")
-	_, err = procRunWait(os.Getpid())
-	require.NoError(t, err)
+	cfg := Config{Options: harness.Options{Scale: "medium"}, Series: 600_020}
+	require.NoError(t, cfg.check())
+	require.Equal(t, 600_000, cfg.Series)
+	require.Equal(t, 20_000, cfg.CarbonSeries)
+	require.Equal(t, 4, cfg.Clients)
 }

@@ -82,9 +82,10 @@
 //     without points stops the run: the data did not arrive).
 //  2. Nothing here asserts a timing; TestRun runs the small scale end to
 //     end (about a minute) and the other tests check the generator, the
-//     whisper reader, the comparison and the /proc parsers.
+//     whisper reader, the comparison, the counters and the clients.
 //  3. Every server is stopped before Run returns, also on error or ^C
-//     (the kernel kills them if the bench dies: Pdeathsig); data
+//     (aerie serve by its harness.Fleet, carbon by graphitetest; the
+//     kernel kills them if the bench dies: Pdeathsig); data
 //     directories are under --dir or a temporary directory removed after.
 //
 // Two cores are shared by the clients, the servers under test and other

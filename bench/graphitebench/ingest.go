@@ -1,7 +1,6 @@
 package graphitebench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,64 +65,55 @@ type aerieCounters struct {
 	Received, Stored, Rejected, Malformed float64
 }
 
+// get fetches u and returns the body of a 200 answer.
+func get(ctx context.Context, c *http.Client, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: %.300s", resp.Status, b)
+	}
+	return b, err
+}
+
 // readCounters reads aerie_graphite_*_total from Aerie's /metrics.
 func readCounters(ctx context.Context, c *http.Client, base string) (aerieCounters, error) {
 	var out aerieCounters
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	resp, err := c.Do(req)
+	b, err := get(ctx, c, base+"/metrics")
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("GET /metrics: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "aerie_graphite_") {
+	sums := map[string]*float64{"aerie_graphite_received_total": &out.Received, "aerie_graphite_stored_total": &out.Stored,
+		"aerie_graphite_rejected_total": &out.Rejected, "aerie_graphite_malformed_total": &out.Malformed}
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		sum := sums[line[:max(0, strings.IndexAny(line, "{ "))]]
+		if sum == nil {
 			continue
 		}
-		name, rest, _ := strings.Cut(line, "{")
-		if !strings.Contains(line, "{") {
-			name, rest, _ = strings.Cut(line, " ")
-		}
-		i := strings.LastIndexByte(rest, ' ')
-		v, err := strconv.ParseFloat(rest[i+1:], 64)
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 		if err != nil {
 			return out, fmt.Errorf("/metrics: %q: %w", line, err)
 		}
-		switch name {
-		case "aerie_graphite_received_total":
-			out.Received += v
-		case "aerie_graphite_stored_total":
-			out.Stored += v
-		case "aerie_graphite_rejected_total":
-			out.Rejected += v
-		case "aerie_graphite_malformed_total":
-			out.Malformed += v
-		}
+		*sum += v
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // promScalar runs an instant PromQL query whose answer is one sample (or
 // none: 0) and returns its value.
 func promScalar(ctx context.Context, c *http.Client, base, query string, at int64) (float64, error) {
 	u := base + "/api/v1/query?" + url.Values{"query": {query}, "time": {strconv.FormatInt(at, 10)}}.Encode()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	resp, err := c.Do(req)
+	b, err := get(ctx, c, u)
 	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s: %s: %.300s", query, resp.Status, b)
+		return 0, fmt.Errorf("%s: %w", query, err)
 	}
 	var r struct {
 		Data struct {
@@ -153,18 +143,13 @@ var selector = fmt.Sprintf(`{__name__=~"%s\\..+"}`, Prefix)
 // was sent: series, points and the sum of the values.
 func checkAerie(ctx context.Context, c *http.Client, base string, d dataset) (points int64, err error) {
 	win := fmt.Sprintf("[%ds]", int64(d.Steps)*int64(Step.Seconds()))
-	n, err := promScalar(ctx, c, base, "sum(count_over_time("+selector+win+"))", d.End)
-	if err != nil {
-		return 0, err
+	var v [3]float64 // points, series, sum
+	for i, f := range []string{"sum(count_over_time(", "count(count_over_time(", "sum(sum_over_time("} {
+		if v[i], err = promScalar(ctx, c, base, f+selector+win+"))", d.End); err != nil {
+			return int64(v[0]), err
+		}
 	}
-	series, err := promScalar(ctx, c, base, "count(count_over_time("+selector+win+"))", d.End)
-	if err != nil {
-		return int64(n), err
-	}
-	sum, err := promScalar(ctx, c, base, "sum(sum_over_time("+selector+win+"))", d.End)
-	if err != nil {
-		return int64(n), err
-	}
+	n, series, sum := v[0], v[1], v[2]
 	var errs []error
 	if int64(n) != d.points() {
 		errs = append(errs, fmt.Errorf("%w: %d points stored, %d sent", ErrMismatch, int64(n), d.points()))
@@ -189,14 +174,6 @@ func checkWhisper(dir string, d dataset) (points int64, sum float64, err error) 
 		sum += s
 	}
 	return points, sum, nil
-}
-
-// rate is n per second of d, 0 when d is 0.
-func rate(n float64, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return n / d.Seconds()
 }
 
 // round3 rounds to 3 significant figures, for the JSON.

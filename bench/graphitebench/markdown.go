@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-)
 
-// WriteTable writes the report as text, for the terminal.
-func (rep *Report) WriteTable(w io.Writer) error { return rep.WriteMarkdown(w) }
+	"github.com/aerie-db/aerie/bench/harness"
+)
 
 // WriteMarkdown writes the report's section of docs/BENCHMARKS.md
 // (bench.Section).
@@ -23,22 +22,14 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	p("Peers: `aerie serve` (`%s`) and Debian's %s, on loopback, one after the other on the same data. **Durability differs:** whisper files are written without fsync (WHISPER_AUTOFLUSH False) and carbon's cache is in memory; Aerie's WAL is fsync'd before each commit returns (`wal.sync: batch`, its default).\n\n", rep.Commit, rep.Peers[1].Version)
 
 	for _, pe := range rep.Peers {
-		p("- %s: %s\n", pe.Name, mdEscape(pe.Args))
+		p("- %s: %s\n", pe.Name, harness.MDEscape(pe.Args))
 	}
-	p("\n")
-	p("### Headline figures\n\n| figure | value | goal | |\n|---|---:|---|---|\n")
+	p("\n### Headline figures\n\n| figure | value | goal | |\n|---|---:|---|---|\n")
 	for _, r := range rep.Ratios {
-		mark := ""
-		if r.Met != nil {
-			mark = "behind"
-			if *r.Met {
-				mark = "met"
-			}
-		}
-		p("| %s | %s | %s | %s |\n", r.Name, num(r.Value), r.Goal, mark)
+		p("| %s | %s | %s | %s |\n", r.Name, num(r.Value), r.Goal, r.Mark())
 	}
 
-	if big, eq := maxAerieSeries(rep), seriesOf(rep); big > eq {
+	if big, eq := rep.series(aerie), rep.series(carbon); big > eq {
 		p("Carbon is scaled down: Aerie ingests %d series alone, then both peers %d (each whisper file of the schema is 8640 slots, 104 KB, created and written one at a time by carbon's writer: %d series would be %.0f GB of whisper); the ratios against carbon are at equal series counts.\n", big, eq, big, float64(big)*(8640*12+28)/1e9)
 	}
 	p("\n### Ingest: plaintext over TCP\n\n| peer | series | points | clients | accepted points/s | stored points/s | stored | dropped | CPU s | cores busy | run-queue wait s | stored per CPU s | peak RSS | RSS after | note |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
@@ -49,7 +40,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		}
 		p("| %s | %d | %d | %d | %s | %s | %d | %d | %s | %.2f | %s | %s | %s | %s | %s |\n", in.Peer, in.Series, in.Points, in.Clients,
 			num(in.AcceptedPerSecond), num(in.StoredPerSecond), in.Stored, in.Dropped, num(in.CPUSeconds), busy, num(in.RunWaitSeconds), num(in.StoredPerCPUSecond),
-			bytesStr(in.RSSPeakBytes), bytesStr(in.RSSEndBytes), mdEscape(in.Note))
+			bytesStr(in.RSSPeakBytes), bytesStr(in.RSSEndBytes), harness.MDEscape(in.Note))
 	}
 	p("\nEach peer starts empty; %s clients each send their share of the hosts over one TCP connection, step after step (every series' point of a step before the next step), as fast as the server reads (TCP backpressure; the payload is generated before the clock starts). Accepted is over the wall time from the first dial until the server closed every connection after reading all; stored until every point was stored: ", c["clients"])
 	seen := map[string]bool{}
@@ -69,14 +60,10 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 				d += ": " + strings.Join(pr.Examples, "; ")
 			}
 			p("| %s | `%s` | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n", pr.Name, pr.Target, pr.Range, pr.Series, pr.Points,
-				num(pr.Aerie.P50Ms), num(pr.Aerie.P90Ms), num(pr.Graphite.P50Ms), num(pr.Graphite.P90Ms), num(pr.Ratio), mdEscape(d))
-		}
-		runs := 0
-		if len(rep.Panels) > 0 {
-			runs = rep.Panels[0].Runs
+				num(pr.Aerie.P50Ms), num(pr.Aerie.P90Ms), num(pr.Graphite.P50Ms), num(pr.Graphite.P90Ms), num(pr.Ratio), harness.MDEscape(d))
 		}
 		p("\nOver the %d-series data of both peers: `/render?target=…&from=END-RANGE&until=END&maxDataPoints=%s&format=json`, END the last point's time; the data cover only the last %s of each range, so most of a 6 h or 24 h answer is nulls, as on a fresh server. Each panel is rendered once by each peer and the answers compared point by point (relative tolerance 1e-9; series, targets, times, nulls and values), then %d times by each, the peers taking turns to go first; latency is from sending the request to reading the last byte, one client. Series and points (non-null) are graphite-web's answer's. Ratio: Aerie's p50 ÷ graphite-web's.\n\n",
-			seriesOf(rep), c["max_data_points"], c["span"], runs)
+			rep.series(carbon), c["max_data_points"], c["span"], rep.Panels[0].Runs)
 	}
 	if len(rep.Profile) > 0 {
 		p("### Aerie's CPU profile over its largest ingest\n\n`/debug/pprof/profile` of the server, %s; `go tool pprof -top`:\n\n```\n%s\n```\n\n", cmp.Or(c["profile"], "its first 20 s"), strings.Join(rep.Profile, "\n"))
@@ -90,25 +77,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	return nil
 }
 
-func maxAerieSeries(rep *Report) int {
-	n := 0
-	for _, in := range rep.Ingest {
-		if in.Peer == aerie {
-			n = max(n, in.Series)
-		}
-	}
-	return n
-}
-
-func seriesOf(rep *Report) int {
-	for _, in := range rep.Ingest {
-		if in.Peer == carbon {
-			return in.Series
-		}
-	}
-	return 0
-}
-
+// num formats a figure with about three significant digits, in K and M.
 func num(x float64) string {
 	switch {
 	case x == 0:
@@ -136,9 +105,4 @@ func bytesStr(n int64) string {
 		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-// mdEscape keeps text inside a table cell.
-func mdEscape(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"time"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // Panel is one Grafana panel: a render target over a range.
@@ -69,20 +69,11 @@ func renderQuery(p Panel, end int64) string {
 // render fetches base+/render?q and returns the body and the latency
 // from sending the request to reading the last byte.
 func render(ctx context.Context, c *http.Client, base, q string) ([]byte, time.Duration, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/render?"+q, nil)
 	start := time.Now()
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, 0, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	b, err := get(ctx, c, base+"/render?"+q)
 	el := time.Since(start)
 	if err != nil {
-		return nil, el, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return b, el, fmt.Errorf("/render?%s: %s: %.300s", q, resp.Status, b)
+		return b, el, fmt.Errorf("/render?%s: %w", q, err)
 	}
 	return b, el, nil
 }
@@ -188,16 +179,8 @@ func fstr(p *float64) string {
 	return strconv.FormatFloat(*p, 'g', -1, 64)
 }
 
-// latency is the median and 90th percentile of samples, in ms.
+// latency is the median and 90th percentile of samples, in ms (to the µs).
 func latency(samples []time.Duration) Latency {
-	if len(samples) == 0 {
-		return Latency{}
-	}
-	s := slices.Clone(samples)
-	slices.Sort(s)
-	q := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return float64(s[max(i, 0)].Microseconds()) / 1000
-	}
-	return Latency{P50Ms: q(0.5), P90Ms: q(0.9)}
+	ms := func(q float64) float64 { return float64(harness.Percentile(samples, q).Microseconds()) / 1000 }
+	return Latency{P50Ms: ms(0.5), P90Ms: ms(0.9)}
 }

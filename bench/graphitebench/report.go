@@ -1,10 +1,7 @@
 package graphitebench
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
-	"os"
 
 	"github.com/aerie-db/aerie/bench/harness"
 )
@@ -20,21 +17,16 @@ const (
 
 // Report is one run of `aerie bench graphite`.
 type Report struct {
-	Kind    string            `json:"kind"`
-	Machine harness.Machine   `json:"machine"`
-	Commit  string            `json:"commit"`
-	Date    string            `json:"date"`
-	Scale   string            `json:"scale"`
-	Config  map[string]string `json:"config"`
-	Peers   []Peer            `json:"peers"`
-	Ingest  []IngestResult    `json:"ingest"`
-	Panels  []PanelResult     `json:"panels"`
-	Ratios  []Ratio           `json:"ratios"`
+	harness.Header
+	Config map[string]string `json:"config"`
+	Peers  []Peer            `json:"peers"`
+	Ingest []IngestResult    `json:"ingest"`
+	Panels []PanelResult     `json:"panels"`
+	Ratios []harness.Ratio   `json:"ratios"`
 	// Profile is the top frames of Aerie's CPU profile over its largest
 	// ingest (go tool pprof -top), when one was taken.
 	Profile []string `json:"profile,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
-	Seconds float64  `json:"seconds"`
 }
 
 // Peer is one server as it was run.
@@ -95,41 +87,34 @@ type Latency struct {
 	P90Ms float64 `json:"p90_ms"`
 }
 
-// Ratio is a headline figure with its goal.
-type Ratio struct {
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
-	Goal  string  `json:"goal,omitempty"`
-	Met   *bool   `json:"met,omitempty"` // nil where no goal applies
-}
-
 // WriteJSON writes the report as indented JSON.
-func (rep *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
+func (rep *Report) WriteJSON(w io.Writer) error { return harness.WriteJSON(w, rep) }
+
+// WriteTable writes the report as text, for the terminal.
+func (rep *Report) WriteTable(w io.Writer) error { return rep.WriteMarkdown(w) }
+
+// series is the most series peer ingested (0: none).
+func (rep *Report) series(peer string) int {
+	n := 0
+	for _, in := range rep.Ingest {
+		if in.Peer == peer {
+			n = max(n, in.Series)
+		}
+	}
+	return n
 }
 
-// IsReport tells whether b is the JSON of a graphite report.
-func IsReport(b []byte) bool {
-	var k struct {
-		Kind string `json:"kind"`
+// ingest returns peer's last ingest of series series (0: of the most),
+// or nil.
+func (rep *Report) ingest(peer string, series int) *IngestResult {
+	if series == 0 {
+		series = rep.series(peer)
 	}
-	return json.Unmarshal(b, &k) == nil && k.Kind == Kind
-}
-
-// ReadReport reads a report written by WriteJSON.
-func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+	var found *IngestResult
+	for i, in := range rep.Ingest {
+		if in.Peer == peer && in.Series == series {
+			found = &rep.Ingest[i]
+		}
 	}
-	if !IsReport(b) {
-		return nil, fmt.Errorf("%s: not an `aerie bench graphite` report (no \"kind\": %q)", path, Kind)
-	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &rep, nil
+	return found
 }

@@ -1,8 +1,10 @@
 package graphitebench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -33,129 +35,127 @@ const (
 type runner struct {
 	ctx      context.Context
 	cfg      Config
-	sc       Scale
-	root     string
+	fleet    *harness.Fleet
 	end      int64 // the last point's time, epoch seconds
-	schemas  string
-	agg      string
 	client   *http.Client
 	profiled bool
 	rep      *Report
+}
+
+// load is a dataset with its clients' payloads.
+type load struct {
+	dataset
+	p     [][]byte
+	bytes int64
 }
 
 // Run measures Graphite ingest and render on Aerie against carbon-cache
 // and graphite-web (doc.go). Every server it starts is stopped before it
 // returns.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	sc, err := cfg.check()
-	if err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	if err := graphitetest.Available(); err != nil {
 		return nil, err
 	}
+	var err error
 	if cfg.Aerie == "" {
 		if cfg.Aerie, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("the aerie binary: %w (pass --aerie)", err)
 		}
 	}
-	r := &runner{ctx: ctx, cfg: cfg, sc: sc, root: cfg.Dir, client: &http.Client{Timeout: 5 * time.Minute}}
-	defer r.client.CloseIdleConnections()
-	if r.root == "" {
-		if r.root, err = os.MkdirTemp("", "aerie-bench-graphite-"); err != nil {
+	root := cfg.Dir
+	if root == "" {
+		if root, err = os.MkdirTemp("", "aerie-bench-graphite-"); err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(r.root)
-	} else if err := os.MkdirAll(r.root, 0o755); err != nil {
-		return nil, err
+		defer os.RemoveAll(root)
 	}
-	conf := filepath.Join(r.root, "conf")
-	if err := os.MkdirAll(conf, 0o755); err != nil {
-		return nil, err
-	}
-	r.schemas, r.agg = filepath.Join(conf, "storage-schemas.conf"), filepath.Join(conf, "storage-aggregation.conf")
-	if err := os.WriteFile(r.schemas, []byte(Schemas), 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(r.agg, []byte(graphitetest.DefaultAggregation), 0o644); err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	r.end = start.Unix()/10*10 - 10
+	r := &runner{ctx: ctx, cfg: cfg, fleet: harness.NewFleet(root, cfg.Log), client: &http.Client{Timeout: 5 * time.Minute}}
+	defer r.fleet.StopAll()
+	defer r.client.CloseIdleConnections()
+	r.end = time.Now().Unix()/10*10 - 10
 	r.rep = r.newReport()
-	r.rep.Config["loadavg_start"] = loadavg()
-	if sc.Series > sc.CarbonSeries {
-		r.logf("== aerie alone, %d series", sc.Series)
-		if err := r.aerieAlone(); err != nil {
-			return nil, fmt.Errorf("aerie, %d series: %w", sc.Series, err)
+	r.rep.Config["loadavg_start"] = harness.LoadAvg()
+	if cfg.Series > cfg.CarbonSeries {
+		r.logf("== aerie alone, %d series", cfg.Series)
+		srv, err := r.ingestAerie("aerie-alone", r.load(cfg.Series))
+		if err == nil {
+			err = r.fleet.Stop(srv)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("aerie, %d series: %w", cfg.Series, err)
+		}
+		if err := os.RemoveAll(srv.Dir); err != nil {
+			return nil, err
 		}
 	}
-	r.logf("== aerie and carbon, %d series, and the panels", sc.CarbonSeries)
+	r.logf("== aerie and carbon, %d series, and the panels", cfg.CarbonSeries)
 	if err := r.sideBySide(); err != nil {
 		return nil, err
 	}
-	r.rep.Config["loadavg_end"] = loadavg()
+	r.rep.Config["loadavg_end"] = harness.LoadAvg()
 	r.rep.Ratios = r.rep.ratios()
-	r.rep.Seconds = time.Since(start).Seconds()
+	r.rep.Done()
 	return r.rep, nil
 }
 
-func (r *runner) dataset(series int) dataset {
-	return dataset{Hosts: series / MetricsPerHost, Steps: int(r.sc.Span / Step), End: r.end}
-}
-
-func (r *runner) payloads(d dataset) ([][]byte, int64) {
+// load generates the payloads of series series.
+func (r *runner) load(series int) load {
 	t := time.Now()
-	p := d.payloads(r.cfg.Clients)
-	var n int64
-	for _, b := range p {
-		n += int64(len(b))
+	l := load{dataset: dataset{Hosts: series / MetricsPerHost, Steps: int(r.cfg.Span / Step), End: r.end}}
+	l.p = l.payloads(r.cfg.Clients)
+	for _, b := range l.p {
+		l.bytes += int64(len(b))
 	}
-	r.logf("generated %d points of %d series (%.0f MB) in %.1f s", d.points(), d.series(), float64(n)/1e6, time.Since(t).Seconds())
-	return p, n
+	r.logf("generated %d points of %d series (%.0f MB) in %.1f s", l.points(), l.series(), float64(l.bytes)/1e6, time.Since(t).Seconds())
+	return l
 }
 
-// aerieAlone loads the scale's Series into a fresh aerie serve.
-func (r *runner) aerieAlone() error {
-	d := r.dataset(r.sc.Series)
-	p, n := r.payloads(d)
-	srv, err := startAerie(r.ctx, r.cfg.Aerie, filepath.Join(r.root, "aerie-alone"), r.schemas, r.agg)
-	if err != nil {
-		return err
+// aerieSpec is `aerie serve` over a fresh directory, with a
+// configuration file that turns on carbon's plaintext listener on its
+// second address and names carbon's two files, written beside it; it is
+// ready once that listener accepts connections.
+func (r *runner) aerieSpec() harness.PeerSpec {
+	return harness.PeerSpec{
+		Name: aerie, Bin: r.cfg.Aerie, Ports: 2, ReadyPath: "/-/ready", Ready: harness.DialReady(1),
+		Args: func(dir string, addrs []string) ([]string, error) {
+			path := func(name string) string { return filepath.Join(dir, name) }
+			for name, text := range map[string]string{
+				"storage-schemas.conf":     Schemas,
+				"storage-aggregation.conf": graphitetest.DefaultAggregation,
+				"aerie.yml":                aerieConfig(addrs[1], path("storage-schemas.conf"), path("storage-aggregation.conf")),
+			} {
+				if err := os.WriteFile(path(name), []byte(text), 0o644); err != nil {
+					return nil, err
+				}
+			}
+			return []string{"serve", "--data.dir=" + path("data"), "--http.addr=" + addrs[0], "--config.file=" + path("aerie.yml")}, nil
+		},
 	}
-	res, err := r.ingestAerie(srv, d, p, n)
-	if serr := srv.stop(); err == nil {
-		err = serr
-	}
-	if err != nil {
-		return err
-	}
-	r.rep.Ingest = append(r.rep.Ingest, res)
-	return os.RemoveAll(srv.dir)
+}
+
+// aerieConfig is the configuration file of the run's aerie serve:
+// carbon's plaintext TCP listener only, statsd off, carbon's schema files.
+func aerieConfig(carbonAddr, schemas, aggregation string) string {
+	return fmt.Sprintf(`aerie:
+  graphite: {plaintext_tcp: %q, plaintext_udp: "", pickle_tcp: ""}
+  statsd: {udp: "", tcp: ""}
+  rollup: {schemas_file: %q, aggregation_file: %q}
+`, carbonAddr, schemas, aggregation)
 }
 
 // sideBySide loads the scale's CarbonSeries into a fresh aerie serve and
 // a fresh carbon-cache, one after the other, and renders the panels.
 func (r *runner) sideBySide() (err error) {
-	d := r.dataset(r.sc.CarbonSeries)
-	p, n := r.payloads(d)
-	srv, err := startAerie(r.ctx, r.cfg.Aerie, filepath.Join(r.root, "aerie"), r.schemas, r.agg)
+	l := r.load(r.cfg.CarbonSeries)
+	srv, err := r.ingestAerie(aerie, l)
 	if err != nil {
-		return err
+		return fmt.Errorf("aerie, %d series: %w", l.series(), err)
 	}
-	defer func() {
-		if serr := srv.stop(); err == nil {
-			err = serr
-		}
-	}()
-	res, err := r.ingestAerie(srv, d, p, n)
-	if err != nil {
-		return fmt.Errorf("aerie, %d series: %w", d.series(), err)
-	}
-	r.rep.Ingest = append(r.rep.Ingest, res)
-
 	r.logf("starting carbon-cache and graphite-web")
-	g, err := graphitetest.StartDir(filepath.Join(r.root, "carbon"), graphitetest.Options{Schemas: Schemas, Aggregation: graphitetest.DefaultAggregation})
+	g, err := graphitetest.StartDir(filepath.Join(r.fleet.Root, carbon), graphitetest.Options{Schemas: Schemas, Aggregation: graphitetest.DefaultAggregation})
 	if g != nil {
 		defer func() {
 			if serr := g.Stop(); err == nil && serr != nil {
@@ -167,34 +167,65 @@ func (r *runner) sideBySide() (err error) {
 		return fmt.Errorf("carbon-cache and graphite-web: %w", err)
 	}
 	r.rep.Peers[1].Version = g.Versions
-	cres, err := r.ingestCarbon(g, d, p, n)
-	if err != nil {
-		return fmt.Errorf("carbon, %d series: %w\n%s", d.series(), err, g.Logs())
+	if err := r.ingestCarbon(g, l); err != nil {
+		return fmt.Errorf("carbon, %d series: %w\n%s", l.series(), err, g.Logs())
 	}
-	r.rep.Ingest = append(r.rep.Ingest, cres)
-	p = nil
+	l.p = nil
 	r.logf("== panels")
-	if err := r.panels(srv.url(""), g.URL); err != nil {
+	if err := r.panels(srv.URL(""), g.URL); err != nil {
 		return fmt.Errorf("panels: %w", err)
 	}
-	return srv.alive()
+	return r.fleet.Stop(srv)
 }
 
-// ingestAerie sends d to srv and waits until Aerie's counters say every
-// point is stored, then checks the points through PromQL.
-func (r *runner) ingestAerie(srv *aerieServer, d dataset, p [][]byte, bytes int64) (IngestResult, error) {
-	res := IngestResult{Peer: aerie, Series: d.series(), Steps: d.Steps, Points: d.points(), Bytes: bytes, Clients: len(p),
-		How: "stored: aerie_graphite_stored_total reached the points sent (polled every 100 ms); then PromQL sum(count_over_time), count(...) and sum(sum_over_time) over every series must equal what was sent"}
-	base := srv.url("")
-	pid := srv.pid()
-	cpu0, err := procCPU(pid)
+// result is an ingest of l into peer, stored as how says.
+func (l load) result(peer, how string) IngestResult {
+	return IngestResult{Peer: peer, How: how, Series: l.series(), Steps: l.Steps, Points: l.points(), Bytes: l.bytes, Clients: len(l.p)}
+}
+
+// ingest sends l to the server pid listening on addr and waits (stored)
+// until it has stored every point; it measures the server's CPU time,
+// run-queue wait and RSS over that interval. It returns when the first
+// dial was.
+func (r *runner) ingest(res *IngestResult, pid int, addr string, l load, stored func(start time.Time, accept time.Duration) error) (time.Time, error) {
+	cpu0, err := harness.ProcCPU(pid)
 	if err != nil {
-		return res, err
+		return time.Time{}, err
 	}
-	wait0, _ := procRunWait(pid)
+	wait0, _ := harness.RunWait(pid)
+	w := harness.WatchRSS(pid, 250*time.Millisecond)
+	start := time.Now()
+	r.logf("%s: sending %d points over %d connections", res.Peer, res.Points, len(l.p))
+	acc, err := send(r.ctx, addr, l.p)
+	if err == nil {
+		res.AcceptSeconds = acc.Seconds()
+		r.logf("%s: accepted in %.1f s (%.0f points/s)", res.Peer, acc.Seconds(), float64(res.Points)/acc.Seconds())
+		err = stored(start, acc)
+	}
+	cpu1, cerr := harness.ProcCPU(pid)
+	wait1, _ := harness.RunWait(pid)
+	res.RSSPeakBytes, res.RSSEndBytes = w.End()
+	if err := cmp.Or(err, cerr); err != nil {
+		return start, err
+	}
+	res.CPUSeconds = (cpu1 - cpu0).Seconds()
+	res.RunWaitSeconds = round3((wait1 - wait0).Seconds())
+	return start, nil
+}
+
+// ingestAerie starts aerie serve over the run's directory name, sends
+// it l and waits until Aerie's counters say every point is stored, then
+// checks the points through PromQL. It leaves the server running.
+func (r *runner) ingestAerie(name string, l load) (*harness.Peer, error) {
+	srv, err := r.fleet.Start(r.ctx, r.aerieSpec(), filepath.Join(r.fleet.Root, name))
+	if err != nil {
+		return nil, err
+	}
+	res := l.result(aerie, "stored: aerie_graphite_stored_total reached the points sent (polled every 100 ms); then PromQL sum(count_over_time), count(...) and sum(sum_over_time) over every series must equal what was sent")
+	base := srv.URL("")
 	c0, err := readCounters(r.ctx, r.client, base)
 	if err != nil {
-		return res, err
+		return srv, err
 	}
 	var profErr chan error
 	if r.cfg.Profile != "" && !r.profiled {
@@ -209,110 +240,72 @@ func (r *runner) ingestAerie(srv *aerieServer, d dataset, p [][]byte, bytes int6
 			}
 		}()
 	}
-	w := watchRSS(pid, 250*time.Millisecond)
-	start := time.Now()
-	r.logf("aerie: sending %d points over %d connections", d.points(), len(p))
-	acc, err := send(r.ctx, srv.carbonAddr, p)
-	if err != nil {
-		w.end()
-		return res, err
-	}
-	res.AcceptSeconds = acc.Seconds()
-	r.logf("aerie: accepted in %.1f s (%.0f points/s)", acc.Seconds(), rate(float64(d.points()), acc))
-	deadline := time.Now().Add(max(2*time.Minute, 20*acc))
 	var c aerieCounters
-	for {
-		t := time.Since(start)
-		if c, err = readCounters(r.ctx, r.client, base); err != nil {
-			w.end()
-			return res, err
+	points := float64(l.points())
+	_, err = r.ingest(&res, srv.PID(), srv.Addrs[1], l, func(start time.Time, acc time.Duration) error {
+		deadline := time.Now().Add(max(2*time.Minute, 20*acc))
+		for {
+			t := time.Since(start)
+			var err error
+			if c, err = readCounters(r.ctx, r.client, base); err != nil {
+				return err
+			}
+			if c.Stored-c0.Stored >= points || c.Stored+c.Rejected-c0.Stored-c0.Rejected >= points {
+				res.StoredSeconds = t.Seconds()
+				return nil
+			}
+			if err := srv.Alive(); err != nil {
+				return err
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%w: after %s, aerie counts %.0f points received, %.0f stored, %.0f rejected, %.0f malformed of %d sent",
+					ErrMismatch, time.Since(start).Round(time.Second), c.Received-c0.Received, c.Stored-c0.Stored, c.Rejected-c0.Rejected, c.Malformed-c0.Malformed, l.points())
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if c.Stored-c0.Stored >= float64(d.points()) || c.Stored+c.Rejected-c0.Stored-c0.Rejected >= float64(d.points()) {
-			res.StoredSeconds = t.Seconds()
-			break
-		}
-		if err := srv.alive(); err != nil {
-			w.end()
-			return res, err
-		}
-		if time.Now().After(deadline) {
-			w.end()
-			return res, fmt.Errorf("%w: after %s, aerie counts %.0f points received, %.0f stored, %.0f rejected, %.0f malformed of %d sent",
-				ErrMismatch, time.Since(start).Round(time.Second), c.Received-c0.Received, c.Stored-c0.Stored, c.Rejected-c0.Rejected, c.Malformed-c0.Malformed, d.points())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	cpu1, err := procCPU(pid)
-	wait1, _ := procRunWait(pid)
-	res.RSSPeakBytes, res.RSSEndBytes = w.end()
+	})
 	if err != nil {
-		return res, err
+		return srv, err
 	}
-	res.CPUSeconds = (cpu1 - cpu0).Seconds()
-	res.RunWaitSeconds = round3((wait1 - wait0).Seconds())
-	r.logf("aerie: stored in %.1f s (%.0f points/s), %.1f CPU s, peak RSS %.0f MB", res.StoredSeconds, float64(d.points())/res.StoredSeconds, res.CPUSeconds, float64(res.RSSPeakBytes)/1e6)
 	if profErr != nil {
 		if err := <-profErr; err != nil {
 			r.rep.Notes = append(r.rep.Notes, "profile: "+err.Error())
 		}
 	}
 	if rej, mal := c.Rejected-c0.Rejected, c.Malformed-c0.Malformed; rej > 0 || mal > 0 {
-		return res, fmt.Errorf("%w: aerie rejected %.0f and found %.0f malformed of %d points", ErrMismatch, rej, mal, d.points())
+		return srv, fmt.Errorf("%w: aerie rejected %.0f and found %.0f malformed of %d points", ErrMismatch, rej, mal, l.points())
 	}
-	stored, err := checkAerie(r.ctx, r.client, base, d)
-	res.Stored = stored
-	res.Dropped = res.Points - stored
-	if err != nil {
-		return res, err
+	if res.Stored, err = checkAerie(r.ctx, r.client, base, l.dataset); err != nil {
+		return srv, err
 	}
-	r.finish(&res)
-	return res, nil
+	r.finish(res)
+	return srv, nil
 }
 
-// ingestCarbon sends d to carbon-cache and waits until its cache has
+// ingestCarbon sends l to carbon-cache and waits until its cache has
 // written every metric to whisper; then it counts the points in the
 // whisper files.
-func (r *runner) ingestCarbon(g *graphitetest.Graphite, d dataset, p [][]byte, bytes int64) (IngestResult, error) {
-	res := IngestResult{Peer: carbon, Series: d.series(), Steps: d.Steps, Points: d.points(), Bytes: bytes, Clients: len(p),
-		How: "stored: carbon's cache held no point of any series, asked twice a writer pass apart (graphitetest.Flush over its cache-query port); then the points in each whisper file's archive are counted and summed"}
-	pid := g.CarbonPID()
-	cpu0, err := procCPU(pid)
+func (r *runner) ingestCarbon(g *graphitetest.Graphite, l load) error {
+	res := l.result(carbon, "stored: carbon's cache held no point of any series, asked twice a writer pass apart (graphitetest.Flush over its cache-query port); then the points in each whisper file's archive are counted and summed")
+	names := l.names()
+	start, err := r.ingest(&res, g.CarbonPID(), g.PlaintextAddr, l, func(start time.Time, acc time.Duration) error {
+		if ferr := g.Flush(names, max(5*time.Minute, 30*acc)); ferr != nil {
+			res.Note = "the cache did not empty: " + ferr.Error()
+		}
+		res.StoredSeconds = time.Since(start).Seconds()
+		return nil
+	})
 	if err != nil {
-		return res, err
+		return err
 	}
-	wait0, _ := procRunWait(pid)
-	w := watchRSS(pid, 250*time.Millisecond)
-	start := time.Now()
-	r.logf("carbon: sending %d points over %d connections", d.points(), len(p))
-	acc, err := send(r.ctx, g.PlaintextAddr, p)
-	if err != nil {
-		w.end()
-		return res, err
-	}
-	res.AcceptSeconds = acc.Seconds()
-	r.logf("carbon: accepted in %.1f s (%.0f points/s)", acc.Seconds(), rate(float64(d.points()), acc))
-	names := d.names()
-	timeout := max(5*time.Minute, 30*acc)
-	if ferr := g.Flush(names, timeout); ferr != nil {
-		res.Note = "the cache did not empty: " + ferr.Error()
-	}
-	res.StoredSeconds = time.Since(start).Seconds()
-	cpu1, err := procCPU(pid)
-	wait1, _ := procRunWait(pid)
-	res.RSSPeakBytes, res.RSSEndBytes = w.end()
-	if err != nil {
-		return res, err
-	}
-	res.CPUSeconds = (cpu1 - cpu0).Seconds()
-	res.RunWaitSeconds = round3((wait1 - wait0).Seconds())
 	whisperDir := filepath.Join(g.Dir, "storage", "whisper")
 	// Points still in flight when the cache first looked empty show up
 	// in a later count; it is final once two counts a Flush apart agree.
 	var sum float64
 	last := int64(-1)
 	for {
-		if res.Stored, sum, err = checkWhisper(whisperDir, d); err != nil {
-			return res, err
+		if res.Stored, sum, err = checkWhisper(whisperDir, l.dataset); err != nil {
+			return err
 		}
 		if res.Stored == res.Points || res.Stored == last {
 			break
@@ -321,53 +314,47 @@ func (r *runner) ingestCarbon(g *graphitetest.Graphite, d dataset, p [][]byte, b
 		g.Flush(names, time.Minute)
 		res.StoredSeconds = time.Since(start).Seconds()
 	}
-	res.Dropped = res.Points - res.Stored
-	if res.Dropped == 0 && sum != d.sum() {
-		res.Note = strings.TrimSpace(res.Note + fmt.Sprintf(" whisper's values sum to %.17g, %.17g sent", sum, d.sum()))
+	if res.Stored == res.Points && sum != l.sum() {
+		res.Note = strings.TrimSpace(res.Note + fmt.Sprintf(" whisper's values sum to %.17g, %.17g sent", sum, l.sum()))
 	}
-	r.logf("carbon: stored %d of %d points in %.1f s (%.0f points/s), %.1f CPU s, peak RSS %.0f MB", res.Stored, res.Points, res.StoredSeconds, float64(res.Stored)/res.StoredSeconds, res.CPUSeconds, float64(res.RSSPeakBytes)/1e6)
-	r.finish(&res)
-	return res, nil
+	r.finish(res)
+	return nil
 }
 
-// finish fills res's rates.
-func (r *runner) finish(res *IngestResult) {
+// finish fills res's drops and rates and adds it to the report.
+func (r *runner) finish(res IngestResult) {
+	res.Dropped = res.Points - res.Stored
 	res.AcceptedPerSecond = round3(float64(res.Points) / res.AcceptSeconds)
 	res.StoredPerSecond = round3(float64(res.Stored) / res.StoredSeconds)
 	if res.CPUSeconds > 0 {
 		res.StoredPerCPUSecond = round3(float64(res.Stored) / res.CPUSeconds)
 	}
+	r.logf("%s: stored %d of %d points in %.1f s (%.0f points/s), %.1f CPU s, peak RSS %.0f MB", res.Peer, res.Stored, res.Points, res.StoredSeconds, float64(res.Stored)/res.StoredSeconds, res.CPUSeconds, float64(res.RSSPeakBytes)/1e6)
+	r.rep.Ingest = append(r.rep.Ingest, res)
 }
 
 // profile takes a CPU profile of Aerie's server into cfg.Profile and
 // keeps its top frames.
 func (r *runner) profile(base string) error {
 	r.rep.Config["profile"] = fmt.Sprintf("%d s from %s after the first dial of Aerie's largest ingest", r.cfg.ProfileSeconds, r.cfg.ProfileAfter)
-	u := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, r.cfg.ProfileSeconds)
 	c := &http.Client{Timeout: time.Duration(r.cfg.ProfileSeconds)*time.Second + time.Minute}
-	resp, err := c.Get(u)
+	resp, err := c.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, r.cfg.ProfileSeconds))
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	f, err := os.Create(r.cfg.Profile)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
 	if err != nil {
 		return err
 	}
-	if _, err := f.ReadFrom(resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(r.cfg.Profile, b, 0o644); err != nil {
 		return err
 	}
 	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", r.cfg.Aerie, r.cfg.Profile).Output()
 	if err != nil {
 		return fmt.Errorf("go tool pprof -top %s: %w", r.cfg.Profile, err)
 	}
-	for line := range strings.SplitSeq(strings.TrimRight(string(out), "\n"), "\n") {
-		r.rep.Profile = append(r.rep.Profile, line)
-	}
+	r.rep.Profile = strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	return nil
 }
 
@@ -387,13 +374,13 @@ func (r *runner) panels(aerieURL, graphiteURL string) error {
 			}
 			ans[k] = decodeAnswer(b)
 		}
-		res[i] = PanelResult{Name: p.Name, Target: p.Target, Range: rangeStr(p.Range), Series: len(ans[1].series), Points: ans[1].points, Runs: r.sc.Runs}
+		res[i] = PanelResult{Name: p.Name, Target: p.Target, Range: fmt.Sprintf("%dh", int(p.Range.Hours())), Series: len(ans[1].series), Points: ans[1].points, Runs: r.cfg.Runs}
 		res[i].Diffs, res[i].Examples = compareAnswers(ans[0], ans[1])
 		if ans[1].points == 0 {
 			return fmt.Errorf("%s: graphite-web's answer has no points: the data did not arrive", p.Target)
 		}
 	}
-	for run := range r.sc.Runs {
+	for run := range r.cfg.Runs {
 		for i, p := range Panels {
 			q := renderQuery(p, r.end)
 			for j := range 2 {
@@ -405,7 +392,7 @@ func (r *runner) panels(aerieURL, graphiteURL string) error {
 				lat[i][k] = append(lat[i][k], el)
 			}
 		}
-		r.logf("panels: run %d of %d", run+1, r.sc.Runs)
+		r.logf("panels: run %d of %d", run+1, r.cfg.Runs)
 	}
 	for i := range res {
 		res[i].Aerie, res[i].Graphite = latency(lat[i][0]), latency(lat[i][1])
@@ -417,66 +404,45 @@ func (r *runner) panels(aerieURL, graphiteURL string) error {
 	return nil
 }
 
-func rangeStr(d time.Duration) string { return fmt.Sprintf("%dh", int(d.Hours())) }
-
 func (r *runner) newReport() *Report {
-	return &Report{
-		Kind:    Kind,
-		Machine: harness.CurrentMachine(),
-		Commit:  harness.Commit(),
-		Date:    time.Now().UTC().Format(time.RFC3339),
-		Scale:   r.sc.Name,
+	oneLine := func(s string) string { return strings.TrimSpace(strings.ReplaceAll(s, "\n", "; ")) }
+	rep := &Report{
+		Header: harness.NewHeader(Kind, r.cfg.Scale),
 		Config: map[string]string{
-			"span":             r.sc.Span.String(),
+			"span":             r.cfg.Span.String(),
 			"step":             Step.String(),
 			"metrics_per_host": fmt.Sprint(MetricsPerHost),
 			"end":              time.Unix(r.end, 0).UTC().Format(time.RFC3339),
 			"clients":          fmt.Sprint(r.cfg.Clients),
-			"schemas":          strings.TrimSpace(strings.ReplaceAll(Schemas, "\n", "; ")),
-			"aggregation":      strings.TrimSpace(strings.ReplaceAll(graphitetest.DefaultAggregation, "\n", "; ")),
+			"schemas":          oneLine(Schemas),
+			"aggregation":      oneLine(graphitetest.DefaultAggregation),
 			"aerie_binary":     r.cfg.Aerie,
 			"max_data_points":  fmt.Sprint(MaxDataPoints),
 		},
-		Peers: []Peer{
-			{Name: aerie, Version: harness.Commit(), Args: "serve --data.dir=DIR --http.addr=127.0.0.1:PORT --config.file=aerie.yml (" + strings.TrimSpace(strings.ReplaceAll(aerieConfig("127.0.0.1:PORT", "storage-schemas.conf", "storage-aggregation.conf"), "\n", " ")) + ")"},
-			{Name: carbon, Args: "carbon-cache --nodaemon (internal/graphite/graphitetest: MAX_CACHE_SIZE, MAX_CREATES_PER_MINUTE unlimited, MAX_UPDATES_PER_SECOND 1000000, CACHE_WRITE_STRATEGY sorted, WHISPER_AUTOFLUSH False, USE_FLOW_CONTROL True); graphite-web 1.1 under `django-admin runserver` (Django's threaded development server), whisper reads plus CARBONLINK"},
-		},
 	}
+	rep.Peers = []Peer{
+		{Name: aerie, Version: rep.Commit, Args: "serve --data.dir=DIR --http.addr=127.0.0.1:PORT --config.file=aerie.yml (" + strings.TrimSpace(strings.ReplaceAll(aerieConfig("127.0.0.1:PORT", "storage-schemas.conf", "storage-aggregation.conf"), "\n", " ")) + ")"},
+		{Name: carbon, Args: "carbon-cache --nodaemon (internal/graphite/graphitetest: MAX_CACHE_SIZE, MAX_CREATES_PER_MINUTE unlimited, MAX_UPDATES_PER_SECOND 1000000, CACHE_WRITE_STRATEGY sorted, WHISPER_AUTOFLUSH False, USE_FLOW_CONTROL True); graphite-web 1.1 under `django-admin runserver` (Django's threaded development server), whisper reads plus CARBONLINK"},
+	}
+	return rep
 }
 
 // ratios are the headline figures.
-func (rep *Report) ratios() []Ratio {
-	var out []Ratio
-	met := func(b bool) *bool { return &b }
-	var big, eqA, eqC *IngestResult
-	for i := range rep.Ingest {
-		in := &rep.Ingest[i]
-		if in.Peer == aerie && (big == nil || in.Series > big.Series) {
-			big = in
-		}
-	}
-	for i := range rep.Ingest {
-		in := &rep.Ingest[i]
-		if in.Peer == carbon {
-			eqC = in
-		}
-	}
-	for i := range rep.Ingest {
-		in := &rep.Ingest[i]
-		if in.Peer == aerie && eqC != nil && in.Series == eqC.Series {
-			eqA = in
-		}
-	}
-	if big != nil {
+func (rep *Report) ratios() []harness.Ratio {
+	var out []harness.Ratio
+	if big := rep.ingest(aerie, 0); big != nil {
+		met := big.StoredPerSecond >= GoalPointsPerSecond
 		out = append(out,
-			Ratio{Name: fmt.Sprintf("Aerie stored points/s, %d series ÷ goal 1 M", big.Series), Value: round3(big.StoredPerSecond / GoalPointsPerSecond), Goal: "≥ 1", Met: met(big.StoredPerSecond >= GoalPointsPerSecond)},
-			Ratio{Name: fmt.Sprintf("Aerie stored points/s, %d series ÷ Tgres' 150 K (8 cores)", big.Series), Value: round3(big.StoredPerSecond / TgresPointsPerSecond)})
+			harness.Ratio{Name: fmt.Sprintf("Aerie stored points/s, %d series ÷ goal 1 M", big.Series), Value: round3(big.StoredPerSecond / GoalPointsPerSecond), Goal: "≥ 1", Met: &met},
+			harness.Ratio{Name: fmt.Sprintf("Aerie stored points/s, %d series ÷ Tgres' 150 K (8 cores)", big.Series), Value: round3(big.StoredPerSecond / TgresPointsPerSecond)})
 	}
-	if eqA != nil && eqC != nil {
-		out = append(out,
-			Ratio{Name: fmt.Sprintf("Aerie ÷ carbon-cache, stored points/s, %d series", eqA.Series), Value: round3(eqA.StoredPerSecond / eqC.StoredPerSecond)},
-			Ratio{Name: fmt.Sprintf("Aerie ÷ carbon-cache, stored points per CPU second, %d series", eqA.Series), Value: round3(eqA.StoredPerCPUSecond / eqC.StoredPerCPUSecond)},
-			Ratio{Name: fmt.Sprintf("Aerie ÷ carbon-cache, peak RSS, %d series", eqA.Series), Value: round3(float64(eqA.RSSPeakBytes) / float64(eqC.RSSPeakBytes))})
+	if eqC := rep.ingest(carbon, 0); eqC != nil {
+		if eqA := rep.ingest(aerie, eqC.Series); eqA != nil {
+			out = append(out,
+				harness.Ratio{Name: fmt.Sprintf("Aerie ÷ carbon-cache, stored points/s, %d series", eqA.Series), Value: round3(eqA.StoredPerSecond / eqC.StoredPerSecond)},
+				harness.Ratio{Name: fmt.Sprintf("Aerie ÷ carbon-cache, stored points per CPU second, %d series", eqA.Series), Value: round3(eqA.StoredPerCPUSecond / eqC.StoredPerCPUSecond)},
+				harness.Ratio{Name: fmt.Sprintf("Aerie ÷ carbon-cache, peak RSS, %d series", eqA.Series), Value: round3(float64(eqA.RSSPeakBytes) / float64(eqC.RSSPeakBytes))})
+		}
 	}
 	if len(rep.Panels) > 0 {
 		var logSum float64
@@ -488,23 +454,10 @@ func (rep *Report) ratios() []Ratio {
 			}
 		}
 		out = append(out,
-			Ratio{Name: fmt.Sprintf("Aerie ÷ graphite-web, render p50, geometric mean over %d panels", len(rep.Panels)), Value: round3(math.Exp(logSum / float64(len(rep.Panels))))},
-			Ratio{Name: "panels whose answers differ from graphite-web's", Value: float64(diffs)})
+			harness.Ratio{Name: fmt.Sprintf("Aerie ÷ graphite-web, render p50, geometric mean over %d panels", len(rep.Panels)), Value: round3(math.Exp(logSum / float64(len(rep.Panels))))},
+			harness.Ratio{Name: "panels whose answers differ from graphite-web's", Value: float64(diffs)})
 	}
 	return out
 }
 
-// loadavg returns the 1, 5 and 15 min load averages: the machine is
-// shared, and they say how much.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
-}
-
-func (r *runner) logf(format string, args ...any) {
-	fmt.Fprintf(r.cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-}
+func (r *runner) logf(format string, args ...any) { harness.Logf(r.cfg.Log, format, args...) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/internal/graphite/graphitetest"
 )
 
@@ -42,7 +43,7 @@ func TestRun(t *testing.T) {
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/aerie-db/aerie/cmd/aerie").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	rep, err := Run(context.Background(), Config{Scale: "small", Aerie: bin, Dir: t.TempDir(), Runs: 1, Log: testWriter{t}})
+	rep, err := Run(context.Background(), Config{Options: harness.Options{Scale: "small", Aerie: bin, Dir: t.TempDir(), Log: testWriter{t}}, Runs: 1})
 	require.NoError(t, err)
 	require.Len(t, rep.Ingest, 2) // small: Aerie once, at carbon's size
 	sc := Scales["small"]
@@ -65,22 +66,13 @@ func TestRun(t *testing.T) {
 
 	var buf bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&buf))
-	require.True(t, IsReport(buf.Bytes()))
-	path := filepath.Join(t.TempDir(), "graphite.json")
-	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-	back, err := ReadReport(path)
+	back, err := Graphite.Read("graphite.json", buf.Bytes())
 	require.NoError(t, err)
-	require.Equal(t, rep, back)
+	var again bytes.Buffer
+	require.NoError(t, back.WriteJSON(&again))
+	require.Equal(t, buf.String(), again.String())
 	var md strings.Builder
 	require.NoError(t, back.WriteMarkdown(&md))
 	require.Contains(t, md.String(), "| aerie | 5000 | 150000 | 4 |")
 	require.Contains(t, md.String(), "`sumSeries(bench.host0000?.cpu.*.user)`")
-}
-
-func TestReadReportRejectsOthers(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x.json")
-	require.NoError(t, os.WriteFile(path, []byte(`{"kind":"sensors"}`), 0o644))
-	_, err := ReadReport(path)
-	require.ErrorContains(t, err, "not an `aerie bench graphite` report")
-	require.False(t, IsReport([]byte(`{`)))
 }

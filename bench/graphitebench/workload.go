@@ -34,7 +34,7 @@ bench/graphitebench/doc.go.`,
 		f.IntVar(&cfg.ProfileSeconds, "profile-seconds", 20, "length of that profile")
 		f.DurationVar(&cfg.ProfileAfter, "profile-after", 0, "start that profile this long after the ingest's first dial (its first seconds create the series)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
-			cfg.Scale, cfg.Dir, cfg.Aerie, cfg.Log = o.Scale, o.Dir, o.Aerie, o.Log
+			cfg.Options = o
 			rep, err := Run(ctx, cfg)
 			if rep == nil {
 				return nil, err

@@ -1,11 +1,10 @@
 package rollupbench
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -47,15 +46,12 @@ var scales = map[string]Config{
 
 // Report is the result of a run.
 type Report struct {
-	Kind     string  `json:"kind"`
-	Scale    string  `json:"scale"`
-	Commit   string  `json:"commit,omitempty"`
-	Schema   string  `json:"schema"`
-	Series   int     `json:"series"`
-	Span     string  `json:"span"`
-	Samples  int64   `json:"samples"`
-	Seconds  float64 `json:"seconds"`
-	RawBytes int64   `json:"raw_only_bytes"` // the engine without rollups, compacted
+	harness.Header
+	Schema   string `json:"schema"`
+	Series   int    `json:"series"`
+	Span     string `json:"span"`
+	Samples  int64  `json:"samples"`
+	RawBytes int64  `json:"raw_only_bytes"` // the engine without rollups, compacted
 	// With rollups: the raw engine (one day kept) and each level.
 	KeptRawBytes int64            `json:"rollup_raw_bytes"`
 	LevelBytes   map[string]int64 `json:"level_bytes"`
@@ -71,18 +67,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if !ok {
 		return nil, fmt.Errorf("rollup bench: scale %q: want small or medium", cfg.Scale)
 	}
-	if cfg.Span == 0 {
-		cfg.Span = sc.Span
-	}
-	if cfg.Stride == 0 {
-		cfg.Stride = sc.Stride
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now.IsZero() {
-		cfg.Now = time.Now()
-	}
+	cfg.Span, cfg.Stride, cfg.Now = cmp.Or(cfg.Span, sc.Span), cmp.Or(cfg.Stride, sc.Stride), cmp.Or(cfg.Now, time.Now())
+	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	if cfg.Dir == "" {
 		d, err := os.MkdirTemp("", "aerie-rollupbench-")
 		if err != nil {
@@ -102,9 +88,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for i := 0; i < len(all); i += cfg.Stride {
 		keep = append(keep, i)
 	}
-	rep := &Report{Kind: Kind, Scale: cfg.Scale, Commit: harness.Commit(), Schema: Schema, Series: len(keep), Span: cfg.Span.String(),
+	rep := &Report{Header: harness.NewHeader(Kind, cfg.Scale), Schema: Schema, Series: len(keep), Span: cfg.Span.String(),
 		LevelBytes: map[string]int64{}, LevelPoints: map[string]int64{}}
-	start := time.Now()
 
 	schema, err := rollup.NewSchema("node", ".*", Schema, 0)
 	if err != nil {
@@ -146,20 +131,30 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	refs := [2][]storage.SeriesRef{make([]storage.SeriesRef, len(keep)), make([]storage.SeriesRef, len(keep))}
 	dbs := [2]*tsdb.DB{plain, raw}
 	apps := [2]storage.Appender{plain.Appender(ctx), raw.Appender(ctx)}
+	// commit commits both appenders, runs then (if set) on both engines
+	// and opens new appenders.
+	commit := func(then func(*tsdb.DB) error) error {
+		for i := range apps {
+			if err := apps[i].Commit(); err != nil {
+				return err
+			}
+			if then != nil {
+				if err := then(dbs[i]); err != nil {
+					return err
+				}
+			}
+			apps[i] = dbs[i].Appender(ctx)
+		}
+		return nil
+	}
 	n, dayEnd := 0, int64(math.MinInt64)
 	for sc0.Next(&row) {
 		if dayEnd == math.MinInt64 {
 			dayEnd = row.T - row.T%(24*3600_000) + 24*3600_000
 		}
 		if row.T >= dayEnd {
-			for i := range apps {
-				if err := apps[i].Commit(); err != nil {
-					return nil, err
-				}
-				if err := dbs[i].Compact(); err != nil {
-					return nil, err
-				}
-				apps[i] = dbs[i].Appender(ctx)
+			if err := commit((*tsdb.DB).Compact); err != nil {
+				return nil, err
 			}
 			if err := m.RunOnce(ctx); err != nil {
 				return nil, err
@@ -188,11 +183,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			n++
 		}
 		if n >= 50_000 {
-			for i := range apps {
-				if err := apps[i].Commit(); err != nil {
-					return nil, err
-				}
-				apps[i] = dbs[i].Appender(ctx)
+			if err := commit(nil); err != nil {
+				return nil, err
 			}
 			n = 0
 		}
@@ -200,13 +192,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	for i := range apps {
-		if err := apps[i].Commit(); err != nil {
-			return nil, err
-		}
-		if err := dbs[i].FlushHead(); err != nil {
-			return nil, err
-		}
+	if err := commit((*tsdb.DB).FlushHead); err != nil {
+		return nil, err
 	}
 	if err := m.RunOnce(ctx); err != nil {
 		return nil, err
@@ -219,23 +206,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if _, err := raw.ApplySeriesRetention(); err != nil {
 		return nil, err
 	}
-	for _, db := range []*tsdb.DB{plain, raw} {
-		if err := flushAll(db); err != nil {
-			return nil, err
-		}
-	}
-	if rep.RawBytes, err = blockBytes(plain.Dir()); err != nil {
+	if rep.RawBytes, err = compactedBytes(plain); err != nil {
 		return nil, err
 	}
-	if rep.KeptRawBytes, err = blockBytes(raw.Dir()); err != nil {
+	if rep.KeptRawBytes, err = compactedBytes(raw); err != nil {
 		return nil, err
 	}
 	rep.TotalBytes = rep.KeptRawBytes
 	for _, l := range m.Levels() {
-		if err := flushAll(l.DB); err != nil {
-			return nil, err
-		}
-		b, err := blockBytes(l.DB.Dir())
+		b, err := compactedBytes(l.DB)
 		if err != nil {
 			return nil, err
 		}
@@ -253,7 +232,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.WhisperBytes = perSeries * int64(len(keep))
 	rep.Saved = 1 - float64(rep.TotalBytes)/float64(rep.RawBytes)
-	rep.Seconds = time.Since(start).Seconds()
+	rep.Done()
 	return rep, nil
 }
 
@@ -325,20 +304,24 @@ func check(ctx context.Context, m *rollup.Manager, raw *tsdb.DB, name string, no
 	return ss.Err()
 }
 
-// flushAll writes everything an engine holds into blocks (the head, the
+// compactedBytes writes everything an engine holds into blocks (the head, the
 // backfill generations) and compacts them, so that its blocks are all its
-// data.
-func flushAll(db *tsdb.DB) error {
+// data, and returns the size of its blocks directory.
+func compactedBytes(db *tsdb.DB) (int64, error) {
 	if err := db.FlushHead(); err != nil {
-		return err
+		return 0, err
 	}
 	if err := db.FlushBackfill(); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := db.ApplySeriesRetention(); err != nil {
-		return err
+		return 0, err
 	}
-	return db.CompactBlocks()
+	if err := db.CompactBlocks(); err != nil {
+		return 0, err
+	}
+	n, _, err := harness.DiskUsage(filepath.Join(db.Dir(), "blocks"))
+	return n, err
 }
 
 // countPoints counts every sample of an engine.
@@ -365,52 +348,8 @@ func matchersOf(lset labels.Labels) []*labels.Matcher {
 	return ms
 }
 
-// blockBytes is the size of an engine's blocks directory.
-func blockBytes(dir string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(filepath.Join(dir, "blocks"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		fi, err := d.Info()
-		if err == nil {
-			n += fi.Size()
-		}
-		return err
-	})
-	return n, err
-}
-
 // WriteJSON writes the report.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-// IsReport tells whether b is the JSON of a rollup report.
-func IsReport(b []byte) bool {
-	var k struct {
-		Kind string `json:"kind"`
-	}
-	return json.Unmarshal(b, &k) == nil && k.Kind == Kind
-}
-
-// ReadReport reads a report written by WriteJSON.
-func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var r Report
-	if !IsReport(b) {
-		return nil, fmt.Errorf("%s: not an `aerie bench rollup` report", path)
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &r, nil
-}
+func (r *Report) WriteJSON(w io.Writer) error { return harness.WriteJSON(w, r) }
 
 // WriteMarkdown writes the report's section of docs/BENCHMARKS.md.
 func (r *Report) WriteMarkdown(w io.Writer) error {
