@@ -98,8 +98,5 @@ func (cfg *Config) check() (Scale, []Workload, error) {
 			return Scale{}, nil, fmt.Errorf("workload %s: ranges up to %v do not fit in %v of data", w.Name, w.MaxLen(), sc.Span)
 		}
 	}
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
 	return sc, ws, nil
 }

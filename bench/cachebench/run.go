@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +25,7 @@ type runner struct {
 	ctx       context.Context
 	cfg       Config
 	sc        Scale
-	root      string
+	fleet     *harness.Fleet
 	d         Dataset
 	keys      []Key
 	db        *influx
@@ -45,25 +44,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	r := &runner{ctx: ctx, cfg: cfg, sc: sc, root: cfg.Dir, d: newDataset(sc)}
-	r.keys = r.d.Keys()
-	if r.root == "" {
-		if r.root, err = os.MkdirTemp("", "aerie-bench-cache-"); err != nil {
+	root := cfg.Dir
+	if root == "" {
+		if root, err = os.MkdirTemp("", "aerie-bench-cache-"); err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(r.root)
-	} else if err := os.MkdirAll(r.root, 0o755); err != nil {
+		defer os.RemoveAll(root)
+	} else if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	r := &runner{ctx: ctx, cfg: cfg, sc: sc, fleet: harness.NewFleet(root, cfg.Log), d: newDataset(sc)}
+	defer r.fleet.StopAll()
+	r.keys = r.d.Keys()
 	r.rep = r.newReport()
-	r.rep.Config["loadavg_start"] = loadavg()
+	r.rep.Config["loadavg_start"] = harness.LoadAvg()
 
 	r.logf("starting influxd")
-	if r.db, err = startInflux(filepath.Join(r.root, "influxdb"), cfg.Clients); err != nil {
+	if r.db, err = startInflux(ctx, r.fleet, cfg.Clients); err != nil {
 		return nil, err
 	}
-	defer r.db.close()
+	defer r.db.client.CloseIdleConnections()
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -72,19 +72,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("workload %s: %w", w.Name, err)
 		}
 	}
-	r.rep.Config["loadavg_end"] = loadavg()
+	r.rep.Config["loadavg_end"] = harness.LoadAvg()
 	r.rep.Ratios = r.rep.ratios()
-	r.rep.Seconds = time.Since(start).Seconds()
+	r.rep.Done()
 	return r.rep, nil
 }
 
 func (r *runner) newReport() *Report {
 	return &Report{
-		Kind:    Kind,
-		Machine: harness.CurrentMachine(),
-		Commit:  harness.Commit(),
-		Date:    time.Now().UTC().Format(time.RFC3339),
-		Scale:   r.sc.Name,
+		Header: harness.NewHeader(Kind, r.sc.Name),
 		Config: map[string]string{
 			"clients":         strconv.Itoa(r.cfg.Clients),
 			"seed":            strconv.FormatUint(r.cfg.Seed, 10),
@@ -92,8 +88,8 @@ func (r *runner) newReport() *Report {
 			"cache_share":     strconv.FormatFloat(r.cfg.CacheShare, 'f', -1, 64),
 			"chunk_unit":      ChunkUnit.String(),
 			"zipfian":         strconv.FormatFloat(ZipfianConstant, 'f', -1, 64),
-			"influxdb":        influxVersion(),
-			"memcached":       memcachedVersion(),
+			"influxdb":        harness.Version("influxd", "version"),
+			"memcached":       harness.Version("memcached", "-V"),
 			"aerie_front_end": "in process: internal/cache.Open, Get and Set called by the client goroutines",
 			"aerie_partial":   "every partial hit used (PartialMinBytes -1)",
 		},
@@ -186,7 +182,7 @@ func (r *runner) workload(w Workload) error {
 
 // open starts a fresh system.
 func (r *runner) open(name, workload string) (system, error) {
-	dir := filepath.Join(r.root, workload+"-"+name)
+	dir := filepath.Join(r.fleet.Root, workload+"-"+name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -194,7 +190,7 @@ func (r *runner) open(name, workload string) (system, error) {
 	case NoCache:
 		return &noCache{db: r.db, keys: r.keys}, nil
 	case Memcached:
-		return startMemcached(dir, r.cacheSize>>20, r.db, r.keys, r.cfg.Clients)
+		return startMemcached(r.ctx, r.fleet, dir, r.cacheSize>>20, r.db, r.keys, r.cfg.Clients)
 	case Aerie:
 		return openAerie(dir, r.cacheSize, r.db, r.keys)
 	}
@@ -270,9 +266,9 @@ func (r *runner) measure(sys system, qs []Query, want map[int]Answer) (Result, e
 	for _, l := range lat {
 		sum += l
 	}
-	res.MeanMs = ms(sum / time.Duration(len(lat)))
+	res.MeanMs = harness.Ms(sum / time.Duration(len(lat)))
 	slices.Sort(lat)
-	res.P50Ms, res.P99Ms = ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99))
+	res.P50Ms, res.P99Ms = harness.Ms(quantile(lat, 0.5)), harness.Ms(quantile(lat, 0.99))
 	idx := make([]int, 0, len(want))
 	for i := range want {
 		idx = append(idx, i)
@@ -285,7 +281,7 @@ func (r *runner) measure(sys system, qs []Query, want map[int]Answer) (Result, e
 		}
 		res.Checked++
 	}
-	if err := r.db.alive(); err != nil {
+	if err := r.db.Alive(); err != nil {
 		return Result{}, err
 	}
 	return res, nil
@@ -310,8 +306,6 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
 func shortDur(d time.Duration) string {
 	switch {
 	case d%week == 0:
@@ -324,26 +318,4 @@ func shortDur(d time.Duration) string {
 	return fmt.Sprintf("%dm", d/time.Minute)
 }
 
-// memcachedVersion is memcached's version line.
-func memcachedVersion() string {
-	out, err := execOutput("memcached", "-V")
-	if err != nil {
-		return "memcached (version unknown)"
-	}
-	return out
-}
-
-// loadavg returns the 1, 5 and 15 min load averages: the machine is
-// shared, and they say how much.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
-}
-
-func (r *runner) logf(format string, args ...any) {
-	fmt.Fprintf(r.cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-}
+func (r *runner) logf(format string, args ...any) { harness.Logf(r.cfg.Log, format, args...) }
