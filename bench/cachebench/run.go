@@ -267,8 +267,7 @@ func (r *runner) measure(sys system, qs []Query, want map[int]Answer) (Result, e
 		sum += l
 	}
 	res.MeanMs = harness.Ms(sum / time.Duration(len(lat)))
-	slices.Sort(lat)
-	res.P50Ms, res.P99Ms = harness.Ms(quantile(lat, 0.5)), harness.Ms(quantile(lat, 0.99))
+	res.P50Ms, res.P99Ms = harness.Ms(harness.Percentile(lat, 0.5)), harness.Ms(harness.Percentile(lat, 0.99))
 	idx := make([]int, 0, len(want))
 	for i := range want {
 		idx = append(idx, i)
@@ -295,15 +294,6 @@ func (s status) String() string {
 		return "partial hit"
 	}
 	return "miss"
-}
-
-// quantile returns the q-quantile of sorted (nearest rank).
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
 func shortDur(d time.Duration) string {
