@@ -99,7 +99,11 @@ func decodeChunk(b []byte, start int64, fields []string) (Answer, error) {
 const memcachedMaxItem = 128 << 10
 
 // chunked is the Fatcache-style baseline: Debian's memcached holding
-// fixed ChunkUnit chunks of each query key's data.
+// fixed ChunkUnit chunks of each query key's data. A query is split into
+// the chunks it overlaps (item key: the SHA-1 of the query without its
+// range, and the chunk's start), fetched with one multi-get; each run of
+// missing chunks is one InfluxDB query over the whole chunks, stored
+// chunk by chunk; the answer is cut to the range.
 type chunked struct {
 	db        *influx
 	keys      []Key
