@@ -1,15 +1,13 @@
 package bucketbench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/thanosstore"
 	"github.com/aerie-db/aerie/internal/bucket"
 )
@@ -19,10 +17,7 @@ const Kind = "bucket"
 
 // Report is one run of `aerie bench bucket`.
 type Report struct {
-	Kind      string           `json:"kind"`
-	Commit    string           `json:"commit"`
-	Date      string           `json:"date"`
-	Scale     string           `json:"scale"`
+	harness.Header
 	LatencyMs float64          `json:"latency_ms"`
 	Workloads []WorkloadResult `json:"workloads"`
 }
@@ -108,66 +103,14 @@ func (c Cost) MedianLatency() float64 {
 
 func (c Cost) summary(n int) string {
 	return fmt.Sprintf("%.1f GETs, %.1f rounds, %s fetched, amplification %.2f, median %.0f ms",
-		float64(c.Gets)/float64(n), float64(c.Rounds)/float64(n), bytesStr(c.Fetched/int64(n)), c.Amplification(), c.MedianLatency())
-}
-
-func bytesStr(n int64) string {
-	switch {
-	case n >= 10<<20:
-		return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
-	case n >= 10<<10:
-		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
-	default:
-		return fmt.Sprintf("%d B", n)
-	}
-}
-
-func commit() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 7 {
-				return s.Value[:7]
-			}
-		}
-	}
-	return "unknown"
+		float64(c.Gets)/float64(n), float64(c.Rounds)/float64(n), harness.Bytes(c.Fetched/int64(n)), c.Amplification(), c.MedianLatency())
 }
 
 // WriteJSON writes the report for `aerie bench report`.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-// IsReport reports whether b is the JSON of a Report.
-func IsReport(b []byte) bool {
-	var k struct {
-		Kind string `json:"kind"`
-	}
-	return json.Unmarshal(b, &k) == nil && k.Kind == Kind
-}
-
-// ReadReport reads a report written by WriteJSON.
-func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if !IsReport(b) {
-		return nil, fmt.Errorf("%s: not an `aerie bench bucket` report (no \"kind\": %q)", path, Kind)
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &r, nil
-}
+func (r *Report) WriteJSON(w io.Writer) error { return harness.WriteJSON(w, r) }
 
 // WriteTable writes the report as text, for the terminal.
-func (r *Report) WriteTable(w io.Writer) error {
-	return r.WriteMarkdown(w)
-}
+func (r *Report) WriteTable(w io.Writer) error { return r.WriteMarkdown(w) }
 
 // WriteMarkdown writes the report's section of docs/BENCHMARKS.md.
 func (r *Report) WriteMarkdown(w io.Writer) error {
@@ -178,8 +121,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	for _, wr := range r.Workloads {
 		p("### %s: %d series, %d samples, %d days at %s\n\n", wr.Workload, wr.Series, wr.Samples, wr.Days, wr.Interval)
 		p("- Blocks: Aerie %s; Prometheus %s.\n", spans(wr.AerieBlocks), spans(wr.PromBlocks))
-		p("- In the bucket: Aerie %s, Prometheus blocks %s (%.2f×).\n", bytesStr(wr.AerieBytes), bytesStr(wr.PromBytes), ratio(float64(wr.AerieBytes), float64(wr.PromBytes)))
-		p("- Fetched at open and kept in memory: Aerie's metadata objects %s, Thanos' index headers %s.\n\n", bytesStr(wr.AerieMetaBytes), bytesStr(wr.ThanosHeaderBytes))
+		p("- In the bucket: Aerie %s, Prometheus blocks %s (%.2f×).\n", harness.Bytes(wr.AerieBytes), harness.Bytes(wr.PromBytes), ratio(float64(wr.AerieBytes), float64(wr.PromBytes)))
+		p("- Fetched at open and kept in memory: Aerie's metadata objects %s, Thanos' index headers %s.\n\n", harness.Bytes(wr.AerieMetaBytes), harness.Bytes(wr.ThanosHeaderBytes))
 		p("| query | range | series | GETs A / T | rounds A / T | fetched A / T | fetched ratio | amplification A / T | latency ms A / T |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, q := range wr.Queries {
 			n := float64(q.Instances)
@@ -191,7 +134,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 				q.Name, q.Range, float64(q.Series)/n,
 				float64(a.Gets)/n, float64(t.Gets)/n,
 				float64(a.Rounds)/n, float64(t.Rounds)/n,
-				bytesStr(int64(float64(a.Fetched)/n)), bytesStr(int64(float64(t.Fetched)/n)),
+				harness.Bytes(int64(float64(a.Fetched)/n)), harness.Bytes(int64(float64(t.Fetched)/n)),
 				ratio(float64(a.Fetched), float64(t.Fetched)),
 				a.Amplification(), t.Amplification(),
 				a.MedianLatency(), t.MedianLatency())

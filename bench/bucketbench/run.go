@@ -21,7 +21,9 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/thanos-io/objstore"
 	"github.com/thanos-io/objstore/providers/filesystem"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/thanosstore"
 	"github.com/aerie-db/aerie/bench/workload"
 	"github.com/aerie-db/aerie/internal/block"
@@ -65,9 +67,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.Workloads) == 0 {
 		cfg.Workloads = []string{"node", "tsbs"}
 	}
-	if cfg.Latency == 0 {
-		cfg.Latency = 30 * time.Millisecond
-	}
+	cfg.Latency = cmp.Or(cfg.Latency, 30*time.Millisecond)
 	dir := cfg.Dir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "aerie-bucketbench-")
@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	rep := &Report{Kind: Kind, Scale: cfg.Scale, LatencyMs: float64(cfg.Latency) / 1e6, Date: time.Now().UTC().Format(time.DateOnly), Commit: commit()}
+	rep := &Report{Header: harness.NewHeader(Kind, cfg.Scale), LatencyMs: float64(cfg.Latency) / 1e6}
 	for _, name := range cfg.Workloads {
 		s, ok := sc[name]
 		if !ok {
@@ -95,13 +95,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return rep, fmt.Errorf("workload %s: %w", name, err)
 		}
 	}
+	rep.Done()
 	return rep, nil
-}
-
-func logf(cfg Config, format string, args ...any) {
-	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "bucketbench: "+format+"\n", args...)
-	}
 }
 
 func runWorkload(ctx context.Context, cfg Config, name string, s scale, dir string) (*WorkloadResult, error) {
@@ -113,7 +108,7 @@ func runWorkload(ctx context.Context, cfg Config, name string, s scale, dir stri
 	for t := range w.NumTargets() {
 		res.Series += len(w.Series(t))
 	}
-	logf(cfg, "%s: %d series, %d samples over %d days", name, res.Series, res.Samples, res.Days)
+	harness.Logf(cfg.Log, "%s: %d series, %d samples over %d days", name, res.Series, res.Samples, res.Days)
 
 	aerieDir, promDir, bktDir := filepath.Join(dir, "aerie"), filepath.Join(dir, "prometheus"), filepath.Join(dir, "bucket")
 	adb, err := tsdb.Open(aerieDir, &tsdb.Options{FlushCheckInterval: -1, WALSync: wal.SyncInterval, Logger: slog.New(slog.DiscardHandler)})
@@ -152,10 +147,10 @@ func runWorkload(ctx context.Context, cfg Config, name string, s scale, dir stri
 	var promBlocks []string
 	for _, b := range pdb.Blocks() {
 		promBlocks = append(promBlocks, b.Dir())
-		res.PromBlocks = append(res.PromBlocks, (time.Duration(b.MaxTime()-b.MinTime()) * time.Millisecond).Truncate(time.Hour).String())
+		res.PromBlocks = append(res.PromBlocks, blockSpan(b.MinTime(), b.MaxTime()))
 	}
 	for _, b := range aerieBlocks {
-		res.AerieBlocks = append(res.AerieBlocks, (time.Duration(b.MaxTime-b.MinTime) * time.Millisecond).Truncate(time.Hour).String())
+		res.AerieBlocks = append(res.AerieBlocks, blockSpan(b.MinTime, b.MaxTime))
 	}
 	if cerr := adb.Close(); err == nil {
 		err = cerr
@@ -166,7 +161,7 @@ func runWorkload(ctx context.Context, cfg Config, name string, s scale, dir stri
 	}
 	// Prometheus' blocks stay open in pdb until the upload is done.
 	defer pdb.Close()
-	logf(cfg, "%s: aerie blocks %v, prometheus blocks %v", name, res.AerieBlocks, res.PromBlocks)
+	harness.Logf(cfg.Log, "%s: aerie blocks %v, prometheus blocks %v", name, res.AerieBlocks, res.PromBlocks)
 
 	// Upload both into one filesystem bucket.
 	fsb, err := filesystem.NewBucket(bktDir)
@@ -195,7 +190,7 @@ func runWorkload(ctx context.Context, cfg Config, name string, s scale, dir stri
 		if err := thanosstore.Upload(ctx, fsb, thanosPrefix, d); err != nil {
 			return nil, err
 		}
-		res.PromBytes += dirSize(d)
+		res.PromBytes += harness.DirSize(d)
 	}
 
 	// Open both from the bucket, every request delayed.
@@ -262,13 +257,18 @@ func runWorkload(ctx context.Context, cfg Config, name string, s scale, dir stri
 			qr.Thanos.add(snapThanos(&tstats).sub(t0), tlat)
 			qr.Instances++
 		}
-		logf(cfg, "%s %s %s: aerie %s; thanos %s", name, q.name, q.rangeName, qr.Aerie.summary(qr.Instances), qr.Thanos.summary(qr.Instances))
+		harness.Logf(cfg.Log, "%s %s %s: aerie %s; thanos %s", name, q.name, q.rangeName, qr.Aerie.summary(qr.Instances), qr.Thanos.summary(qr.Instances))
 		res.Queries = append(res.Queries, qr)
 	}
 	return res, nil
 }
 
 const thanosPrefix = "thanos"
+
+// blockSpan is a block's span in whole hours: "54h0m0s".
+func blockSpan(mint, maxt int64) string {
+	return (time.Duration(maxt-mint) * time.Millisecond).Truncate(time.Hour).String()
+}
 
 // load writes every row of w into both engines, all targets' rows of one
 // tick per commit, moving both heads' closed partitions (Prometheus'
@@ -356,17 +356,6 @@ func promFlush(db *promtsdb.DB, upto int64) error {
 	return nil
 }
 
-func dirSize(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
-}
-
 // sample is one answer point.
 type sample struct {
 	T int64
@@ -390,27 +379,19 @@ func aerieSelect(blocks []*block.Reader, mint, maxt int64, ms []*labels.Matcher)
 func mergeParallel(parts []func() (map[string][]sample, error)) (map[string][]sample, error) {
 	out := map[string][]sample{}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	var firstErr error
+	var g errgroup.Group
 	for _, part := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			got, err := part()
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
-			}
 			for k, v := range got {
 				out[k] = append(out[k], v...)
 			}
-		}()
+			return err
+		})
 	}
-	wg.Wait()
+	err := g.Wait()
 	for k, v := range out {
 		if len(v) == 0 {
 			delete(out, k)
@@ -418,7 +399,7 @@ func mergeParallel(parts []func() (map[string][]sample, error)) (map[string][]sa
 		}
 		slices.SortFunc(v, func(a, b sample) int { return cmp.Compare(a.T, b.T) })
 	}
-	return out, firstErr
+	return out, err
 }
 
 func aerieBlockSelect(b *block.Reader, mint, maxt int64, ms []*labels.Matcher) (map[string][]sample, error) {

@@ -75,6 +75,17 @@ func (s *aerieCache) fetch(key int, start, end int64) (Answer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.c.Set(s.ckeys[key], start, end, toCacheFields(a)); err != nil {
+		if !errors.Is(err, cache.ErrTooLarge) {
+			return nil, fmt.Errorf("cache set: %w", err)
+		}
+		s.setErrors.Add(1) // more than half the cache: not cached
+	}
+	return a, nil
+}
+
+// toCacheFields is a in the cache's terms.
+func toCacheFields(a Answer) []cache.Field {
 	fields := make([]cache.Field, len(a))
 	for i, c := range a {
 		fields[i].Name = c.Name
@@ -83,13 +94,7 @@ func (s *aerieCache) fetch(key int, start, end int64) (Answer, error) {
 			fields[i].Points[j] = cache.Point{T: p.T, V: []byte(p.V)}
 		}
 	}
-	if err := s.c.Set(s.ckeys[key], start, end, fields); err != nil {
-		if !errors.Is(err, cache.ErrTooLarge) {
-			return nil, fmt.Errorf("cache set: %w", err)
-		}
-		s.setErrors.Add(1) // more than half the cache: not cached
-	}
-	return a, nil
+	return fields
 }
 
 // fromCache orders a Get's fields as asked; fields without points in the

@@ -2,18 +2,20 @@ package cachebench
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // chunkStarts returns the starts of the fixed unit-second chunks that
@@ -97,46 +99,45 @@ func decodeChunk(b []byte, start int64, fields []string) (Answer, error) {
 const memcachedMaxItem = 128 << 10
 
 // chunked is the Fatcache-style baseline: Debian's memcached holding
-// fixed ChunkUnit chunks of each query key's data.
+// fixed ChunkUnit chunks of each query key's data. A query is split into
+// the chunks it overlaps (item key: the SHA-1 of the query without its
+// range, and the chunk's start), fetched with one multi-get; each run of
+// missing chunks is one InfluxDB query over the whole chunks, stored
+// chunk by chunk; the answer is cut to the range.
 type chunked struct {
 	db        *influx
 	keys      []Key
 	hashes    []string // statementKey of each key
 	unit      int64
-	p         *proc
-	addr      string
+	fleet     *harness.Fleet
+	p         *harness.Peer
 	mc        *memcache.Client
 	setErrors atomic.Int64
 	lastErr   atomic.Value // string: the last failed set's error
 }
 
-// startMemcached starts a fresh memcached of mb megabytes over dir (for
-// its log) in front of db.
-func startMemcached(dir string, mb int64, db *influx, keys []Key, clients int) (*chunked, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+// startMemcached starts a fresh memcached of mb megabytes in fleet over
+// dir (for its log) in front of db.
+func startMemcached(ctx context.Context, fleet *harness.Fleet, dir string, mb int64, db *influx, keys []Key, clients int) (*chunked, error) {
+	spec := harness.PeerSpec{
+		Name: "memcached", Bin: "memcached", Ready: harness.DialReady(0), ReadyTimeout: time.Minute, StopGrace: 30 * time.Second,
+		Args: func(_ string, addrs []string) ([]string, error) {
+			host, port, _ := net.SplitHostPort(addrs[0])
+			args := []string{"-l", host, "-p", port, "-U", "0", "-m", strconv.FormatInt(mb, 10), "-I", strconv.Itoa(memcachedMaxItem), "-o", "slab_chunk_max=" + strconv.Itoa(memcachedMaxItem/2), "-t", "2", "-c", "1024"}
+			if os.Geteuid() == 0 {
+				args = append(args, "-u", "root") // memcached refuses to run as root otherwise
+			}
+			return args, nil
+		},
 	}
-	addrs, err := freeAddrs(1)
+	p, err := fleet.Start(ctx, spec, dir)
 	if err != nil {
 		return nil, err
 	}
-	host, port, _ := net.SplitHostPort(addrs[0])
-	args := []string{"-l", host, "-p", port, "-U", "0", "-m", strconv.FormatInt(mb, 10), "-I", strconv.Itoa(memcachedMaxItem), "-o", "slab_chunk_max=" + strconv.Itoa(memcachedMaxItem/2), "-t", "2", "-c", "1024"}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "root") // memcached refuses to run as root otherwise
-	}
-	p, err := startProc("memcached", filepath.Join(dir, "memcached.log"), "memcached", args...)
-	if err != nil {
-		return nil, err
-	}
-	s := &chunked{db: db, keys: keys, unit: int64(ChunkUnit / time.Second), p: p, addr: addrs[0]}
+	s := &chunked{db: db, keys: keys, unit: int64(ChunkUnit / time.Second), fleet: fleet, p: p, mc: memcache.New(p.Addr())}
 	for _, k := range keys {
 		s.hashes = append(s.hashes, statementKey(k))
 	}
-	if err := p.waitReady(func() error { _, err := memcachedStats(s.addr); return err }); err != nil {
-		return nil, err
-	}
-	s.mc = memcache.New(s.addr)
 	s.mc.MaxIdleConns = clients + 4
 	s.mc.Timeout = 10 * time.Second
 	return s, nil
@@ -225,7 +226,7 @@ func (s *chunked) answer(q Query) (Answer, outcome, error) {
 
 func (s *chunked) stats() map[string]int64 {
 	m := map[string]int64{"set_errors": s.setErrors.Load()}
-	st, err := memcachedStats(s.addr)
+	st, err := memcachedStats(s.p.Addr())
 	if err != nil {
 		return m
 	}
@@ -238,10 +239,8 @@ func (s *chunked) stats() map[string]int64 {
 }
 
 func (s *chunked) close() error {
-	if s.mc != nil {
-		s.mc.Close()
-	}
-	return s.p.stop()
+	s.mc.Close()
+	return s.fleet.Stop(s.p)
 }
 
 // memcachedStats sends "stats" to addr and returns its STAT lines.

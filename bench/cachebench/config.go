@@ -1,6 +1,7 @@
 package cachebench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"time"
@@ -43,14 +44,9 @@ var Scales = map[string]Scale{
 	"medium": {Name: "medium", Sensors: 16, Span: 60 * 24 * time.Hour, Interval: time.Minute, Queries: 5000},
 }
 
-const (
-	defaultClients    = 16
-	defaultCacheShare = 0.1
-	defaultCheckEvery = 50
-	// ChunkUnit is the fixed time unit of the memcached baseline's chunks
-	// (the paper's Fatcache-4h).
-	ChunkUnit = 4 * time.Hour
-)
+// ChunkUnit is the fixed time unit of the memcached baseline's chunks
+// (the paper's Fatcache-4h).
+const ChunkUnit = 4 * time.Hour
 
 // check fills the defaults of cfg and validates it.
 func (cfg *Config) check() (Scale, []Workload, error) {
@@ -61,30 +57,18 @@ func (cfg *Config) check() (Scale, []Workload, error) {
 	if cfg.Queries > 0 {
 		sc.Queries = cfg.Queries
 	}
-	if cfg.Clients == 0 {
-		cfg.Clients = defaultClients
-	}
-	if cfg.Clients < 1 || cfg.Clients > 256 {
+	cfg.Clients, cfg.CacheShare, cfg.CheckEvery, cfg.Seed = cmp.Or(cfg.Clients, 16), cmp.Or(cfg.CacheShare, 0.1), cmp.Or(cfg.CheckEvery, 50), cmp.Or(cfg.Seed, 1)
+	switch {
+	case cfg.Clients < 1 || cfg.Clients > 256:
 		return Scale{}, nil, fmt.Errorf("%d clients: want 1 to 256", cfg.Clients)
-	}
-	if cfg.CacheShare == 0 {
-		cfg.CacheShare = defaultCacheShare
-	}
-	if cfg.CacheShare <= 0 || cfg.CacheShare > 1 {
+	case cfg.CacheShare <= 0 || cfg.CacheShare > 1:
 		return Scale{}, nil, fmt.Errorf("cache share %g: want 0 < x <= 1", cfg.CacheShare)
-	}
-	if cfg.CheckEvery == 0 {
-		cfg.CheckEvery = defaultCheckEvery
-	}
-	if cfg.CheckEvery < 1 {
+	case cfg.CheckEvery < 1:
 		return Scale{}, nil, fmt.Errorf("check every %d queries: want at least 1", cfg.CheckEvery)
 	}
-	if cfg.Seed == 0 {
-		cfg.Seed = 1
-	}
-	var ws []Workload
-	if len(cfg.Workloads) == 0 {
-		ws = Workloads
+	ws := Workloads
+	if len(cfg.Workloads) > 0 {
+		ws = nil
 	}
 	for _, name := range cfg.Workloads {
 		w, ok := workloadNamed(name)
@@ -97,9 +81,6 @@ func (cfg *Config) check() (Scale, []Workload, error) {
 		if w.MaxLen() >= sc.Span {
 			return Scale{}, nil, fmt.Errorf("workload %s: ranges up to %v do not fit in %v of data", w.Name, w.MaxLen(), sc.Span)
 		}
-	}
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
 	}
 	return sc, ws, nil
 }

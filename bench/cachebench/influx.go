@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,14 +12,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
+
+// errMissing marks a peer that is not installed.
+var errMissing = errors.New("not installed (scripts/install-deps.sh installs Debian's influxdb and memcached)")
+
+// Available returns an error if influxd or memcached is not on $PATH.
+func Available() error {
+	for _, bin := range []string{"influxd", "memcached"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("%s: %w", bin, errMissing)
+		}
+	}
+	return nil
+}
 
 // database is the InfluxDB database the bench writes and queries.
 const database = "bench"
@@ -26,8 +42,7 @@ const database = "bench"
 // influx is the run's influxd: Debian's InfluxDB 1.6, started on a free
 // loopback port with its directories under the run's scratch directory.
 type influx struct {
-	*proc
-	addr    string
+	*harness.Peer
 	client  *http.Client
 	queries atomic.Int64 // /query requests answered
 }
@@ -55,69 +70,47 @@ bind-address = %q
 `, rpcAddr, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpAddr)
 }
 
-// startInflux starts influxd over dir and creates the database. clients
-// is the number of concurrent requests to keep connections for.
-func startInflux(dir string, clients int) (*influx, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	addrs, err := freeAddrs(2)
-	if err != nil {
-		return nil, err
-	}
-	conf := filepath.Join(dir, "influxdb.conf")
-	if err := os.WriteFile(conf, []byte(influxConfig(dir, addrs[0], addrs[1])), 0o644); err != nil {
-		return nil, err
-	}
-	p, err := startProc("influxd", filepath.Join(dir, "influxd.log"), "influxd", "run", "-config", conf)
-	if err != nil {
-		return nil, err
-	}
-	db := &influx{proc: p, addr: addrs[0], client: &http.Client{
+// startInflux starts influxd in fleet over Root/influxdb and creates the
+// database. clients is the number of concurrent requests to keep
+// connections for.
+func startInflux(ctx context.Context, fleet *harness.Fleet, clients int) (*influx, error) {
+	db := &influx{client: &http.Client{
 		Timeout:   5 * time.Minute,
 		Transport: &http.Transport{MaxIdleConnsPerHost: clients + 4, MaxIdleConns: clients + 4},
 	}}
-	err = p.waitReady(func() error {
-		resp, err := db.client.Get(db.url("/ping"))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent {
-			return fmt.Errorf("/ping: %s", resp.Status)
-		}
-		return nil
-	})
-	if err != nil {
+	spec := harness.PeerSpec{
+		Name: "influxd", Bin: "influxd", Ports: 2, ReadyTimeout: time.Minute, StopGrace: 30 * time.Second,
+		Args: func(dir string, addrs []string) ([]string, error) {
+			conf := filepath.Join(dir, "influxdb.conf")
+			return []string{"run", "-config", conf}, os.WriteFile(conf, []byte(influxConfig(dir, addrs[0], addrs[1])), 0o644)
+		},
+		// /ping answers 204 No Content (1.6 has no ?verbose).
+		Ready: func(ctx context.Context, p *harness.Peer) error {
+			resp, err := db.client.Get(p.URL("/ping"))
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				return fmt.Errorf("/ping: %s", resp.Status)
+			}
+			return nil
+		},
+	}
+	var err error
+	if db.Peer, err = fleet.Start(ctx, spec, filepath.Join(fleet.Root, "influxdb")); err != nil {
 		return nil, err
 	}
 	if _, err := db.statement("CREATE DATABASE " + database); err != nil {
-		db.close()
 		return nil, err
 	}
 	return db, nil
 }
 
-func (db *influx) url(path string) string { return "http://" + db.addr + path }
-
-func (db *influx) close() {
-	db.client.CloseIdleConnections()
-	db.stop()
-}
-
-// post sends body to path (with the URL query rawQuery) and returns the
-// body of a 2xx answer.
-func (db *influx) post(path, rawQuery, contentType string, body []byte) ([]byte, error) {
-	u := db.url(path)
-	if rawQuery != "" {
-		u += "?" + rawQuery
-	}
-	req, err := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", contentType)
-	resp, err := db.client.Do(req)
+// post sends body to path (with its URL query) and returns the body of a
+// 2xx answer.
+func (db *influx) post(path, contentType string, body []byte) ([]byte, error) {
+	resp, err := db.client.Post(db.URL(path), contentType, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("influxdb %s: %w", path, err)
 	}
@@ -135,22 +128,7 @@ func (db *influx) post(path, rawQuery, contentType string, body []byte) ([]byte,
 // statement runs InfluxQL q (a form POST to /query) and returns the JSON.
 func (db *influx) statement(q string) ([]byte, error) {
 	form := url.Values{"db": {database}, "epoch": {"s"}, "q": {q}}
-	return db.post("/query", "", "application/x-www-form-urlencoded", []byte(form.Encode()))
-}
-
-// influxVersion is influxd's version line.
-func influxVersion() string {
-	out, err := execOutput("influxd", "version")
-	if err != nil {
-		return "influxd (version unknown)"
-	}
-	return out
-}
-
-// execOutput runs bin and returns its trimmed standard output.
-func execOutput(bin string, args ...string) (string, error) {
-	out, err := exec.Command(bin, args...).Output()
-	return strings.TrimSpace(string(out)), err
+	return db.post("/query", "application/x-www-form-urlencoded", []byte(form.Encode()))
 }
 
 // loadBatchLines is the number of points per /write request.
@@ -176,7 +154,7 @@ func (db *influx) load(ctx context.Context, d Dataset) (int64, error) {
 		}
 		return nil
 	})
-	params := url.Values{"db": {database}, "precision": {"s"}}.Encode()
+	path := "/write?" + url.Values{"db": {database}, "precision": {"s"}}.Encode()
 	var bufs sync.Pool
 	for range 2 {
 		g.Go(func() error {
@@ -187,7 +165,7 @@ func (db *influx) load(ctx context.Context, d Dataset) (int64, error) {
 				}
 				*buf = d.AppendLines((*buf)[:0], b.s, b.from, b.to)
 				sent.Add(int64(len(*buf)))
-				_, err := db.post("/write", params, "text/plain; charset=utf-8", *buf)
+				_, err := db.post(path, "text/plain; charset=utf-8", *buf)
 				bufs.Put(buf)
 				if err != nil {
 					return fmt.Errorf("write sensor %d steps [%d,%d): %w", b.s, b.from, b.to, err)
@@ -248,13 +226,8 @@ func parseQueryResponse(b []byte, fields []string) (Answer, error) {
 		return nil, fmt.Errorf("influxdb: %s", r.Results[0].Error)
 	}
 	for _, s := range r.Results[0].Series {
-		if len(s.Columns) != len(fields)+1 || s.Columns[0] != "time" {
+		if !slices.Equal(s.Columns, append([]string{"time"}, fields...)) {
 			return nil, fmt.Errorf("influxdb answer: columns %v, want time and %v", s.Columns, fields)
-		}
-		for i, f := range fields {
-			if s.Columns[i+1] != f {
-				return nil, fmt.Errorf("influxdb answer: column %d is %q, want %q", i+1, s.Columns[i+1], f)
-			}
 		}
 		for _, row := range s.Values {
 			if len(row) != len(s.Columns) {

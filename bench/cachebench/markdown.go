@@ -3,6 +3,7 @@ package cachebench
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -33,18 +34,11 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 
 	p("### Headline figures\n\n| workload | figure | value | goal | |\n|---|---|---:|---|---|\n")
 	for _, r := range rep.Ratios {
-		mark := ""
-		if r.Met != nil {
-			mark = "behind"
-			if *r.Met {
-				mark = "met"
-			}
-		}
 		v := fmt.Sprintf("%.2f×", r.Value)
 		if strings.Contains(r.Name, "hit ratio") {
 			v = pct(r.Value)
 		}
-		p("| %s | %s | %s | %s | %s |\n", r.Workload, r.Name, v, r.Goal, mark)
+		p("| %s | %s | %s | %s | %s |\n", r.Workload, r.Name, v, r.Goal, r.Mark())
 	}
 
 	p("\n### Results\n\n| workload | system | hits / partial / misses | hit ratio (bytes) | delivered | bandwidth | queries/s | mean ms | p50 ms | p99 ms | InfluxDB queries | checked | cache counters |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
@@ -63,13 +57,8 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 }
 
 func counters(m map[string]int64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")

@@ -94,17 +94,6 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-func toCacheFields(a Answer) []cache.Field {
-	fields := make([]cache.Field, len(a))
-	for i, col := range a {
-		fields[i].Name = col.Name
-		for _, p := range col.Points {
-			fields[i].Points = append(fields[i].Points, cache.Point{T: p.T, V: []byte(p.V)})
-		}
-	}
-	return fields
-}
-
 // idealBounds is the share of the stream's values an unbounded cache
 // could serve: one holding every range asked before (counting any
 // overlap, middle parts too), and one holding every 4 h chunk fetched

@@ -1,10 +1,7 @@
 package cachebench
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
-	"os"
 
 	"github.com/aerie-db/aerie/bench/harness"
 )
@@ -14,28 +11,20 @@ const Kind = "cache"
 
 // Goals from the issue (TSCache §5.2's figures).
 const (
-	GoalHitRatio        = 0.92 // Aerie's share of delivered bytes served from the cache
-	GoalVsMemcached     = 1.5  // Aerie's bandwidth ÷ the memcached chunks'
-	GoalVsNoCache       = 2.7  // Aerie's bandwidth ÷ InfluxDB alone's
-	goalHitRatioText    = "≥ 92 %"
-	goalVsMemcachedText = "≥ 1.5×"
-	goalVsNoCacheText   = "≥ 2.7×"
+	GoalHitRatio    = 0.92 // Aerie's share of delivered bytes served from the cache
+	GoalVsMemcached = 1.5  // Aerie's bandwidth ÷ the memcached chunks'
+	GoalVsNoCache   = 2.7  // Aerie's bandwidth ÷ InfluxDB alone's
 )
 
 // Report is one run of `aerie bench cache`.
 type Report struct {
-	Kind      string            `json:"kind"`
-	Machine   harness.Machine   `json:"machine"`
-	Commit    string            `json:"commit"`
-	Date      string            `json:"date"`
-	Scale     string            `json:"scale"`
+	harness.Header
 	Config    map[string]string `json:"config"`
 	Dataset   DatasetInfo       `json:"dataset"`
 	Workloads []WorkloadInfo    `json:"workloads"`
 	Results   []Result          `json:"results"`
 	Ratios    []Ratio           `json:"ratios"`
 	Notes     []string          `json:"notes,omitempty"`
-	Seconds   float64           `json:"seconds"`
 }
 
 // DatasetInfo describes the data loaded into InfluxDB.
@@ -89,45 +78,14 @@ type Result struct {
 	Stats         map[string]int64 `json:"stats,omitempty"`
 }
 
-// Ratio is a headline figure with its goal.
+// Ratio is a headline figure of a workload.
 type Ratio struct {
-	Workload string  `json:"workload"`
-	Name     string  `json:"name"`
-	Value    float64 `json:"value"`
-	Goal     string  `json:"goal,omitempty"`
-	Met      *bool   `json:"met,omitempty"` // nil where no goal applies
+	Workload string `json:"workload"`
+	harness.Ratio
 }
 
 // WriteJSON writes the report as indented JSON.
-func (rep *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
-}
-
-// IsReport tells whether b is the JSON of a cache report.
-func IsReport(b []byte) bool {
-	var k struct {
-		Kind string `json:"kind"`
-	}
-	return json.Unmarshal(b, &k) == nil && k.Kind == Kind
-}
-
-// ReadReport reads a report written by WriteJSON.
-func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if !IsReport(b) {
-		return nil, fmt.Errorf("%s: not an `aerie bench cache` report (no \"kind\": %q)", path, Kind)
-	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &rep, nil
-}
+func (rep *Report) WriteJSON(w io.Writer) error { return harness.WriteJSON(w, rep) }
 
 // result returns the result of system under workload, nil if none.
 func (rep *Report) result(workload, system string) *Result {
@@ -143,19 +101,22 @@ func (rep *Report) result(workload, system string) *Result {
 // three systems.
 func (rep *Report) ratios() []Ratio {
 	var out []Ratio
-	met := func(ok bool) *bool { return &ok }
 	for _, w := range rep.Workloads {
 		a, m, n := rep.result(w.Name, Aerie), rep.result(w.Name, Memcached), rep.result(w.Name, NoCache)
 		if a == nil || m == nil || n == nil {
 			continue
 		}
-		out = append(out,
-			Ratio{Workload: w.Name, Name: "Aerie's hit ratio (bytes from the cache ÷ bytes delivered)", Value: a.HitRatio, Goal: goalHitRatioText, Met: met(a.HitRatio >= GoalHitRatio)},
-			Ratio{Workload: w.Name, Name: "bandwidth, Aerie ÷ memcached 4 h chunks", Value: div(a.BandwidthMBps, m.BandwidthMBps), Goal: goalVsMemcachedText, Met: met(div(a.BandwidthMBps, m.BandwidthMBps) >= GoalVsMemcached)},
-			Ratio{Workload: w.Name, Name: "bandwidth, Aerie ÷ no cache", Value: div(a.BandwidthMBps, n.BandwidthMBps), Goal: goalVsNoCacheText, Met: met(div(a.BandwidthMBps, n.BandwidthMBps) >= GoalVsNoCache)},
-			Ratio{Workload: w.Name, Name: "mean latency, Aerie ÷ memcached 4 h chunks", Value: div(a.MeanMs, m.MeanMs)},
-			Ratio{Workload: w.Name, Name: "mean latency, Aerie ÷ no cache", Value: div(a.MeanMs, n.MeanMs)},
-		)
+		hit := harness.AtLeast("Aerie's hit ratio (bytes from the cache ÷ bytes delivered)", a.HitRatio, GoalHitRatio)
+		hit.Goal = "≥ 92 %"
+		for _, r := range []harness.Ratio{
+			hit,
+			harness.AtLeast("bandwidth, Aerie ÷ memcached 4 h chunks", div(a.BandwidthMBps, m.BandwidthMBps), GoalVsMemcached),
+			harness.AtLeast("bandwidth, Aerie ÷ no cache", div(a.BandwidthMBps, n.BandwidthMBps), GoalVsNoCache),
+			{Name: "mean latency, Aerie ÷ memcached 4 h chunks", Value: div(a.MeanMs, m.MeanMs)},
+			{Name: "mean latency, Aerie ÷ no cache", Value: div(a.MeanMs, n.MeanMs)},
+		} {
+			out = append(out, Ratio{w.Name, r})
+		}
 	}
 	return out
 }

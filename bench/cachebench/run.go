@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/aerie-db/aerie/bench/harness"
 )
@@ -26,7 +25,7 @@ type runner struct {
 	ctx       context.Context
 	cfg       Config
 	sc        Scale
-	root      string
+	fleet     *harness.Fleet
 	d         Dataset
 	keys      []Key
 	db        *influx
@@ -45,25 +44,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	r := &runner{ctx: ctx, cfg: cfg, sc: sc, root: cfg.Dir, d: newDataset(sc)}
-	r.keys = r.d.Keys()
-	if r.root == "" {
-		if r.root, err = os.MkdirTemp("", "aerie-bench-cache-"); err != nil {
+	root := cfg.Dir
+	if root == "" {
+		if root, err = os.MkdirTemp("", "aerie-bench-cache-"); err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(r.root)
-	} else if err := os.MkdirAll(r.root, 0o755); err != nil {
+		defer os.RemoveAll(root)
+	} else if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	r := &runner{ctx: ctx, cfg: cfg, sc: sc, fleet: harness.NewFleet(root, cfg.Log), d: newDataset(sc)}
+	defer r.fleet.StopAll()
+	r.keys = r.d.Keys()
 	r.rep = r.newReport()
-	r.rep.Config["loadavg_start"] = loadavg()
+	r.rep.Config["loadavg_start"] = harness.LoadAvg()
 
 	r.logf("starting influxd")
-	if r.db, err = startInflux(filepath.Join(r.root, "influxdb"), cfg.Clients); err != nil {
+	if r.db, err = startInflux(ctx, r.fleet, cfg.Clients); err != nil {
 		return nil, err
 	}
-	defer r.db.close()
+	defer r.db.client.CloseIdleConnections()
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -72,19 +72,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("workload %s: %w", w.Name, err)
 		}
 	}
-	r.rep.Config["loadavg_end"] = loadavg()
+	r.rep.Config["loadavg_end"] = harness.LoadAvg()
 	r.rep.Ratios = r.rep.ratios()
-	r.rep.Seconds = time.Since(start).Seconds()
+	r.rep.Done()
 	return r.rep, nil
 }
 
 func (r *runner) newReport() *Report {
 	return &Report{
-		Kind:    Kind,
-		Machine: harness.CurrentMachine(),
-		Commit:  harness.Commit(),
-		Date:    time.Now().UTC().Format(time.RFC3339),
-		Scale:   r.sc.Name,
+		Header: harness.NewHeader(Kind, r.sc.Name),
 		Config: map[string]string{
 			"clients":         strconv.Itoa(r.cfg.Clients),
 			"seed":            strconv.FormatUint(r.cfg.Seed, 10),
@@ -92,8 +88,8 @@ func (r *runner) newReport() *Report {
 			"cache_share":     strconv.FormatFloat(r.cfg.CacheShare, 'f', -1, 64),
 			"chunk_unit":      ChunkUnit.String(),
 			"zipfian":         strconv.FormatFloat(ZipfianConstant, 'f', -1, 64),
-			"influxdb":        influxVersion(),
-			"memcached":       memcachedVersion(),
+			"influxdb":        harness.Version("influxd", "version"),
+			"memcached":       harness.Version("memcached", "-V"),
 			"aerie_front_end": "in process: internal/cache.Open, Get and Set called by the client goroutines",
 			"aerie_partial":   "every partial hit used (PartialMinBytes -1)",
 		},
@@ -144,7 +140,7 @@ func (r *runner) workload(w Workload) error {
 	info.MeanSpan = span / float64(len(qs))
 	// InfluxDB's answers to the sampled queries, fetched before the
 	// timed runs; every system's answer to them must equal these.
-	want := map[int]Answer{}
+	want := make([]Answer, len(qs))
 	for i := 0; i < len(qs); i += r.cfg.CheckEvery {
 		q := qs[i]
 		a, err := r.db.query(r.keys[q.Key], q.Start, q.End)
@@ -186,7 +182,7 @@ func (r *runner) workload(w Workload) error {
 
 // open starts a fresh system.
 func (r *runner) open(name, workload string) (system, error) {
-	dir := filepath.Join(r.root, workload+"-"+name)
+	dir := filepath.Join(r.fleet.Root, workload+"-"+name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -194,7 +190,7 @@ func (r *runner) open(name, workload string) (system, error) {
 	case NoCache:
 		return &noCache{db: r.db, keys: r.keys}, nil
 	case Memcached:
-		return startMemcached(dir, r.cacheSize>>20, r.db, r.keys, r.cfg.Clients)
+		return startMemcached(r.ctx, r.fleet, dir, r.cacheSize>>20, r.db, r.keys, r.cfg.Clients)
 	case Aerie:
 		return openAerie(dir, r.cacheSize, r.db, r.keys)
 	}
@@ -202,49 +198,41 @@ func (r *runner) open(name, workload string) (system, error) {
 }
 
 // measure runs qs through sys from Clients goroutines (each takes the
-// next query in order) and compares the answers of the queries in want.
-func (r *runner) measure(sys system, qs []Query, want map[int]Answer) (Result, error) {
+// next query in order) and compares the answers of the checked queries
+// (every CheckEvery-th) with want's.
+func (r *runner) measure(sys system, qs []Query, want []Answer) (Result, error) {
 	lat := make([]time.Duration, len(qs))
 	outs := make([]outcome, len(qs))
 	bytes := make([]int64, len(qs))
-	var (
-		mu   sync.Mutex // guards got
-		got  = map[int]Answer{}
-		next atomic.Int64
-		wg   sync.WaitGroup
-		errs = make([]error, r.cfg.Clients)
-	)
-	ctx, cancel := context.WithCancel(r.ctx)
-	defer cancel()
+	got := make([]Answer, len(qs)) // of the checked queries
+	var next atomic.Int64
+	g, ctx := errgroup.WithContext(r.ctx)
 	db0 := r.db.queries.Load()
 	start := time.Now()
-	for c := range r.cfg.Clients {
-		wg.Go(func() {
+	for range r.cfg.Clients {
+		g.Go(func() error {
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= len(qs) {
-					return
+					return nil
 				}
 				t := time.Now()
 				a, out, err := sys.answer(qs[i])
 				lat[i] = time.Since(t)
 				if err != nil {
-					errs[c] = fmt.Errorf("query %d (%s): %w", i, r.keys[qs[i].Key].Range(qs[i].Start, qs[i].End), err)
-					cancel()
-					return
+					return fmt.Errorf("query %d (%s): %w", i, r.keys[qs[i].Key].Range(qs[i].Start, qs[i].End), err)
 				}
 				outs[i], bytes[i] = out, a.Bytes()
-				if _, ok := want[i]; ok {
-					mu.Lock()
+				if i%r.cfg.CheckEvery == 0 {
 					got[i] = a
-					mu.Unlock()
 				}
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	err := g.Wait()
 	secs := time.Since(start).Seconds()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return Result{}, err
 	}
 	if err := r.ctx.Err(); err != nil {
@@ -270,22 +258,16 @@ func (r *runner) measure(sys system, qs []Query, want map[int]Answer) (Result, e
 	for _, l := range lat {
 		sum += l
 	}
-	res.MeanMs = ms(sum / time.Duration(len(lat)))
-	slices.Sort(lat)
-	res.P50Ms, res.P99Ms = ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99))
-	idx := make([]int, 0, len(want))
-	for i := range want {
-		idx = append(idx, i)
-	}
-	slices.Sort(idx)
-	for _, i := range idx {
+	res.MeanMs = harness.Ms(sum / time.Duration(len(lat)))
+	res.P50Ms, res.P99Ms = harness.Ms(harness.Percentile(lat, 0.5)), harness.Ms(harness.Percentile(lat, 0.99))
+	for i := 0; i < len(qs); i += r.cfg.CheckEvery {
 		if diff := got[i].Diff(want[i]); diff != "" {
 			q := qs[i]
 			return Result{}, fmt.Errorf("%w: query %d (%s), answered as a %s: %s", ErrMismatch, i, r.keys[q.Key].Range(q.Start, q.End), outs[i].status, diff)
 		}
 		res.Checked++
 	}
-	if err := r.db.alive(); err != nil {
+	if err := r.db.Alive(); err != nil {
 		return Result{}, err
 	}
 	return res, nil
@@ -301,17 +283,6 @@ func (s status) String() string {
 	return "miss"
 }
 
-// quantile returns the q-quantile of sorted (nearest rank).
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
 func shortDur(d time.Duration) string {
 	switch {
 	case d%week == 0:
@@ -324,26 +295,4 @@ func shortDur(d time.Duration) string {
 	return fmt.Sprintf("%dm", d/time.Minute)
 }
 
-// memcachedVersion is memcached's version line.
-func memcachedVersion() string {
-	out, err := execOutput("memcached", "-V")
-	if err != nil {
-		return "memcached (version unknown)"
-	}
-	return out
-}
-
-// loadavg returns the 1, 5 and 15 min load averages: the machine is
-// shared, and they say how much.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
-}
-
-func (r *runner) logf(format string, args ...any) {
-	fmt.Fprintf(r.cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-}
+func (r *runner) logf(format string, args ...any) { harness.Logf(r.cfg.Log, format, args...) }

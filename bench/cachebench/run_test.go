@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,24 +55,23 @@ func TestRun(t *testing.T) {
 	}
 	require.Len(t, rep.Ratios, 10)
 
-	var buf bytes.Buffer
+	// The report reads back through the workload (the registry's reader)
+	// to the same JSON, and renders.
+	var buf, again bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&buf))
-	require.True(t, IsReport(buf.Bytes()))
-	path := filepath.Join(t.TempDir(), "cache.json")
-	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-	back, err := ReadReport(path)
+	back, err := Cache.Read("cache.json", buf.Bytes())
 	require.NoError(t, err)
-	require.Equal(t, rep, back)
+	require.NoError(t, back.WriteJSON(&again))
+	require.Equal(t, buf.String(), again.String())
 	var md strings.Builder
 	require.NoError(t, back.WriteMarkdown(&md))
 	require.Contains(t, md.String(), "| full | 1m–1w | 300 |")
 	require.Contains(t, md.String(), "| small | memcached-4h |")
 }
 
-func TestReadReportRejectsOthers(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x.json")
-	require.NoError(t, os.WriteFile(path, []byte(`{"kind":"graphite"}`), 0o644))
-	_, err := ReadReport(path)
-	require.ErrorContains(t, err, "not an `aerie bench cache` report")
-	require.False(t, IsReport([]byte(`{`)))
+func TestReadRejectsOthers(t *testing.T) {
+	_, err := Cache.Read("x.json", []byte(`{"kind":"graphite"}`))
+	require.ErrorContains(t, err, `not "cache"`)
+	_, err = Cache.Read("x.json", []byte(`{`))
+	require.Error(t, err)
 }
