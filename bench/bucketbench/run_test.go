@@ -1,12 +1,11 @@
 package bucketbench
 
 import (
-	"bytes"
 	"context"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/aerie-db/aerie/bench/harness/harnesstest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,13 +46,6 @@ func TestRun(t *testing.T) {
 	}
 	// The report reads back through the workload (the registry's reader)
 	// to the same JSON, and renders.
-	var buf, again bytes.Buffer
-	require.NoError(t, rep.WriteJSON(&buf))
-	back, err := Bucket.Read("bucket.json", buf.Bytes())
-	require.NoError(t, err)
-	require.NoError(t, back.WriteJSON(&again))
-	require.Equal(t, buf.String(), again.String())
-	var md strings.Builder
-	require.NoError(t, back.WriteMarkdown(&md))
-	require.Contains(t, md.String(), "| 10 series | 1h |")
+	md := harnesstest.RoundTrip(t, Bucket, rep)
+	require.Contains(t, md, "| 10 series | 1h |")
 }

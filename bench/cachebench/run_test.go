@@ -1,22 +1,13 @@
 package cachebench
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"strings"
 	"testing"
 
+	"github.com/aerie-db/aerie/bench/harness/harnesstest"
 	"github.com/stretchr/testify/require"
 )
-
-// testWriter logs a run's progress through t.Log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // TestRun runs two workloads of the small scale end to end against
 // Debian's influxd and memcached. Run fails on any sampled answer that
@@ -32,7 +23,7 @@ func TestRun(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	rep, err := Run(context.Background(), Config{Scale: "small", Queries: 300, Workloads: []string{"full", "small"}, CheckEvery: 10, Dir: t.TempDir(), Log: testWriter{t}})
+	rep, err := Run(context.Background(), Config{Scale: "small", Queries: 300, Workloads: []string{"full", "small"}, CheckEvery: 10, Dir: t.TempDir(), Log: harnesstest.Log(t)})
 	require.NoError(t, err)
 	require.Len(t, rep.Workloads, 2)
 	require.Len(t, rep.Results, 6)
@@ -57,16 +48,9 @@ func TestRun(t *testing.T) {
 
 	// The report reads back through the workload (the registry's reader)
 	// to the same JSON, and renders.
-	var buf, again bytes.Buffer
-	require.NoError(t, rep.WriteJSON(&buf))
-	back, err := Cache.Read("cache.json", buf.Bytes())
-	require.NoError(t, err)
-	require.NoError(t, back.WriteJSON(&again))
-	require.Equal(t, buf.String(), again.String())
-	var md strings.Builder
-	require.NoError(t, back.WriteMarkdown(&md))
-	require.Contains(t, md.String(), "| full | 1m–1w | 300 |")
-	require.Contains(t, md.String(), "| small | memcached-4h |")
+	md := harnesstest.RoundTrip(t, Cache, rep)
+	require.Contains(t, md, "| full | 1m–1w | 300 |")
+	require.Contains(t, md, "| small | memcached-4h |")
 }
 
 func TestReadRejectsOthers(t *testing.T) {

@@ -1,27 +1,16 @@
 package graphitebench
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/bench/harness"
+	"github.com/aerie-db/aerie/bench/harness/harnesstest"
 	"github.com/aerie-db/aerie/internal/graphite/graphitetest"
 )
-
-// testWriter logs a run's progress through t.Log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // TestRun runs the small scale end to end: this repository's aerie,
 // built for the test, against carbon-cache and graphite-web. Run fails on
@@ -39,11 +28,9 @@ func TestRun(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	bin := filepath.Join(t.TempDir(), "aerie")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/aerie-db/aerie/cmd/aerie").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := harnesstest.BuildAerie(t)
 
-	rep, err := Run(context.Background(), Config{Options: harness.Options{Scale: "small", Aerie: bin, Dir: t.TempDir(), Log: testWriter{t}}, Runs: 1})
+	rep, err := Run(context.Background(), Config{Options: harness.Options{Scale: "small", Aerie: bin, Dir: t.TempDir(), Log: harnesstest.Log(t)}, Runs: 1})
 	require.NoError(t, err)
 	require.Len(t, rep.Ingest, 2) // small: Aerie once, at carbon's size
 	sc := Scales["small"]
@@ -64,15 +51,7 @@ func TestRun(t *testing.T) {
 	}
 	require.NotEmpty(t, rep.Ratios)
 
-	var buf bytes.Buffer
-	require.NoError(t, rep.WriteJSON(&buf))
-	back, err := Graphite.Read("graphite.json", buf.Bytes())
-	require.NoError(t, err)
-	var again bytes.Buffer
-	require.NoError(t, back.WriteJSON(&again))
-	require.Equal(t, buf.String(), again.String())
-	var md strings.Builder
-	require.NoError(t, back.WriteMarkdown(&md))
-	require.Contains(t, md.String(), "| aerie | 5000 | 150000 | 4 |")
-	require.Contains(t, md.String(), "`sumSeries(bench.host0000?.cpu.*.user)`")
+	md := harnesstest.RoundTrip(t, Graphite, rep)
+	require.Contains(t, md, "| aerie | 5000 | 150000 | 4 |")
+	require.Contains(t, md, "`sumSeries(bench.host0000?.cpu.*.user)`")
 }

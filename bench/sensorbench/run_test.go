@@ -1,26 +1,15 @@
 package sensorbench
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/bench/harness"
+	"github.com/aerie-db/aerie/bench/harness/harnesstest"
 )
-
-// testWriter logs a run's progress through t.Log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // TestRun runs the small scale end to end: this repository's aerie,
 // built for the test, against VictoriaMetrics. Run fails on any answer
@@ -31,11 +20,9 @@ func TestRun(t *testing.T) {
 	if _, err := os.Stat(vmBin); err != nil {
 		t.Skipf("no VictoriaMetrics binary at %s", vmBin)
 	}
-	bin := filepath.Join(t.TempDir(), "aerie")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/aerie-db/aerie/cmd/aerie").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := harnesstest.BuildAerie(t)
 
-	rep, err := Run(context.Background(), Config{Options: harness.Options{Scale: "small", Aerie: bin, Dir: t.TempDir(), Log: testWriter{t}}, VM: vmBin})
+	rep, err := Run(context.Background(), Config{Options: harness.Options{Scale: "small", Aerie: bin, Dir: t.TempDir(), Log: harnesstest.Log(t)}, VM: vmBin})
 	require.NoError(t, err)
 	sc := Scales["small"]
 	require.Equal(t, int64(sc.Sensors)*sc.Span.Milliseconds()/1000, rep.Records)
@@ -59,13 +46,6 @@ func TestRun(t *testing.T) {
 	require.Equal(t, rep.Records, rep.Decode.Samples)
 	require.NotEmpty(t, rep.Ratios)
 
-	var buf, again bytes.Buffer
-	require.NoError(t, rep.WriteJSON(&buf))
-	back, err := Sensors.Read("sensors.json", buf.Bytes())
-	require.NoError(t, err)
-	require.NoError(t, back.WriteJSON(&again))
-	require.JSONEq(t, buf.String(), again.String())
-	var md strings.Builder
-	require.NoError(t, back.WriteMarkdown(&md))
-	require.Contains(t, md.String(), "| vm | full | 1h | export (JSON lines) |")
+	md := harnesstest.RoundTrip(t, Sensors, rep)
+	require.Contains(t, md, "| vm | full | 1h | export (JSON lines) |")
 }
