@@ -7,7 +7,6 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -102,21 +101,14 @@ func (r *runner) runHistory() (*Report, error) {
 	}
 	r.logf("history: %d hosts × %v with every series, %d hosts × %v with %d series each; %d series, %d samples at %v",
 		hs.Hosts, span(hs.Span), hs.LongHosts, span(hs.LongSpan), len(d.hosts[len(d.hosts)-1].series), d.series, d.samples, interval)
-	start := time.Now()
-	for _, phase := range []struct {
-		name string
-		fn   func() error
-	}{
-		{"backfill host after host in one stream", r.streamPhase},
-		{"backfill of shuffled days in one stream", r.shuffledPhase},
-		{"backfill in one import per host, long-range queries, compaction under queries", r.importsPhase},
-	} {
-		r.logf("== %s", phase.name)
-		if err := phase.fn(); err != nil {
-			return nil, fmt.Errorf("%s: %w", phase.name, err)
-		}
+	if err := harness.RunPhases(r.log,
+		harness.Phase{Name: "backfill host after host in one stream", Run: r.streamPhase},
+		harness.Phase{Name: "backfill of shuffled days in one stream", Run: r.shuffledPhase},
+		harness.Phase{Name: "backfill in one import per host, long-range queries, compaction under queries", Run: r.importsPhase},
+	); err != nil {
+		return nil, err
 	}
-	r.rep.Seconds = time.Since(start).Seconds()
+	r.rep.Done()
 	r.rep.Config["loadavg_end"] = harness.LoadAvg()
 	return r.rep, nil
 }
@@ -524,50 +516,19 @@ func (r *runner) underQueries(e engine, fn func() error) ([]time.Duration, time.
 	}
 	lo := d.now - int64(len(d.days)-d.hosts[0].first)*day.Milliseconds()
 	win := compactQueryWindow.Milliseconds()
-	stop := make(chan struct{})
-	var (
-		wg   sync.WaitGroup
-		lat  []time.Duration
-		qerr error
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rnd := r.newRand(hashString("compaction queries"))
-		var it chunkenc.Iterator
-		for { // at least one query, however short fn is
-			ls := series[rnd.IntN(len(series))]
-			mint := lo + rnd.Int64N(d.now-win-lo)
-			t0 := time.Now()
-			var (
-				n   int
-				err error
-			)
-			n, it, err = readRange(e, ls, mint, mint+win-1, it)
-			lat = append(lat, time.Since(t0))
-			if err == nil && n == 0 {
-				err = fmt.Errorf("no samples of %s in [%d, %d)", ls, mint, mint+win)
-			}
-			if err != nil {
-				qerr = err
-				return
-			}
-			select {
-			case <-stop:
-				return
-			default:
-			}
+	rnd := r.newRand(hashString("compaction queries"))
+	var it chunkenc.Iterator
+	return harness.UnderQueries(fn, func() error {
+		ls := series[rnd.IntN(len(series))]
+		mint := lo + rnd.Int64N(d.now-win-lo)
+		var n int
+		var err error
+		n, it, err = readRange(e, ls, mint, mint+win-1, it)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("no samples of %s in [%d, %d)", ls, mint, mint+win)
 		}
-	}()
-	t0 := time.Now()
-	err := fn()
-	took := time.Since(t0)
-	close(stop)
-	wg.Wait()
-	if err == nil {
-		err = qerr
-	}
-	return lat, took, err
+		return err
+	})
 }
 
 // labeled runs fn with pprof labels engine and step, so that a

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/aerie-db/aerie/bench/harness"
@@ -183,47 +182,18 @@ func (r *runner) flushPhase() error {
 func (r *runner) flushUnderQueries(e engine) ([]time.Duration, time.Duration, error) {
 	series := allSeries(r.flushW)
 	maxt := r.flushW.MaxTime()
-	stop := make(chan struct{})
-	var (
-		wg   sync.WaitGroup
-		lat  []time.Duration
-		qerr error
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rnd := r.newRand(hashString("flush"))
-		var it chunkenc.Iterator
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			ls := series[rnd.IntN(len(series))]
-			t0 := time.Now()
-			var n int
-			var err error
-			n, it, err = lastWindow(e, ls, maxt, it)
-			lat = append(lat, time.Since(t0))
-			if err == nil && n == 0 {
-				err = fmt.Errorf("no samples of %s in the last %v", ls, queryWindow)
-			}
-			if err != nil {
-				qerr = err
-				return
-			}
+	rnd := r.newRand(hashString("flush"))
+	var it chunkenc.Iterator
+	return harness.UnderQueries(e.flushAll, func() error {
+		ls := series[rnd.IntN(len(series))]
+		var n int
+		var err error
+		n, it, err = lastWindow(e, ls, maxt, it)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("no samples of %s in the last %v", ls, queryWindow)
 		}
-	}()
-	t0 := time.Now()
-	err := e.flushAll()
-	d := time.Since(t0)
-	close(stop)
-	wg.Wait()
-	if err == nil {
-		err = qerr
-	}
-	return lat, d, err
+		return err
+	})
 }
 
 // tuplePhase measures Aerie's tuple size trade-off (Heracles §4.4.5) on the

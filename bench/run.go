@@ -133,21 +133,14 @@ func Run(cfg Config) (*Report, error) {
 		return r.runHistory()
 	}
 	r.rep = newReport(r.cfg, sc, r.main)
-	start := time.Now()
-	for _, phase := range []struct {
-		name string
-		fn   func() error
-	}{
-		{"insert, TSBS queries and disk size", r.mainPhase},
-		{"flush under queries and head memory", r.flushPhase},
-		{"tuple sizes", r.tuplePhase},
-	} {
-		r.logf("== %s", phase.name)
-		if err := phase.fn(); err != nil {
-			return nil, fmt.Errorf("%s: %w", phase.name, err)
-		}
+	if err := harness.RunPhases(r.log,
+		harness.Phase{Name: "insert, TSBS queries and disk size", Run: r.mainPhase},
+		harness.Phase{Name: "flush under queries and head memory", Run: r.flushPhase},
+		harness.Phase{Name: "tuple sizes", Run: r.tuplePhase},
+	); err != nil {
+		return nil, err
 	}
-	r.rep.Seconds = time.Since(start).Seconds()
+	r.rep.Done()
 	return r.rep, nil
 }
 
