@@ -1,13 +1,8 @@
 package httpbench
 
 import (
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/prometheus/promql/parser"
 )
 
 func TestParseResult(t *testing.T) {
@@ -83,80 +78,5 @@ func TestCompare(t *testing.T) {
 		if v != tc.verdict || !strings.Contains(msg, tc.msg) {
 			t.Errorf("%s: compare = %q, %q; want %q, %q", tc.name, v, msg, tc.verdict, tc.msg)
 		}
-	}
-}
-
-func TestNameRegexp(t *testing.T) {
-	for _, tc := range []struct {
-		names []string
-		want  string
-	}{
-		{[]string{"cpu_usage_user", "cpu_usage_system"}, `cpu_(usage_user|usage_system)`},
-		{[]string{"node_load1", "node_memory_MemAvailable_bytes"}, `node_(load1|memory_MemAvailable_bytes)`},
-		{[]string{"node_load1", "up"}, `node_load1|up`},
-		{[]string{"a.b_c"}, `a\.b_(c)`},
-	} {
-		if got := nameRegexp(tc.names); got != tc.want {
-			t.Errorf("nameRegexp(%v) = %q, want %q", tc.names, got, tc.want)
-		}
-	}
-}
-
-// TestPatternInstances checks that every instance parses as PromQL,
-// selects the right hosts, and lies on whole steps inside the data.
-func TestPatternInstances(t *testing.T) {
-	hosts := []string{"host_0", "host_1", "host_2", "a.b", "host-000:9100"}
-	mint, maxt := int64(1_700_000_000_000), int64(1_700_000_000_000+12*3600_000-1)
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, prof := range []profile{tsbsProfile, nodeProfile} {
-		ps := patternsFor(prof)
-		if want := map[bool]int{true: 10, false: 6}[prof.tsbs]; len(ps) != want {
-			t.Fatalf("%d patterns for %s, want %d", len(ps), prof.host, want)
-		}
-		for _, pt := range ps {
-			for range 30 {
-				q := pt.instance(r, prof, hosts, mint, maxt, 10*time.Second)
-				if _, err := parser.ParseExpr(q.expr); err != nil {
-					t.Fatalf("%s: %s: %v", pt.name, q.expr, err)
-				}
-				if pt.hosts > 0 {
-					n := strings.Count(q.expr, `host_`) + strings.Count(q.expr, `a\\.b`) + strings.Count(q.expr, `host-`)
-					if per := strings.Count(q.expr, prof.host+"="); n != min(pt.hosts, len(hosts))*per {
-						t.Fatalf("%s: %s selects %d hosts in %d matchers", pt.name, q.expr, n, per)
-					}
-				}
-				if q.instant {
-					if q.start != maxt || q.end != maxt {
-						t.Fatalf("%s: instant at %d", pt.name, q.start)
-					}
-					continue
-				}
-				step := q.step.Milliseconds()
-				if q.start%step != 0 || q.end%step != 0 || q.start < mint || q.end > maxt || q.end < q.start {
-					t.Fatalf("%s: [%d, %d] step %v over data [%d, %d]", pt.name, q.start, q.end, q.step, mint, maxt)
-				}
-				if d := time.Duration(q.end-q.start) * time.Millisecond; d != pt.span-q.step {
-					t.Fatalf("%s: evaluates over %v, want %v", pt.name, d, pt.span-q.step)
-				}
-			}
-		}
-	}
-}
-
-func TestPercentile(t *testing.T) {
-	ds := []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
-	for _, tc := range []struct {
-		q    float64
-		want time.Duration
-	}{{0, 1}, {0.1, 1}, {0.5, 5}, {0.55, 6}, {0.99, 10}, {1, 10}} {
-		if got := percentile(ds, tc.q); got != tc.want {
-			t.Errorf("percentile(%v) = %v, want %v", tc.q, got, tc.want)
-		}
-	}
-	if percentile(nil, 0.5) != 0 || percentile([]time.Duration{7}, 0.99) != 7 {
-		t.Error("percentile of nothing or of one")
-	}
-	if !slices.Equal(ds, []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}) {
-		t.Error("percentile reordered its input")
 	}
 }
