@@ -1,7 +1,6 @@
 package httpbench
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -76,27 +75,6 @@ func write(ctx context.Context, p *harness.Peer, protocol string, b []byte) (int
 	}
 }
 
-// get fetches a path of p and returns the body of a 200 answer.
-func get(ctx context.Context, p *harness.Peer, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL(path), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", p.Spec.Name, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", p.Spec.Name, path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s %s: HTTP %d: %s", p.Spec.Name, path, resp.StatusCode, strings.TrimSpace(string(b[:min(len(b), 500)])))
-	}
-	return b, nil
-}
-
 // promQuery runs q over the Prometheus HTTP API of p and returns the
 // answer's body (whatever its status) and the time from sending the
 // request to reading the last byte of the answer.
@@ -152,22 +130,4 @@ func gunzip(b []byte) ([]byte, error) {
 // promTime formats ms as the API's seconds.
 func promTime(ms int64) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64)
-}
-
-// metricValue returns the value of a series of a Prometheus text
-// exposition (a server's /metrics), named as exposed (with its labels in
-// their order), or false if there is none.
-func metricValue(exposition []byte, name string) (float64, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(exposition))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, name+" ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		return v, err == nil
-	}
-	return 0, false
 }

@@ -74,16 +74,3 @@ func TestPromQuery(t *testing.T) {
 		t.Fatalf("%s, %v; want %s", b, err, want)
 	}
 }
-
-func TestMetricValue(t *testing.T) {
-	m := []byte("# HELP aerie_flush_groups x\naerie_flush_groups_done 3\naerie_flush_groups 7\naerie_flushes_total{x=\"y\"} 2\naerie_flushes_total 1e+01\nvm_rows{type=\"storage/inmemory\"} 0\n")
-	for _, tc := range []struct {
-		name string
-		want float64
-		ok   bool
-	}{{"aerie_flush_groups", 7, true}, {"aerie_flush_groups_done", 3, true}, {"aerie_flushes_total", 10, true}, {"aerie_blocks", 0, false}, {`vm_rows{type="storage/inmemory"}`, 0, true}} {
-		if v, ok := metricValue(m, tc.name); v != tc.want || ok != tc.ok {
-			t.Errorf("metricValue(%s) = %v, %v; want %v, %v", tc.name, v, ok, tc.want, tc.ok)
-		}
-	}
-}

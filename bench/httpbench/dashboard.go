@@ -258,12 +258,12 @@ func (r *runner) snapshot(p string, s *harness.Peer) (snapshot, error) {
 	default:
 		return snap, nil
 	}
-	m, err := get(r.ctx, s, "/metrics")
+	m, err := s.Get(r.ctx, "/metrics")
 	if err != nil {
 		return snap, err
 	}
 	for _, n := range names {
-		v, ok := metricValue(m, n)
+		v, ok := harness.MetricValue(m, n)
 		if !ok && p == aerieOn {
 			return snap, fmt.Errorf("%s /metrics has no %s", p, n)
 		}

@@ -207,7 +207,7 @@ func (rep *DashboardReport) WriteMarkdown(w io.Writer) error {
 	c := rep.Config
 	p("## Results cache: a dashboard replay (%s scale)\n\n", rep.Scale)
 	p("`aerie bench dashboard --scale=%s` (bench/httpbench, doc.go \"Dashboard replay\"): a Grafana dashboard of %d node_exporter panels, range \"last %s\", refreshing every %s, replayed fast-forward %s times against three servers on loopback on the same data: ", rep.Scale, len(rep.Panels), c["range"], c["refresh"], c["refreshes"])
-	p("`aerie serve` with its results cache off (`aerie: cache: results: enabled: false`, **aerie-off**), `aerie serve` with it on (its default, **aerie-on**), and VictoriaMetrics single-node (`%s`) with its rollup result cache on (its default; `-search.latencyOffset=0s`, **vm**). ", versionOf(rep.Peers, vm))
+	p("`aerie serve` with its results cache off (`aerie: cache: results: enabled: false`, **aerie-off**), `aerie serve` with it on (its default, **aerie-on**), and VictoriaMetrics single-node (`%s`) with its rollup result cache on (its default; `-search.latencyOffset=0s`, **vm**). ", byPeer(rep.Peers, vm).Version)
 	p("The data: %s node_exporter targets, %d series at %s, %s ending at the wall clock's now when the run began (%d samples, loaded into each server by remote write). ", c["targets"], rep.Series, c["interval"], c["span"], rep.Samples)
 	p("Commit `%s`, %s; the run took %.0f s; load averages (1, 5, 15 min) %s at the start, %s at the end.\n\n", rep.Commit, rep.Date, rep.Seconds, c["loadavg_start"], c["loadavg_end"])
 

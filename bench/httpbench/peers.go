@@ -48,7 +48,7 @@ func vmSpec(bin, name string, extra ...string) harness.PeerSpec {
 // isVM tells a VictoriaMetrics peer, which makes rows searchable only
 // seconds after it acknowledged them unless /internal/force_flush is
 // called (Aerie's are searchable once acknowledged).
-func isVM(p *harness.Peer) bool { return strings.HasPrefix(p.Spec.Name, vm) }
+func isVM(name string) bool { return strings.HasPrefix(name, vm) }
 
 // describe returns the peers of specs as the report records them: their
 // command lines and versions (Aerie's: the commit).
@@ -58,22 +58,12 @@ func describe(commit, vmBin string, specs ...harness.PeerSpec) []Peer {
 	for _, sp := range specs {
 		args, _ := sp.Args("DIR", []string{"127.0.0.1:PORT"})
 		p := Peer{Name: sp.Name, Version: commit, Args: args}
-		if sp.Bin == vmBin {
+		if isVM(sp.Name) {
 			p.Version = vmVersion
 		}
 		peers = append(peers, p)
 	}
 	return peers
-}
-
-// versionOf is the version of the peer named name.
-func versionOf(peers []Peer, name string) string {
-	for _, p := range peers {
-		if p.Name == name {
-			return p.Version
-		}
-	}
-	return ""
 }
 
 // runner carries what the phases of a run share: its peers, its scratch
@@ -117,15 +107,6 @@ func newRunner(ctx context.Context, o *harness.Options, vmBin, tmpPrefix string)
 }
 
 func (r *runner) logf(format string, args ...any) { harness.Logf(r.log, format, args...) }
-
-func (r *runner) sleep(d time.Duration) error {
-	select {
-	case <-r.ctx.Done():
-		return r.ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
 
 // start starts spec over a fresh data directory.
 func (r *runner) start(spec harness.PeerSpec) (*harness.Peer, error) {
@@ -225,8 +206,8 @@ const countTimeout = 2 * time.Minute
 // samples of w as were written; more than written fails at once.
 // VictoriaMetrics is asked to make its buffered rows searchable first.
 func (r *runner) waitCounts(p *harness.Peer, w workload.Workload, want map[string]int64) error {
-	if isVM(p) {
-		if _, err := get(r.ctx, p, "/internal/force_flush"); err != nil {
+	if isVM(p.Spec.Name) {
+		if _, err := p.Get(r.ctx, "/internal/force_flush"); err != nil {
 			return err
 		}
 	}
@@ -246,7 +227,7 @@ func (r *runner) waitCounts(p *harness.Peer, w workload.Workload, want map[strin
 			if got == want[name] {
 				break
 			}
-			if err := r.sleep(200 * time.Millisecond); err != nil {
+			if err := harness.Sleep(r.ctx, 200*time.Millisecond); err != nil {
 				return err
 			}
 		}
@@ -277,12 +258,12 @@ func (r *runner) awaitAerieFlush(p *harness.Peer) (string, error) {
 	start := time.Now()
 	last, since := -1.0, time.Now()
 	for {
-		m, err := get(r.ctx, p, "/metrics")
+		m, err := p.Get(r.ctx, "/metrics")
 		if err != nil {
 			return "", err
 		}
-		flushes, _ := metricValue(m, "aerie_flushes_total")
-		groups, _ := metricValue(m, "aerie_flush_groups")
+		flushes, _ := harness.MetricValue(m, "aerie_flushes_total")
+		groups, _ := harness.MetricValue(m, "aerie_flush_groups")
 		if flushes != last || groups > 0 {
 			last, since = flushes, time.Now()
 		}
@@ -294,7 +275,7 @@ func (r *runner) awaitAerieFlush(p *harness.Peer) (string, error) {
 		case time.Since(start) > 5*time.Minute:
 			return "partition flushes still running after 5 min", nil
 		}
-		if err := r.sleep(250 * time.Millisecond); err != nil {
+		if err := harness.Sleep(r.ctx, 250*time.Millisecond); err != nil {
 			return "", err
 		}
 	}

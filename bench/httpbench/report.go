@@ -196,6 +196,7 @@ func byPeer[T interface{ peer() string }](xs []T, name string) T {
 	return zero
 }
 
+func (p Peer) peer() string              { return p.Name }
 func (d DiskResult) peer() string        { return d.Peer }
 func (c CardinalityResult) peer() string { return c.Peer }
 func (q QueryPeer) peer() string         { return q.Peer }
@@ -282,7 +283,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	c := rep.Config
 	p("## vs VictoriaMetrics over HTTP (%s scale)\n\n", rep.Scale)
-	p("`aerie bench http --scale=%s` (bench/httpbench): `aerie serve` and VictoriaMetrics single-node (`%s`) as separate processes on loopback, on the same machine as the clients. ", rep.Scale, versionOf(rep.Peers, vm))
+	p("`aerie bench http --scale=%s` (bench/httpbench): `aerie serve` and VictoriaMetrics single-node (`%s`) as separate processes on loopback, on the same machine as the clients. ", rep.Scale, byPeer(rep.Peers, vm).Version)
 	p("Every load writes the same %s dataset: %s targets, %d series, %s at %s, %d samples", rep.Workload, c["targets"], rep.Series, c["span"], c["interval"], rep.Samples)
 	if ts := c["timestamps"]; ts != "" {
 		p(", timestamps %s", ts)

@@ -145,8 +145,8 @@ func (r *httpRun) disk(p *harness.Peer, samples int64) error {
 	t0 := time.Now()
 	d := DiskResult{Peer: p.Spec.Name, Samples: samples}
 	var err error
-	if isVM(p) {
-		err = r.awaitVMFlush(p)
+	if isVM(p.Spec.Name) {
+		err = harness.AwaitVMFlush(r.ctx, p)
 	} else {
 		d.Note, err = r.awaitAerieFlush(p)
 	}
@@ -160,7 +160,7 @@ func (r *httpRun) disk(p *harness.Peer, samples int64) error {
 	d.Seconds = time.Since(t0).Seconds()
 	d.BytesPerSample = float64(d.Bytes) / float64(samples)
 	detail := ""
-	if !isVM(p) {
+	if !isVM(p.Spec.Name) {
 		d.WALBytes = byTop["wal"] + byTop["wal-backfill"]
 		d.BlockBytes = byTop["blocks"] + byTop["tagdict"]
 		if d.BlockSamples, err = r.blockSamples(p); err != nil {
@@ -174,36 +174,6 @@ func (r *httpRun) disk(p *harness.Peer, samples int64) error {
 	r.rep.Disk = append(r.rep.Disk, d)
 	r.logf("%-6s disk: %.3f B/sample (%d bytes%s), %.0f s after the load", d.Peer, d.BytesPerSample, d.Bytes, detail, d.Seconds)
 	return nil
-}
-
-// awaitVMFlush calls VictoriaMetrics' /internal/force_flush, which makes
-// buffered rows searchable in in-memory parts, and waits until those parts
-// are on disk (-inmemoryDataFlushInterval, 5 s by default): no rows left
-// in storage/inmemory or indexdb/inmemory.
-func (r *httpRun) awaitVMFlush(p *harness.Peer) error {
-	if _, err := get(r.ctx, p, "/internal/force_flush"); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		m, err := get(r.ctx, p, "/metrics")
-		if err != nil {
-			return err
-		}
-		data, ok1 := metricValue(m, `vm_rows{type="storage/inmemory"}`)
-		index, ok2 := metricValue(m, `vm_rows{type="indexdb/inmemory"}`)
-		switch {
-		case !ok1 || !ok2:
-			return fmt.Errorf("%s /metrics has no vm_rows{type=\"storage/inmemory\"} or vm_rows{type=\"indexdb/inmemory\"}", p.Spec.Name)
-		case data == 0 && index == 0:
-			return nil
-		case time.Now().After(deadline):
-			return fmt.Errorf("%s: rows still in memory a minute after /internal/force_flush", p.Spec.Name)
-		}
-		if err := r.sleep(250 * time.Millisecond); err != nil {
-			return err
-		}
-	}
 }
 
 // stableUsage returns harness.DiskUsage(dir) once it has not changed for
@@ -225,7 +195,7 @@ func (r *httpRun) stableUsage(dir string) (int64, map[string]int64, error) {
 			return total, byTop, nil
 		}
 		last = total
-		if err := r.sleep(250 * time.Millisecond); err != nil {
+		if err := harness.Sleep(r.ctx, 250*time.Millisecond); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -234,7 +204,7 @@ func (r *httpRun) stableUsage(dir string) (int64, map[string]int64, error) {
 // blockSamples sums the samples of Aerie's blocks
 // (/api/v1/status/tsdb/blocks).
 func (r *httpRun) blockSamples(p *harness.Peer) (int64, error) {
-	b, err := get(r.ctx, p, "/api/v1/status/tsdb/blocks")
+	b, err := p.Get(r.ctx, "/api/v1/status/tsdb/blocks")
 	if err != nil {
 		return 0, err
 	}
@@ -459,7 +429,7 @@ func (r *httpRun) register(spec harness.PeerSpec, w workload.Workload, enc *enco
 		return res, err
 	}
 	defer r.stopAndRemove(p)
-	if err := r.sleep(settle); err != nil {
+	if err := harness.Sleep(r.ctx, settle); err != nil {
 		return res, err
 	}
 	before, err := p.Stats()
@@ -478,7 +448,7 @@ func (r *httpRun) register(spec harness.PeerSpec, w workload.Workload, enc *enco
 	if err := r.waitCounts(p, w, enc.perName); err != nil {
 		return res, err
 	}
-	if err := r.sleep(settle); err != nil {
+	if err := harness.Sleep(r.ctx, settle); err != nil {
 		return res, err
 	}
 	after, err := p.Stats()
