@@ -9,13 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/tsbs"
 	"github.com/aerie-db/aerie/bench/workload"
+	"golang.org/x/sync/errgroup"
 )
 
 // dashboardPeers are the peers of the dashboard replay (doc.go,
@@ -67,16 +66,10 @@ const (
 	dashMargin = 10 * time.Minute
 )
 
-// panel is one query of the dashboard.
-type panel struct {
-	title string
-	expr  string
-}
-
 // dashboardPanels are the 20 panels: those of a fleet overview of
 // node_exporter hosts (Node Exporter Full's queries over every instance
 // of job="node"), with $__rate_interval written out.
-func dashboardPanels() []panel {
+func dashboardPanels() []DashboardPanel {
 	sel := func(name, extra string) string {
 		if extra != "" {
 			extra = "," + extra
@@ -87,28 +80,28 @@ func dashboardPanels() []panel {
 		return fmt.Sprintf(`%s(%s[%s])`, fn, sel(name, extra), dashRate)
 	}
 	const fs = `fstype!~"tmpfs|vfat"`
-	return []panel{
-		{"CPU busy %", fmt.Sprintf(`100 * (1 - avg by (instance) (%s))`, rate("rate", "node_cpu_seconds_total", `mode="idle"`))},
-		{"CPU by mode", fmt.Sprintf(`sum by (instance, mode) (%s)`, rate("rate", "node_cpu_seconds_total", `mode!="idle"`))},
-		{"CPU by mode, fleet (irate)", fmt.Sprintf(`sum by (mode) (%s)`, rate("irate", "node_cpu_seconds_total", ""))},
-		{"I/O wait %", fmt.Sprintf(`avg by (instance) (%s) * 100`, rate("irate", "node_cpu_seconds_total", `mode="iowait"`))},
-		{"load 1m", sel("node_load1", "")},
-		{"load 15m per CPU", fmt.Sprintf(`%s / on (instance) count by (instance) (%s)`, sel("node_load15", ""), sel("node_cpu_seconds_total", `mode="idle"`))},
-		{"memory used %", fmt.Sprintf(`100 * (1 - %s / %s)`, sel("node_memory_MemAvailable_bytes", ""), sel("node_memory_MemTotal_bytes", ""))},
-		{"memory available", sel("node_memory_MemAvailable_bytes", "")},
-		{"memory used", fmt.Sprintf(`%s - %s - %s - %s`, sel("node_memory_MemTotal_bytes", ""), sel("node_memory_MemFree_bytes", ""),
+	return []DashboardPanel{
+		{Title: "CPU busy %", Expr: fmt.Sprintf(`100 * (1 - avg by (instance) (%s))`, rate("rate", "node_cpu_seconds_total", `mode="idle"`))},
+		{Title: "CPU by mode", Expr: fmt.Sprintf(`sum by (instance, mode) (%s)`, rate("rate", "node_cpu_seconds_total", `mode!="idle"`))},
+		{Title: "CPU by mode, fleet (irate)", Expr: fmt.Sprintf(`sum by (mode) (%s)`, rate("irate", "node_cpu_seconds_total", ""))},
+		{Title: "I/O wait %", Expr: fmt.Sprintf(`avg by (instance) (%s) * 100`, rate("irate", "node_cpu_seconds_total", `mode="iowait"`))},
+		{Title: "load 1m", Expr: sel("node_load1", "")},
+		{Title: "load 15m per CPU", Expr: fmt.Sprintf(`%s / on (instance) count by (instance) (%s)`, sel("node_load15", ""), sel("node_cpu_seconds_total", `mode="idle"`))},
+		{Title: "memory used %", Expr: fmt.Sprintf(`100 * (1 - %s / %s)`, sel("node_memory_MemAvailable_bytes", ""), sel("node_memory_MemTotal_bytes", ""))},
+		{Title: "memory available", Expr: sel("node_memory_MemAvailable_bytes", "")},
+		{Title: "memory used", Expr: fmt.Sprintf(`%s - %s - %s - %s`, sel("node_memory_MemTotal_bytes", ""), sel("node_memory_MemFree_bytes", ""),
 			sel("node_memory_Buffers_bytes", ""), sel("node_memory_Cached_bytes", ""))},
-		{"disk read B/s", rate("rate", "node_disk_read_bytes_total", "")},
-		{"disk written B/s", rate("rate", "node_disk_written_bytes_total", "")},
-		{"disk IOPS", rate("rate", "node_disk_reads_completed_total", "") + " + " + rate("rate", "node_disk_writes_completed_total", "")},
-		{"disk busy", rate("rate", "node_disk_io_time_seconds_total", "")},
-		{"filesystem used %", fmt.Sprintf(`100 - %s * 100 / %s`, sel("node_filesystem_avail_bytes", fs), sel("node_filesystem_size_bytes", fs))},
-		{"network received b/s", rate("rate", "node_network_receive_bytes_total", `device!="lo"`) + " * 8"},
-		{"network transmitted b/s", rate("rate", "node_network_transmit_bytes_total", `device!="lo"`) + " * 8"},
-		{"packets received (irate)", rate("irate", "node_network_receive_packets_total", `device!="lo"`)},
-		{"context switches", rate("rate", "node_context_switches_total", "")},
-		{"interrupts", rate("rate", "node_intr_total", "")},
-		{"TCP connections", sel("node_netstat_Tcp_CurrEstab", "")},
+		{Title: "disk read B/s", Expr: rate("rate", "node_disk_read_bytes_total", "")},
+		{Title: "disk written B/s", Expr: rate("rate", "node_disk_written_bytes_total", "")},
+		{Title: "disk IOPS", Expr: rate("rate", "node_disk_reads_completed_total", "") + " + " + rate("rate", "node_disk_writes_completed_total", "")},
+		{Title: "disk busy", Expr: rate("rate", "node_disk_io_time_seconds_total", "")},
+		{Title: "filesystem used %", Expr: fmt.Sprintf(`100 - %s * 100 / %s`, sel("node_filesystem_avail_bytes", fs), sel("node_filesystem_size_bytes", fs))},
+		{Title: "network received b/s", Expr: rate("rate", "node_network_receive_bytes_total", `device!="lo"`) + " * 8"},
+		{Title: "network transmitted b/s", Expr: rate("rate", "node_network_transmit_bytes_total", `device!="lo"`) + " * 8"},
+		{Title: "packets received (irate)", Expr: rate("irate", "node_network_receive_packets_total", `device!="lo"`)},
+		{Title: "context switches", Expr: rate("rate", "node_context_switches_total", "")},
+		{Title: "interrupts", Expr: rate("rate", "node_intr_total", "")},
+		{Title: "TCP connections", Expr: sel("node_netstat_Tcp_CurrEstab", "")},
 	}
 }
 
@@ -127,10 +120,10 @@ func refreshEnds(dataEnd int64, n int) []int64 {
 }
 
 // refreshQueries returns the panels' queries of the refresh ending at end.
-func refreshQueries(panels []panel, end int64) []query {
+func refreshQueries(panels []DashboardPanel, end int64) []query {
 	qs := make([]query, len(panels))
 	for i, p := range panels {
-		qs[i] = query{Query: tsbs.Query{Expr: p.expr, Start: end - dashRange.Milliseconds(), End: end, Step: dashStep}, gzip: true}
+		qs[i] = query{Query: tsbs.Query{Expr: p.Expr, Start: end - dashRange.Milliseconds(), End: end, Step: dashStep}, gzip: true}
 	}
 	return qs
 }
@@ -285,10 +278,8 @@ type peerRun struct {
 // fills rep. It returns an error wrapping ErrMismatch if Aerie's answers
 // with and without its cache differ, or any other error that stopped it.
 func (r *runner) replay(srv map[string]*harness.Peer, n int, rep *DashboardReport) error {
-	panels := dashboardPanels()
-	for _, p := range panels {
-		rep.Panels = append(rep.Panels, DashboardPanel{Title: p.title, Expr: p.expr})
-	}
+	rep.Panels = dashboardPanels()
+	panels := rep.Panels
 	ends := refreshEnds(r.w.MaxTime(), n)
 	rep.Config["data_end"] = time.UnixMilli(ends[n-1]).UTC().Format(time.RFC3339)
 	rep.Config["replay_start_lag"] = time.Since(time.UnixMilli(ends[n-1])).Round(time.Second).String()
@@ -346,22 +337,22 @@ func (r *runner) replay(srv map[string]*harness.Peer, n int, rep *DashboardRepor
 			rep.Compared++
 			if msg := compareBytes(on, off); msg != "" {
 				mismatches = append(mismatches, fmt.Sprintf("refresh %d, panel %q: %s, start=%s end=%s step=%gs: %s",
-					k+1, panels[i].title, q.Expr, promTime(q.Start), promTime(q.End), q.Step.Seconds(), msg))
+					k+1, panels[i].Title, q.Expr, promTime(q.Start), promTime(q.End), q.Step.Seconds(), msg))
 			}
 			ro, err := parseResult(off)
 			if err != nil {
 				mismatches = append(mismatches, fmt.Sprintf("refresh %d, panel %q: %s, start=%s end=%s: %s answered: %v",
-					k+1, panels[i].title, q.Expr, promTime(q.Start), promTime(q.End), aerieOff, err))
+					k+1, panels[i].Title, q.Expr, promTime(q.Start), promTime(q.End), aerieOff, err))
 				continue
 			}
 			rv, err := parseResult(v)
 			vmSeries := -1
 			if err != nil {
-				seriesDiffs.add(fmt.Sprintf("panel %q: vm answered: %v", panels[i].title, err))
+				seriesDiffs.add(fmt.Sprintf("panel %q: vm answered: %v", panels[i].Title, err))
 			} else {
 				vmSeries = len(rv.series)
 				if vmSeries != len(ro.series) {
-					seriesDiffs.add(fmt.Sprintf("panel %q: %d series from Aerie, %d from vm", panels[i].title, len(ro.series), vmSeries))
+					seriesDiffs.add(fmt.Sprintf("panel %q: %d series from Aerie, %d from vm", panels[i].Title, len(ro.series), vmSeries))
 				}
 			}
 			rep.Panels[i].AerieSeries, rep.Panels[i].VMSeries = len(ro.series), vmSeries
@@ -418,40 +409,19 @@ func (r *runner) replay(srv map[string]*harness.Peer, n int, rep *DashboardRepor
 func (r *runner) refresh(s *harness.Peer, qs []query) ([][]byte, []time.Duration, time.Duration, error) {
 	bodies := make([][]byte, len(qs))
 	lat := make([]time.Duration, len(qs))
-	var (
-		next  atomic.Int64
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
+	var g errgroup.Group
+	g.SetLimit(dashClients)
 	t0 := time.Now()
-	for range min(dashClients, len(qs)) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(qs) {
-					return
-				}
-				b, d, err := promQuery(r.ctx, s, qs[i])
-				if err != nil {
-					mu.Lock()
-					first = cmp.Or(first, err)
-					mu.Unlock()
-					return
-				}
-				bodies[i], lat[i] = b, d
-			}
+	for i, q := range qs {
+		g.Go(func() (err error) {
+			bodies[i], lat[i], err = promQuery(r.ctx, s, q)
+			return err
 		})
 	}
-	wg.Wait()
-	wall := time.Since(t0)
-	if first != nil {
-		if err := s.Alive(); err != nil {
-			return nil, nil, 0, err
-		}
-		return nil, nil, 0, first
+	if err := g.Wait(); err != nil {
+		return nil, nil, 0, cmp.Or(s.Alive(), err)
 	}
-	return bodies, lat, wall, nil
+	return bodies, lat, time.Since(t0), nil
 }
 
 // compareBytes returns "" if got equals want byte for byte, or where the

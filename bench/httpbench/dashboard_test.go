@@ -33,15 +33,15 @@ func TestDashboardPanels(t *testing.T) {
 		t.Fatalf("%d panels, want 20", len(panels))
 	}
 	for _, p := range panels {
-		expr, err := parser.ParseExpr(p.expr)
+		expr, err := parser.ParseExpr(p.Expr)
 		if err != nil {
-			t.Errorf("panel %q: %v", p.title, err)
+			t.Errorf("panel %q: %v", p.Title, err)
 			continue
 		}
 		for _, vs := range parser.ExtractSelectors(expr) {
 			for _, m := range vs {
 				if m.Name == labels.MetricName && !names[m.Value] {
-					t.Errorf("panel %q selects %s, which the node workload does not write", p.title, m.Value)
+					t.Errorf("panel %q selects %s, which the node workload does not write", p.Title, m.Value)
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 package httpbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -10,13 +11,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/tsbs"
 	"github.com/aerie-db/aerie/bench/workload"
+	"golang.org/x/sync/errgroup"
 )
 
 // Peer names.
@@ -170,33 +171,25 @@ func (r *runner) measureLoad(p *harness.Peer, enc *encoded, res *IngestResult) e
 // send writes every request of enc to p from n clients and returns the
 // retries.
 func (r *runner) send(p *harness.Peer, enc *encoded, n int) (int, error) {
-	ctx, cancel := context.WithCancel(r.ctx)
-	defer cancel()
-	var (
-		wg      sync.WaitGroup
-		once    sync.Once
-		first   error
-		retries atomic.Int64
-	)
+	g, ctx := errgroup.WithContext(r.ctx)
+	var retries atomic.Int64
 	for c := range n {
-		wg.Go(func() {
+		g.Go(func() error {
 			for _, b := range enc.clientBodies(c, n) {
 				k, err := write(ctx, p, enc.protocol, b.data)
 				retries.Add(int64(k))
 				if err != nil {
-					once.Do(func() { first = err; cancel() })
-					return
+					return err
 				}
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	if first != nil {
-		if err := p.Alive(); err != nil {
-			return int(retries.Load()), err
-		}
+	err := g.Wait()
+	if err != nil {
+		err = cmp.Or(p.Alive(), err) // a failed request to a peer that died: its log
 	}
-	return int(retries.Load()), first
+	return int(retries.Load()), err
 }
 
 // countTimeout bounds the wait for written samples to become visible.

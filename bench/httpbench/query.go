@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aerie-db/aerie/bench/tsbs"
+	"github.com/prometheus/prometheus/model/labels"
 )
 
 // query is one request to the query API: an instance of a pattern, a
@@ -39,7 +40,7 @@ type result struct {
 }
 
 type series struct {
-	labels map[string]string
+	labels labels.Labels
 	points []point
 }
 
@@ -80,10 +81,7 @@ func parseResult(b []byte) (result, error) {
 		return result{}, fmt.Errorf("result type %q, want matrix or vector", res.typ)
 	}
 	for _, r := range resp.Data.Result {
-		s := series{labels: r.Metric}
-		if s.labels == nil {
-			s.labels = map[string]string{}
-		}
+		s := series{labels: labels.FromMap(r.Metric)}
 		vals := r.Values
 		if r.Value != nil {
 			vals = append(vals, *r.Value)
@@ -174,10 +172,10 @@ type keyedSeries struct {
 func keyed(r result, dropName bool) []keyedSeries {
 	out := make([]keyedSeries, 0, len(r.series))
 	for _, s := range r.series {
-		ks := keyedSeries{full: labelString(s.labels, ""), points: s.points}
+		ks := keyedSeries{full: s.labels.StringNoSpace(), points: s.points}
 		ks.key = ks.full
 		if dropName {
-			ks.key = labelString(s.labels, "__name__")
+			ks.key = s.labels.DropReserved(func(n string) bool { return n == labels.MetricName }).StringNoSpace()
 		}
 		out = append(out, ks)
 	}
@@ -188,27 +186,6 @@ func keyed(r result, dropName bool) []keyedSeries {
 		return strings.Compare(x.full, y.full)
 	})
 	return out
-}
-
-// labelString formats labels as {a="x",b="y"}, sorted, without skip.
-func labelString(ls map[string]string, skip string) string {
-	names := make([]string, 0, len(ls))
-	for n := range ls {
-		if n != skip {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	var sb strings.Builder
-	sb.WriteByte('{')
-	for i, n := range names {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		fmt.Fprintf(&sb, "%s=%q", n, ls[n])
-	}
-	sb.WriteByte('}')
-	return sb.String()
 }
 
 // points returns the number of points of r.

@@ -3,6 +3,8 @@ package httpbench
 import (
 	"strings"
 	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
 )
 
 func TestParseResult(t *testing.T) {
@@ -14,10 +16,10 @@ func TestParseResult(t *testing.T) {
 	}{
 		{name: "matrix",
 			body: `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"a","h":"x"},"values":[[1700000000,"1"],[1700000000.5,"2.5"]]}]}}`,
-			want: result{typ: "matrix", series: []series{{labels: map[string]string{"__name__": "a", "h": "x"}, points: []point{{1700000000000, 1}, {1700000000500, 2.5}}}}}},
+			want: result{typ: "matrix", series: []series{{labels: labels.FromStrings("__name__", "a", "h", "x"), points: []point{{1700000000000, 1}, {1700000000500, 2.5}}}}}},
 		{name: "vector, no labels, VM's stats",
 			body: `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000.123,"NaN"]}]},"stats":{"seriesFetched": "3"}}`,
-			want: result{typ: "vector", series: []series{{labels: map[string]string{}, points: []point{{1700000000123, nan}}}}}},
+			want: result{typ: "vector", series: []series{{labels: labels.EmptyLabels(), points: []point{{1700000000123, nan}}}}}},
 		{name: "empty", body: `{"status":"success","data":{"resultType":"matrix","result":[]}}`, want: result{typ: "matrix"}},
 		{name: "error answer", body: `{"status":"error","errorType":"execution","error":"vector cannot contain metrics with the same labelset"}`,
 			wantErr: "execution: vector cannot contain", apiErr: true},
@@ -48,11 +50,7 @@ var nan = func() float64 { z := 0.0; return z / z }()
 
 func TestCompare(t *testing.T) {
 	s := func(v float64, ls ...string) series {
-		m := map[string]string{}
-		for i := 0; i+1 < len(ls); i += 2 {
-			m[ls[i]] = ls[i+1]
-		}
-		return series{labels: m, points: []point{{1000, v}, {2000, v + 1}}}
+		return series{labels: labels.FromStrings(ls...), points: []point{{1000, v}, {2000, v + 1}}}
 	}
 	m := func(ss ...series) result { return result{typ: "matrix", series: ss} }
 	for _, tc := range []struct {
@@ -71,8 +69,8 @@ func TestCompare(t *testing.T) {
 		{"other label", m(s(1, "h", "a")), m(s(1, "h", "b")), differ, "series 0"},
 		{"series count", m(s(1, "h", "a")), m(s(1, "h", "a"), s(1, "h", "b")), differ, "1 series vs 2"},
 		{"type", m(s(1)), result{typ: "vector", series: []series{s(1)}}, differ, "matrix vs vector"},
-		{"timestamps", m(s(1)), m(series{labels: map[string]string{}, points: []point{{1000, 1}, {3000, 2}}}), differ, "point 1"},
-		{"points", m(s(1)), m(series{labels: map[string]string{}, points: []point{{1000, 1}}}), differ, "2 points vs 1"},
+		{"timestamps", m(s(1)), m(series{labels: labels.EmptyLabels(), points: []point{{1000, 1}, {3000, 2}}}), differ, "point 1"},
+		{"points", m(s(1)), m(series{labels: labels.EmptyLabels(), points: []point{{1000, 1}}}), differ, "2 points vs 1"},
 	} {
 		v, msg := compare(tc.a, tc.b)
 		if v != tc.verdict || !strings.Contains(msg, tc.msg) {
