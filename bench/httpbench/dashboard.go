@@ -157,9 +157,10 @@ func (cfg *DashboardConfig) check() (DashboardScale, error) {
 
 // RunDashboard replays a Grafana dashboard against Aerie with its results
 // cache off and on and against VictoriaMetrics (doc.go, "Dashboard
-// replay"). If an answer of Aerie with the cache differs from Aerie's
-// without, it returns the report and an error wrapping ErrMismatch.
-func RunDashboard(ctx context.Context, cfg DashboardConfig) (*DashboardReport, error) {
+// replay") and returns its *DashboardReport. If an answer of Aerie with
+// the cache differs from Aerie's without, it returns the report and an
+// error wrapping ErrMismatch.
+func RunDashboard(ctx context.Context, cfg DashboardConfig) (harness.Report, error) {
 	sc, err := cfg.check()
 	if err != nil {
 		return nil, err

@@ -30,9 +30,9 @@ type httpRun struct {
 }
 
 // Run measures Aerie's server against VictoriaMetrics over HTTP on
-// loopback (doc.go). A run whose servers disagree on an answer returns the
-// report and an error wrapping ErrMismatch.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+// loopback (doc.go) and returns its *Report. A run whose servers disagree
+// on an answer returns the report and an error wrapping ErrMismatch.
+func Run(ctx context.Context, cfg Config) (harness.Report, error) {
 	sc, err := cfg.check()
 	if err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ VictoriaMetrics before. See bench/httpbench/doc.go.`,
 		f.IntVar(&cfg.Series, "series", 0, "new series of the cardinality phase (default: the scale's)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
 			cfg.Options = o
-			return report(Run(ctx, cfg))
+			return Run(ctx, cfg)
 		}
 	},
 }
@@ -64,21 +64,9 @@ without it, or the command fails. See bench/httpbench/doc.go.`,
 		f.StringVar(&cfg.VM, "vm", "", "the victoria-metrics binary (default: victoria-metrics in --peers)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
 			cfg.Options = o
-			return report(RunDashboard(ctx, cfg))
+			return RunDashboard(ctx, cfg)
 		}
 	},
-}
-
-// report is a run's outcome as a harness.Run returns it: no report (not
-// a nil pointer in an interface) or the report with ErrMismatch.
-func report[R any, P interface {
-	*R
-	harness.Report
-}](rep P, err error) (harness.Report, error) {
-	if rep == nil {
-		return nil, err
-	}
-	return rep, err
 }
 
 // Config is one `aerie bench http` run.
