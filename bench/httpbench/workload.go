@@ -1,6 +1,7 @@
 package httpbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -37,7 +38,7 @@ VictoriaMetrics before. See bench/httpbench/doc.go.`,
 		f.IntVar(&cfg.Repeats, "repeats", 0, "timed runs of each instance per server (default: the scale's)")
 		f.IntVar(&cfg.Series, "series", 0, "new series of the cardinality phase (default: the scale's)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
-			cfg.Options = o
+			cfg.Options, cfg.VM = o, cmp.Or(cfg.VM, o.Peer("victoria-metrics"))
 			return Run(ctx, cfg)
 		}
 	},
@@ -63,7 +64,7 @@ without it, or the command fails. See bench/httpbench/doc.go.`,
 		f.IntVar(&cfg.Refreshes, "refreshes", 0, "dashboard refreshes to replay (default: the scale's)")
 		f.StringVar(&cfg.VM, "vm", "", "the victoria-metrics binary (default: victoria-metrics in --peers)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
-			cfg.Options = o
+			cfg.Options, cfg.VM = o, cmp.Or(cfg.VM, o.Peer("victoria-metrics"))
 			return RunDashboard(ctx, cfg)
 		}
 	},
