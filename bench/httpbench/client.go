@@ -1,7 +1,6 @@
 package httpbench
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // httpClient is shared by every client goroutine: keep-alive connections,
@@ -29,9 +30,9 @@ var httpClient = &http.Client{
 // maxRetries bounds the retries of a write answered 429 or 503.
 const maxRetries = 20
 
-// write sends one request body of protocol to s and returns the retries
+// write sends one request body of protocol to p and returns the retries
 // it took (429 and 503 are retried after Retry-After or 100 ms).
-func write(ctx context.Context, s *server, protocol string, b []byte) (int, error) {
+func write(ctx context.Context, p *harness.Peer, protocol string, b []byte) (int, error) {
 	path, hdr := "/write?precision=ms", map[string]string{"Content-Type": "text/plain; charset=utf-8"}
 	if protocol == remoteWrite {
 		path, hdr = "/api/v1/write", map[string]string{
@@ -41,7 +42,7 @@ func write(ctx context.Context, s *server, protocol string, b []byte) (int, erro
 		}
 	}
 	for retries := 0; ; retries++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url(path), bytes.NewReader(b))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL(path), bytes.NewReader(b))
 		if err != nil {
 			return retries, err
 		}
@@ -50,7 +51,7 @@ func write(ctx context.Context, s *server, protocol string, b []byte) (int, erro
 		}
 		resp, err := httpClient.Do(req)
 		if err != nil {
-			return retries, fmt.Errorf("%s %s: %w", s.spec.name, path, err)
+			return retries, fmt.Errorf("%s %s: %w", p.Spec.Name, path, err)
 		}
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		io.Copy(io.Discard, resp.Body)
@@ -69,50 +70,29 @@ func write(ctx context.Context, s *server, protocol string, b []byte) (int, erro
 			case <-time.After(wait):
 			}
 		default:
-			return retries, fmt.Errorf("%s %s: HTTP %d: %s", s.spec.name, path, resp.StatusCode, strings.TrimSpace(string(msg)))
+			return retries, fmt.Errorf("%s %s: HTTP %d: %s", p.Spec.Name, path, resp.StatusCode, strings.TrimSpace(string(msg)))
 		}
 	}
 }
 
-// get fetches a path of s and returns the body of a 200 answer.
-func get(ctx context.Context, s *server, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url(path), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", s.spec.name, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", s.spec.name, path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s %s: HTTP %d: %s", s.spec.name, path, resp.StatusCode, strings.TrimSpace(string(b[:min(len(b), 500)])))
-	}
-	return b, nil
-}
-
-// promQuery runs q over the Prometheus HTTP API of s and returns the
+// promQuery runs q over the Prometheus HTTP API of p and returns the
 // answer's body (whatever its status) and the time from sending the
 // request to reading the last byte of the answer.
-func promQuery(ctx context.Context, s *server, q query) ([]byte, time.Duration, error) {
-	form := url.Values{"query": {q.expr}}
+func promQuery(ctx context.Context, p *harness.Peer, q query) ([]byte, time.Duration, error) {
+	form := url.Values{"query": {q.Expr}}
 	if q.nocache {
 		form.Set("nocache", "1")
 	}
 	path := "/api/v1/query"
-	if q.instant {
-		form.Set("time", promTime(q.start))
+	if q.Instant {
+		form.Set("time", promTime(q.Start))
 	} else {
 		path = "/api/v1/query_range"
-		form.Set("start", promTime(q.start))
-		form.Set("end", promTime(q.end))
-		form.Set("step", strconv.FormatFloat(q.step.Seconds(), 'f', -1, 64))
+		form.Set("start", promTime(q.Start))
+		form.Set("end", promTime(q.End))
+		form.Set("step", strconv.FormatFloat(q.Step.Seconds(), 'f', -1, 64))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url(path), strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL(path), strings.NewReader(form.Encode()))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -123,17 +103,17 @@ func promQuery(ctx context.Context, s *server, q query) ([]byte, time.Duration, 
 	t0 := time.Now()
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s %s: %w", s.spec.name, path, err)
+		return nil, 0, fmt.Errorf("%s %s: %w", p.Spec.Name, path, err)
 	}
 	b, err := io.ReadAll(resp.Body)
 	d := time.Since(t0)
 	resp.Body.Close()
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s %s: %w", s.spec.name, path, err)
+		return nil, 0, fmt.Errorf("%s %s: %w", p.Spec.Name, path, err)
 	}
 	if resp.Header.Get("Content-Encoding") == "gzip" { // after the clock: the client's work
 		if b, err = gunzip(b); err != nil {
-			return nil, 0, fmt.Errorf("%s %s: gzip answer: %w", s.spec.name, path, err)
+			return nil, 0, fmt.Errorf("%s %s: gzip answer: %w", p.Spec.Name, path, err)
 		}
 	}
 	return b, d, nil
@@ -150,22 +130,4 @@ func gunzip(b []byte) ([]byte, error) {
 // promTime formats ms as the API's seconds.
 func promTime(ms int64) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64)
-}
-
-// metricValue returns the value of a series of a Prometheus text
-// exposition (a server's /metrics), named as exposed (with its labels in
-// their order), or false if there is none.
-func metricValue(exposition []byte, name string) (float64, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(exposition))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, name+" ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		return v, err == nil
-	}
-	return 0, false
 }

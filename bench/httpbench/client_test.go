@@ -8,16 +8,19 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/aerie-db/aerie/bench/harness"
+	"github.com/aerie-db/aerie/bench/tsbs"
 )
 
 // fakeServer serves h as a peer named "fake".
-func fakeServer(t *testing.T, h http.HandlerFunc) *server {
+func fakeServer(t *testing.T, h http.HandlerFunc) *harness.Peer {
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
 		httpClient.CloseIdleConnections()
 		ts.Close()
 	})
-	return &server{spec: peerSpec{name: "fake"}, addr: strings.TrimPrefix(ts.URL, "http://")}
+	return &harness.Peer{Spec: harness.PeerSpec{Name: "fake"}, Addrs: []string{strings.TrimPrefix(ts.URL, "http://")}}
 }
 
 func TestWrite(t *testing.T) {
@@ -59,28 +62,15 @@ func TestPromQuery(t *testing.T) {
 		io.WriteString(w, r.URL.Path+" "+r.Form.Encode())
 	})
 	ctx := context.Background()
-	b, d, err := promQuery(ctx, s, query{expr: "up", start: 1_700_000_000_000, end: 1_700_000_360_500, step: 300_000_000_000})
+	b, d, err := promQuery(ctx, s, query{Query: tsbs.Query{Expr: "up", Start: 1_700_000_000_000, End: 1_700_000_360_500, Step: 300_000_000_000}})
 	if err != nil || d <= 0 {
 		t.Fatal(err, d)
 	}
 	if want := "/api/v1/query_range end=1700000360.500&query=up&start=1700000000.000&step=300"; string(b) != want {
 		t.Fatalf("%s, want %s", b, want)
 	}
-	b, _, err = promQuery(ctx, s, query{expr: "up", start: 1_700_000_000_001, instant: true, nocache: true})
+	b, _, err = promQuery(ctx, s, query{Query: tsbs.Query{Expr: "up", Start: 1_700_000_000_001, Instant: true}, nocache: true})
 	if want := "/api/v1/query nocache=1&query=up&time=1700000000.001"; err != nil || string(b) != want {
 		t.Fatalf("%s, %v; want %s", b, err, want)
-	}
-}
-
-func TestMetricValue(t *testing.T) {
-	m := []byte("# HELP aerie_flush_groups x\naerie_flush_groups_done 3\naerie_flush_groups 7\naerie_flushes_total{x=\"y\"} 2\naerie_flushes_total 1e+01\nvm_rows{type=\"storage/inmemory\"} 0\n")
-	for _, tc := range []struct {
-		name string
-		want float64
-		ok   bool
-	}{{"aerie_flush_groups", 7, true}, {"aerie_flush_groups_done", 3, true}, {"aerie_flushes_total", 10, true}, {"aerie_blocks", 0, false}, {`vm_rows{type="storage/inmemory"}`, 0, true}} {
-		if v, ok := metricValue(m, tc.name); v != tc.want || ok != tc.ok {
-			t.Errorf("metricValue(%s) = %v, %v; want %v, %v", tc.name, v, ok, tc.want, tc.ok)
-		}
 	}
 }

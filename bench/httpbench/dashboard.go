@@ -6,35 +6,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/aerie-db/aerie/bench/harness"
+	"github.com/aerie-db/aerie/bench/tsbs"
 	"github.com/aerie-db/aerie/bench/workload"
+	"golang.org/x/sync/errgroup"
 )
 
-// Peers of the dashboard replay (doc.go, "Dashboard replay"), besides vm.
-const (
-	aerieOff = "aerie-off" // results cache off: aerie.cache.results.enabled: false
-	aerieOn  = "aerie-on"  // results cache on, as by default
-)
-
-// dashboardPeers in the order of the report.
+// dashboardPeers are the peers of the dashboard replay (doc.go,
+// "Dashboard replay") in the order of the report.
 var dashboardPeers = []string{aerieOff, aerieOn, vm}
 
 // DashboardConfig is one `aerie bench dashboard` run.
 type DashboardConfig struct {
-	Scale     string // small or medium
-	Aerie     string // the aerie binary ("" → this executable)
-	VM        string // the victoria-metrics binary ("" → ../shared/peers/victoria-metrics from the repository root)
-	Dir       string // scratch directory ("" → a temporary one, removed after)
-	Seed      int64
-	Refreshes int // 0 → the scale's
-	Log       io.Writer
+	harness.Options
+	VM        string // the victoria-metrics binary
+	Refreshes int    // 0 → the scale's
 }
 
 // DashboardScale sizes a replay.
@@ -75,16 +66,10 @@ const (
 	dashMargin = 10 * time.Minute
 )
 
-// panel is one query of the dashboard.
-type panel struct {
-	title string
-	expr  string
-}
-
 // dashboardPanels are the 20 panels: those of a fleet overview of
 // node_exporter hosts (Node Exporter Full's queries over every instance
 // of job="node"), with $__rate_interval written out.
-func dashboardPanels() []panel {
+func dashboardPanels() []DashboardPanel {
 	sel := func(name, extra string) string {
 		if extra != "" {
 			extra = "," + extra
@@ -95,28 +80,28 @@ func dashboardPanels() []panel {
 		return fmt.Sprintf(`%s(%s[%s])`, fn, sel(name, extra), dashRate)
 	}
 	const fs = `fstype!~"tmpfs|vfat"`
-	return []panel{
-		{"CPU busy %", fmt.Sprintf(`100 * (1 - avg by (instance) (%s))`, rate("rate", "node_cpu_seconds_total", `mode="idle"`))},
-		{"CPU by mode", fmt.Sprintf(`sum by (instance, mode) (%s)`, rate("rate", "node_cpu_seconds_total", `mode!="idle"`))},
-		{"CPU by mode, fleet (irate)", fmt.Sprintf(`sum by (mode) (%s)`, rate("irate", "node_cpu_seconds_total", ""))},
-		{"I/O wait %", fmt.Sprintf(`avg by (instance) (%s) * 100`, rate("irate", "node_cpu_seconds_total", `mode="iowait"`))},
-		{"load 1m", sel("node_load1", "")},
-		{"load 15m per CPU", fmt.Sprintf(`%s / on (instance) count by (instance) (%s)`, sel("node_load15", ""), sel("node_cpu_seconds_total", `mode="idle"`))},
-		{"memory used %", fmt.Sprintf(`100 * (1 - %s / %s)`, sel("node_memory_MemAvailable_bytes", ""), sel("node_memory_MemTotal_bytes", ""))},
-		{"memory available", sel("node_memory_MemAvailable_bytes", "")},
-		{"memory used", fmt.Sprintf(`%s - %s - %s - %s`, sel("node_memory_MemTotal_bytes", ""), sel("node_memory_MemFree_bytes", ""),
+	return []DashboardPanel{
+		{Title: "CPU busy %", Expr: fmt.Sprintf(`100 * (1 - avg by (instance) (%s))`, rate("rate", "node_cpu_seconds_total", `mode="idle"`))},
+		{Title: "CPU by mode", Expr: fmt.Sprintf(`sum by (instance, mode) (%s)`, rate("rate", "node_cpu_seconds_total", `mode!="idle"`))},
+		{Title: "CPU by mode, fleet (irate)", Expr: fmt.Sprintf(`sum by (mode) (%s)`, rate("irate", "node_cpu_seconds_total", ""))},
+		{Title: "I/O wait %", Expr: fmt.Sprintf(`avg by (instance) (%s) * 100`, rate("irate", "node_cpu_seconds_total", `mode="iowait"`))},
+		{Title: "load 1m", Expr: sel("node_load1", "")},
+		{Title: "load 15m per CPU", Expr: fmt.Sprintf(`%s / on (instance) count by (instance) (%s)`, sel("node_load15", ""), sel("node_cpu_seconds_total", `mode="idle"`))},
+		{Title: "memory used %", Expr: fmt.Sprintf(`100 * (1 - %s / %s)`, sel("node_memory_MemAvailable_bytes", ""), sel("node_memory_MemTotal_bytes", ""))},
+		{Title: "memory available", Expr: sel("node_memory_MemAvailable_bytes", "")},
+		{Title: "memory used", Expr: fmt.Sprintf(`%s - %s - %s - %s`, sel("node_memory_MemTotal_bytes", ""), sel("node_memory_MemFree_bytes", ""),
 			sel("node_memory_Buffers_bytes", ""), sel("node_memory_Cached_bytes", ""))},
-		{"disk read B/s", rate("rate", "node_disk_read_bytes_total", "")},
-		{"disk written B/s", rate("rate", "node_disk_written_bytes_total", "")},
-		{"disk IOPS", rate("rate", "node_disk_reads_completed_total", "") + " + " + rate("rate", "node_disk_writes_completed_total", "")},
-		{"disk busy", rate("rate", "node_disk_io_time_seconds_total", "")},
-		{"filesystem used %", fmt.Sprintf(`100 - %s * 100 / %s`, sel("node_filesystem_avail_bytes", fs), sel("node_filesystem_size_bytes", fs))},
-		{"network received b/s", rate("rate", "node_network_receive_bytes_total", `device!="lo"`) + " * 8"},
-		{"network transmitted b/s", rate("rate", "node_network_transmit_bytes_total", `device!="lo"`) + " * 8"},
-		{"packets received (irate)", rate("irate", "node_network_receive_packets_total", `device!="lo"`)},
-		{"context switches", rate("rate", "node_context_switches_total", "")},
-		{"interrupts", rate("rate", "node_intr_total", "")},
-		{"TCP connections", sel("node_netstat_Tcp_CurrEstab", "")},
+		{Title: "disk read B/s", Expr: rate("rate", "node_disk_read_bytes_total", "")},
+		{Title: "disk written B/s", Expr: rate("rate", "node_disk_written_bytes_total", "")},
+		{Title: "disk IOPS", Expr: rate("rate", "node_disk_reads_completed_total", "") + " + " + rate("rate", "node_disk_writes_completed_total", "")},
+		{Title: "disk busy", Expr: rate("rate", "node_disk_io_time_seconds_total", "")},
+		{Title: "filesystem used %", Expr: fmt.Sprintf(`100 - %s * 100 / %s`, sel("node_filesystem_avail_bytes", fs), sel("node_filesystem_size_bytes", fs))},
+		{Title: "network received b/s", Expr: rate("rate", "node_network_receive_bytes_total", `device!="lo"`) + " * 8"},
+		{Title: "network transmitted b/s", Expr: rate("rate", "node_network_transmit_bytes_total", `device!="lo"`) + " * 8"},
+		{Title: "packets received (irate)", Expr: rate("irate", "node_network_receive_packets_total", `device!="lo"`)},
+		{Title: "context switches", Expr: rate("rate", "node_context_switches_total", "")},
+		{Title: "interrupts", Expr: rate("rate", "node_intr_total", "")},
+		{Title: "TCP connections", Expr: sel("node_netstat_Tcp_CurrEstab", "")},
 	}
 }
 
@@ -125,36 +110,22 @@ func dashboardPanels() []panel {
 // Grafana aligns its ranges (start and end floored to the step).
 func refreshEnds(dataEnd int64, n int) []int64 {
 	step := dashStep.Milliseconds()
-	tEnd := dataEnd - mod(dataEnd, step)
+	tEnd := dataEnd - tsbs.Mod(dataEnd, step)
 	ends := make([]int64, n)
 	for k := 1; k <= n; k++ {
 		e := tEnd - int64(n-k)*dashRefresh.Milliseconds()
-		ends[k-1] = e - mod(e, step)
+		ends[k-1] = e - tsbs.Mod(e, step)
 	}
 	return ends
 }
 
 // refreshQueries returns the panels' queries of the refresh ending at end.
-func refreshQueries(panels []panel, end int64) []query {
+func refreshQueries(panels []DashboardPanel, end int64) []query {
 	qs := make([]query, len(panels))
 	for i, p := range panels {
-		qs[i] = query{expr: p.expr, start: end - dashRange.Milliseconds(), end: end, step: dashStep, gzip: true}
+		qs[i] = query{Query: tsbs.Query{Expr: p.Expr, Start: end - dashRange.Milliseconds(), End: end, Step: dashStep}, gzip: true}
 	}
 	return qs
-}
-
-// aerieConfigSpec is Aerie named name, with --config.file=configFile
-// unless it is "".
-func aerieConfigSpec(bin, name, configFile string) peerSpec {
-	sp := aerieSpec(bin)
-	sp.name = name
-	if configFile != "" {
-		base := sp.args
-		sp.args = func(dir, addr string) []string {
-			return append(base(dir, addr), "--config.file="+configFile)
-		}
-	}
-	return sp
 }
 
 // aerieOffConfig turns the results cache off.
@@ -181,58 +152,43 @@ func (cfg *DashboardConfig) check() (DashboardScale, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = 1
 	}
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
 	return sc, nil
 }
 
 // RunDashboard replays a Grafana dashboard against Aerie with its results
 // cache off and on and against VictoriaMetrics (doc.go, "Dashboard
-// replay"). If an answer of Aerie with the cache differs from Aerie's
-// without, it returns the report and an error wrapping ErrMismatch.
-func RunDashboard(ctx context.Context, cfg DashboardConfig) (*DashboardReport, error) {
+// replay") and returns its *DashboardReport. If an answer of Aerie with
+// the cache differs from Aerie's without, it returns the report and an
+// error wrapping ErrMismatch.
+func RunDashboard(ctx context.Context, cfg DashboardConfig) (harness.Report, error) {
 	sc, err := cfg.check()
 	if err != nil {
 		return nil, err
 	}
-	hcfg := Config{Workload: "node", Scale: sc.Name, Aerie: cfg.Aerie, VM: cfg.VM, Dir: cfg.Dir, Seed: cfg.Seed,
-		Clients: []int{dashLoadClients}, RWBatch: defaultRWBatch, Log: cfg.Log}
-	r, cleanup, err := newRunner(ctx, hcfg, Scale{Name: sc.Name}, "aerie-bench-dashboard-")
+	r, cleanup, err := newRunner(ctx, &cfg.Options, cfg.VM, "aerie-bench-dashboard-")
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	cfg.Aerie, cfg.VM = r.cfg.Aerie, r.cfg.VM
 	t0 := time.Now()
+	rep := &DashboardReport{Header: harness.NewHeader(DashboardKind, sc.Name)}
 
 	// The data end at the wall clock's now, as a live dashboard's do.
 	span := dashRange + time.Duration(sc.Refreshes)*dashRefresh + dashMargin
 	interval := (15 * time.Second).Milliseconds()
 	start := t0.Add(-span).UnixMilli()
-	start -= mod(start, interval)
+	start -= tsbs.Mod(start, interval)
 	if r.w, err = workload.New("node", workload.Spec{Targets: sc.Targets, Duration: span, Start: start, Seed: cfg.Seed}); err != nil {
 		return nil, err
 	}
-	r.prof = nodeProfile
 	offConfig := filepath.Join(r.root, "aerie-off.yml")
 	if err := os.WriteFile(offConfig, []byte(aerieOffConfig), 0o644); err != nil {
 		return nil, err
 	}
-	specs := map[string]peerSpec{
-		aerieOff: aerieConfigSpec(cfg.Aerie, aerieOff, offConfig),
-		aerieOn:  aerieConfigSpec(cfg.Aerie, aerieOn, ""),
-		vm:       vmSpec(cfg.VM, false),
-	}
-	rep := newDashboardReport(cfg, sc, r.w)
-	for _, p := range dashboardPeers {
-		v := rep.Commit
-		if p == vm {
-			v = vmVersion(cfg.VM)
-		}
-		rep.Peers = append(rep.Peers, Peer{Name: p, Version: v, Args: specs[p].args("DIR", "127.0.0.1:PORT")})
-	}
-	rep.Config["loadavg_start"] = loadavg()
+	specs := []harness.PeerSpec{aerieSpec(cfg.Aerie, aerieOff, "--config.file="+offConfig), aerieSpec(cfg.Aerie, aerieOn), vmSpec(cfg.VM, vm)}
+	rep.fill(cfg, sc, r.w)
+	rep.Peers = describe(rep.Commit, cfg.VM, specs...)
+	rep.Config["loadavg_start"] = harness.LoadAvg()
 
 	enc, err := encodeWorkload(r.w, remoteWrite, dashLoadClients, defaultRWBatch)
 	if err != nil {
@@ -240,16 +196,16 @@ func RunDashboard(ctx context.Context, cfg DashboardConfig) (*DashboardReport, e
 	}
 	rep.Samples = enc.samples
 	r.logf("dashboard: %d targets, %d samples up to now, loading into %v (remote write, %d clients)", sc.Targets, enc.samples, dashboardPeers, dashLoadClients)
-	srv := map[string]*server{}
-	for _, p := range dashboardPeers {
-		res, s, err := r.load(specs[p], enc, dashLoadClients, true)
+	srv := map[string]*harness.Peer{}
+	for _, sp := range specs {
+		res, p, err := r.load(sp, enc, dashLoadClients, true)
 		if err != nil {
-			return nil, fmt.Errorf("load %s: %w", p, err)
+			return nil, fmt.Errorf("load %s: %w", sp.Name, err)
 		}
-		defer r.stopAndRemove(s)
-		srv[p] = s
-		rep.Load = append(rep.Load, DashboardLoad{Peer: p, Seconds: res.Seconds, CPUSeconds: res.CPUSeconds})
-		r.logf("%-9s loaded in %.1f s, %.1f CPU s; every sample counted back", p, res.Seconds, res.CPUSeconds)
+		defer r.stopAndRemove(p)
+		srv[sp.Name] = p
+		rep.Load = append(rep.Load, DashboardLoad{Peer: sp.Name, Seconds: res.Seconds, CPUSeconds: res.CPUSeconds})
+		r.logf("%-9s loaded in %.1f s, %.1f CPU s; every sample counted back", sp.Name, res.Seconds, res.CPUSeconds)
 	}
 	if sc.Settle {
 		for _, p := range []string{aerieOff, aerieOn} {
@@ -268,8 +224,8 @@ func RunDashboard(ctx context.Context, cfg DashboardConfig) (*DashboardReport, e
 	if mismatch != nil && !errors.Is(mismatch, ErrMismatch) {
 		return nil, mismatch
 	}
-	rep.Config["loadavg_end"] = loadavg()
-	rep.Seconds = time.Since(t0).Seconds()
+	rep.Config["loadavg_end"] = harness.LoadAvg()
+	rep.Done()
 	return rep, mismatch
 }
 
@@ -279,12 +235,12 @@ type snapshot struct {
 	counters map[string]float64 // Aerie-on's and VictoriaMetrics' cache counters
 }
 
-func (r *runner) snapshot(p string, s *server) (snapshot, error) {
-	st, err := s.stats()
+func (r *runner) snapshot(p string, s *harness.Peer) (snapshot, error) {
+	st, err := s.Stats()
 	if err != nil {
 		return snapshot{}, err
 	}
-	snap := snapshot{cpu: st.cpu, counters: map[string]float64{}}
+	snap := snapshot{cpu: st.CPU, counters: map[string]float64{}}
 	var names []string
 	switch p {
 	case aerieOn:
@@ -296,12 +252,12 @@ func (r *runner) snapshot(p string, s *server) (snapshot, error) {
 	default:
 		return snap, nil
 	}
-	m, err := get(r.ctx, s, "/metrics")
+	m, err := s.Get(r.ctx, "/metrics")
 	if err != nil {
 		return snap, err
 	}
 	for _, n := range names {
-		v, ok := metricValue(m, n)
+		v, ok := harness.MetricValue(m, n)
 		if !ok && p == aerieOn {
 			return snap, fmt.Errorf("%s /metrics has no %s", p, n)
 		}
@@ -312,21 +268,19 @@ func (r *runner) snapshot(p string, s *server) (snapshot, error) {
 
 // peerRun accumulates one peer's replay.
 type peerRun struct {
-	lat, steadyLat   []time.Duration
-	wall, firstWall  time.Duration
-	bytes            int64
-	first, mid, last snapshot
+	lat, steadyLat  []time.Duration
+	wall, firstWall time.Duration
+	bytes           int64
+	snaps           [3]snapshot // before the first refresh, before the second, after the last
 }
 
 // replay runs the refreshes on every peer, one peer after the other in
 // each refresh (rotating which goes first), compares the answers and
 // fills rep. It returns an error wrapping ErrMismatch if Aerie's answers
 // with and without its cache differ, or any other error that stopped it.
-func (r *runner) replay(srv map[string]*server, n int, rep *DashboardReport) error {
-	panels := dashboardPanels()
-	for _, p := range panels {
-		rep.Panels = append(rep.Panels, DashboardPanel{Title: p.title, Expr: p.expr})
-	}
+func (r *runner) replay(srv map[string]*harness.Peer, n int, rep *DashboardReport) error {
+	rep.Panels = dashboardPanels()
+	panels := rep.Panels
 	ends := refreshEnds(r.w.MaxTime(), n)
 	rep.Config["data_end"] = time.UnixMilli(ends[n-1]).UTC().Format(time.RFC3339)
 	rep.Config["replay_start_lag"] = time.Since(time.UnixMilli(ends[n-1])).Round(time.Second).String()
@@ -335,19 +289,27 @@ func (r *runner) replay(srv map[string]*server, n int, rep *DashboardReport) err
 	runs := map[string]*peerRun{}
 	for _, p := range dashboardPeers {
 		runs[p] = &peerRun{}
-		var err error
-		if runs[p].first, err = r.snapshot(p, srv[p]); err != nil {
-			return err
-		}
 	}
-	var mismatches, seriesDiffs []string
+	snapAll := func(i int) error {
+		for _, p := range dashboardPeers {
+			var err error
+			if runs[p].snaps[i], err = r.snapshot(p, srv[p]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := snapAll(0); err != nil {
+		return err
+	}
+	var (
+		mismatches  []string
+		seriesDiffs notes
+	)
 	for k, end := range ends {
 		if k == 1 {
-			for _, p := range dashboardPeers {
-				var err error
-				if runs[p].mid, err = r.snapshot(p, srv[p]); err != nil {
-					return err
-				}
+			if err := snapAll(1); err != nil {
+				return err
 			}
 		}
 		qs := refreshQueries(panels, end)
@@ -376,22 +338,22 @@ func (r *runner) replay(srv map[string]*server, n int, rep *DashboardReport) err
 			rep.Compared++
 			if msg := compareBytes(on, off); msg != "" {
 				mismatches = append(mismatches, fmt.Sprintf("refresh %d, panel %q: %s, start=%s end=%s step=%gs: %s",
-					k+1, panels[i].title, q.expr, promTime(q.start), promTime(q.end), q.step.Seconds(), msg))
+					k+1, panels[i].Title, q.Expr, promTime(q.Start), promTime(q.End), q.Step.Seconds(), msg))
 			}
 			ro, err := parseResult(off)
 			if err != nil {
 				mismatches = append(mismatches, fmt.Sprintf("refresh %d, panel %q: %s, start=%s end=%s: %s answered: %v",
-					k+1, panels[i].title, q.expr, promTime(q.start), promTime(q.end), aerieOff, err))
+					k+1, panels[i].Title, q.Expr, promTime(q.Start), promTime(q.End), aerieOff, err))
 				continue
 			}
 			rv, err := parseResult(v)
 			vmSeries := -1
 			if err != nil {
-				seriesDiffs = appendNote(seriesDiffs, fmt.Sprintf("panel %q: vm answered: %v", panels[i].title, err))
+				seriesDiffs.add(fmt.Sprintf("panel %q: vm answered: %v", panels[i].Title, err))
 			} else {
 				vmSeries = len(rv.series)
 				if vmSeries != len(ro.series) {
-					seriesDiffs = appendNote(seriesDiffs, fmt.Sprintf("panel %q: %d series from Aerie, %d from vm", panels[i].title, len(ro.series), vmSeries))
+					seriesDiffs.add(fmt.Sprintf("panel %q: %d series from Aerie, %d from vm", panels[i].Title, len(ro.series), vmSeries))
 				}
 			}
 			rep.Panels[i].AerieSeries, rep.Panels[i].VMSeries = len(ro.series), vmSeries
@@ -400,35 +362,33 @@ func (r *runner) replay(srv map[string]*server, n int, rep *DashboardReport) err
 			r.logf("refresh %d of %d done", k+1, n)
 		}
 	}
-	for _, p := range dashboardPeers {
-		var err error
-		if runs[p].last, err = r.snapshot(p, srv[p]); err != nil {
-			return err
-		}
+	if err := snapAll(2); err != nil {
+		return err
 	}
 	rep.Config["replay_end_lag"] = time.Since(time.UnixMilli(ends[n-1])).Round(time.Second).String()
 	for _, p := range dashboardPeers {
 		pr := runs[p]
 		if n == 1 {
-			pr.mid = pr.last
+			pr.snaps[1] = pr.snaps[2]
 		}
+		first, mid, last := pr.snaps[0], pr.snaps[1], pr.snaps[2]
 		sys := DashboardSystem{
 			Peer: p, Queries: len(pr.lat), AnswerBytes: pr.bytes,
-			CPUSeconds:       (pr.last.cpu - pr.first.cpu).Seconds(),
-			FirstCPUSeconds:  (pr.mid.cpu - pr.first.cpu).Seconds(),
-			SteadyCPUSeconds: (pr.last.cpu - pr.mid.cpu).Seconds(),
+			CPUSeconds:       (last.cpu - first.cpu).Seconds(),
+			FirstCPUSeconds:  (mid.cpu - first.cpu).Seconds(),
+			SteadyCPUSeconds: (last.cpu - mid.cpu).Seconds(),
 			WallSeconds:      pr.wall.Seconds(),
 			FirstWallSeconds: pr.firstWall.Seconds(),
-			P50Ms:            ms(percentile(pr.lat, 0.5)),
-			P99Ms:            ms(percentile(pr.lat, 0.99)),
-			SteadyP50Ms:      ms(percentile(pr.steadyLat, 0.5)),
-			SteadyP99Ms:      ms(percentile(pr.steadyLat, 0.99)),
+			P50Ms:            harness.Ms(harness.Percentile(pr.lat, 0.5)),
+			P99Ms:            harness.Ms(harness.Percentile(pr.lat, 0.99)),
+			SteadyP50Ms:      harness.Ms(harness.Percentile(pr.steadyLat, 0.5)),
+			SteadyP99Ms:      harness.Ms(harness.Percentile(pr.steadyLat, 0.99)),
 		}
-		if len(pr.last.counters) > 0 {
+		if len(last.counters) > 0 {
 			sys.Counters, sys.FirstCounters = map[string]float64{}, map[string]float64{}
-			for c, v := range pr.last.counters {
-				sys.Counters[c] = v - pr.first.counters[c]
-				sys.FirstCounters[c] = pr.mid.counters[c] - pr.first.counters[c]
+			for c, v := range last.counters {
+				sys.Counters[c] = v - first.counters[c]
+				sys.FirstCounters[c] = mid.counters[c] - first.counters[c]
 			}
 		}
 		rep.Systems = append(rep.Systems, sys)
@@ -444,57 +404,25 @@ func (r *runner) replay(srv map[string]*server, n int, rep *DashboardReport) err
 	return nil
 }
 
-func appendNote(notes []string, s string) []string {
-	for _, n := range notes {
-		if n == s {
-			return notes
-		}
-	}
-	return append(notes, s)
-}
-
 // refresh sends the panels' queries to s from dashClients clients and
 // returns the answers (decompressed), each query's latency, and the time
 // from the first request to the last answer.
-func (r *runner) refresh(s *server, qs []query) ([][]byte, []time.Duration, time.Duration, error) {
+func (r *runner) refresh(s *harness.Peer, qs []query) ([][]byte, []time.Duration, time.Duration, error) {
 	bodies := make([][]byte, len(qs))
 	lat := make([]time.Duration, len(qs))
-	var (
-		next  atomic.Int64
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
+	var g errgroup.Group
+	g.SetLimit(dashClients)
 	t0 := time.Now()
-	for range min(dashClients, len(qs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(qs) {
-					return
-				}
-				b, d, err := promQuery(r.ctx, s, qs[i])
-				if err != nil {
-					mu.Lock()
-					first = cmp.Or(first, err)
-					mu.Unlock()
-					return
-				}
-				bodies[i], lat[i] = b, d
-			}
-		}()
+	for i, q := range qs {
+		g.Go(func() (err error) {
+			bodies[i], lat[i], err = promQuery(r.ctx, s, q)
+			return err
+		})
 	}
-	wg.Wait()
-	wall := time.Since(t0)
-	if first != nil {
-		if err := s.alive(); err != nil {
-			return nil, nil, 0, err
-		}
-		return nil, nil, 0, first
+	if err := g.Wait(); err != nil {
+		return nil, nil, 0, cmp.Or(s.Alive(), err)
 	}
-	return bodies, lat, wall, nil
+	return bodies, lat, time.Since(t0), nil
 }
 
 // compareBytes returns "" if got equals want byte for byte, or where the

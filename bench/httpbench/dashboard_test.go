@@ -5,8 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/aerie-db/aerie/bench/harness"
+	"github.com/aerie-db/aerie/bench/tsbs"
 	"github.com/aerie-db/aerie/bench/workload"
 )
 
@@ -34,15 +33,15 @@ func TestDashboardPanels(t *testing.T) {
 		t.Fatalf("%d panels, want 20", len(panels))
 	}
 	for _, p := range panels {
-		expr, err := parser.ParseExpr(p.expr)
+		expr, err := parser.ParseExpr(p.Expr)
 		if err != nil {
-			t.Errorf("panel %q: %v", p.title, err)
+			t.Errorf("panel %q: %v", p.Title, err)
 			continue
 		}
 		for _, vs := range parser.ExtractSelectors(expr) {
 			for _, m := range vs {
 				if m.Name == labels.MetricName && !names[m.Value] {
-					t.Errorf("panel %q selects %s, which the node workload does not write", p.title, m.Value)
+					t.Errorf("panel %q selects %s, which the node workload does not write", p.Title, m.Value)
 				}
 			}
 		}
@@ -62,7 +61,7 @@ func TestRefreshEnds(t *testing.T) {
 			t.Errorf("refresh %d ends %d ms after the one before", k+1, e-ends[k-1])
 		}
 		for _, q := range refreshQueries(dashboardPanels(), e) {
-			if q.end != e || q.end-q.start != dashRange.Milliseconds() || q.start%dashStep.Milliseconds() != 0 || !q.gzip || q.instant {
+			if q.End != e || q.End-q.Start != dashRange.Milliseconds() || q.Start%dashStep.Milliseconds() != 0 || !q.gzip || q.Instant {
 				t.Fatalf("refresh %d: query %+v", k+1, q)
 			}
 		}
@@ -86,7 +85,7 @@ func TestPromQueryGzip(t *testing.T) {
 		gzip bool
 		want string
 	}{{false, "plain"}, {true, "unzipped"}} {
-		b, _, err := promQuery(ctx, s, query{expr: "up", step: time.Second, gzip: tc.gzip})
+		b, _, err := promQuery(ctx, s, query{Query: tsbs.Query{Expr: "up", Step: time.Second}, gzip: tc.gzip})
 		if err != nil || string(b) != tc.want {
 			t.Errorf("gzip=%v: %q, %v; want %q", tc.gzip, b, err, tc.want)
 		}
@@ -108,25 +107,25 @@ func TestDashboardConfigCheck(t *testing.T) {
 		cfg  DashboardConfig
 		want string
 	}{
-		{DashboardConfig{Scale: "large"}, `--scale="large"`},
-		{DashboardConfig{Scale: "small", Refreshes: -1}, "--refreshes=-1"},
+		{DashboardConfig{Options: harness.Options{Scale: "large"}}, `--scale="large"`},
+		{DashboardConfig{Options: harness.Options{Scale: "small"}, Refreshes: -1}, "--refreshes=-1"},
 	} {
 		if _, err := tc.cfg.check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error containing %q", tc.cfg, err, tc.want)
 		}
 	}
-	cfg := DashboardConfig{Scale: "small", Refreshes: 7}
+	cfg := DashboardConfig{Options: harness.Options{Scale: "small"}, Refreshes: 7}
 	sc, err := cfg.check()
-	if err != nil || sc.Refreshes != 7 || cfg.Seed != 1 || cfg.Log == nil {
+	if err != nil || sc.Refreshes != 7 || cfg.Seed != 1 {
 		t.Fatalf("%+v %+v %v", sc, cfg, err)
 	}
 }
 
 func sampleDashboardReport() *DashboardReport {
 	rep := &DashboardReport{
-		Kind:    DashboardKind,
-		Machine: harness.Machine{CPU: "Test CPU", Cores: 2, GOMAXPROCS: 2, MemoryGiB: 8, OS: "linux/amd64", Go: "go1.26"},
-		Commit:  "0123456789ab", Date: "2026-11-24T00:00:00Z", Scale: "small", Series: 1034, Samples: 1_500_000,
+		Header: harness.Header{Kind: DashboardKind, Machine: &harness.Machine{CPU: "Test CPU", Cores: 2, GOMAXPROCS: 2, MemoryGiB: 8, OS: "linux/amd64", Go: "go1.26"},
+			Commit: "0123456789ab", Date: "2026-11-24T00:00:00Z", Scale: "small"},
+		Series: 1034, Samples: 1_500_000,
 		Config: map[string]string{"targets": "2", "interval": "15s", "span": "6h11m30s", "refreshes": "3", "range": "6h0m0s",
 			"refresh": "30s", "step": "30s", "clients": "6", "replay_start_lag": "40s", "replay_end_lag": "45s"},
 		Peers:    []Peer{{Name: aerieOff}, {Name: aerieOn}, {Name: vm, Version: "victoria-metrics-test"}},
@@ -149,14 +148,12 @@ func TestDashboardReport(t *testing.T) {
 	if err := rep.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !IsDashboardReport(b.Bytes()) || IsReport(b.Bytes()) || IsDashboardReport([]byte(`{"kind":"http"}`)) {
-		t.Fatal("IsDashboardReport")
-	}
-	path := filepath.Join(t.TempDir(), "dashboard.json")
-	os.WriteFile(path, b.Bytes(), 0o644)
-	got, err := ReadDashboardReport(path)
+	got, err := Dashboard.Read("dashboard.json", b.Bytes())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := HTTP.Read("dashboard.json", b.Bytes()); err == nil {
+		t.Fatal("a dashboard report was read as an http report")
 	}
 	var md1, md2 bytes.Buffer
 	rep.WriteMarkdown(&md1)

@@ -1,12 +1,12 @@
 package httpbench
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"io"
-	"os"
+	"maps"
+	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/workload"
@@ -17,11 +17,7 @@ const DashboardKind = "dashboard"
 
 // DashboardReport is the outcome of one `aerie bench dashboard` run.
 type DashboardReport struct {
-	Kind     string            `json:"kind"`
-	Machine  harness.Machine   `json:"machine"`
-	Commit   string            `json:"commit"`
-	Date     string            `json:"date"`
-	Scale    string            `json:"scale"`
+	harness.Header
 	Series   int               `json:"series"`
 	Samples  int64             `json:"samples"` // per peer
 	Config   map[string]string `json:"config"`
@@ -37,7 +33,6 @@ type DashboardReport struct {
 	// SeriesDifferences are panels whose series count differs between
 	// Aerie and VictoriaMetrics (reported, not failed).
 	SeriesDifferences []string `json:"series_differences,omitempty"`
-	Seconds           float64  `json:"seconds"`
 }
 
 // DashboardLoad is the load of the data into one peer.
@@ -77,73 +72,23 @@ type DashboardSystem struct {
 	FirstCounters map[string]float64 `json:"first_counters,omitempty"`
 }
 
-func newDashboardReport(cfg DashboardConfig, sc DashboardScale, w workload.Workload) *DashboardReport {
-	series := 0
-	for i := 0; i < w.NumTargets(); i++ {
-		series += len(w.Series(i))
-	}
-	return &DashboardReport{
-		Kind:    DashboardKind,
-		Machine: harness.CurrentMachine(),
-		Commit:  harness.Commit(),
-		Date:    time.Now().UTC().Format(time.RFC3339),
-		Scale:   sc.Name,
-		Series:  series,
-		Config: map[string]string{
-			"targets":      fmt.Sprint(w.NumTargets()),
-			"interval":     w.Interval().String(),
-			"span":         (time.Duration(w.MaxTime()-w.MinTime()) * time.Millisecond).Round(time.Second).String(),
-			"refreshes":    fmt.Sprint(sc.Refreshes),
-			"range":        dashRange.String(),
-			"refresh":      dashRefresh.String(),
-			"step":         dashStep.String(),
-			"clients":      fmt.Sprint(dashClients),
-			"seed":         fmt.Sprint(cfg.Seed),
-			"aerie_binary": cfg.Aerie,
-			"vm_binary":    cfg.VM,
-		},
-	}
+// fill records the run's configuration and data.
+func (rep *DashboardReport) fill(cfg DashboardConfig, sc DashboardScale, w workload.Workload) {
+	rep.Series, rep.Config = dataConfig(w)
+	maps.Copy(rep.Config, map[string]string{
+		"refreshes":    fmt.Sprint(sc.Refreshes),
+		"range":        dashRange.String(),
+		"refresh":      dashRefresh.String(),
+		"step":         dashStep.String(),
+		"clients":      fmt.Sprint(dashClients),
+		"seed":         fmt.Sprint(cfg.Seed),
+		"aerie_binary": cfg.Aerie,
+		"vm_binary":    cfg.VM,
+	})
 }
 
 // WriteJSON writes the report as indented JSON.
-func (rep *DashboardReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
-}
-
-// IsDashboardReport tells whether b is the JSON of a dashboard report.
-func IsDashboardReport(b []byte) bool {
-	var k struct {
-		Kind string `json:"kind"`
-	}
-	return json.Unmarshal(b, &k) == nil && k.Kind == DashboardKind
-}
-
-// ReadDashboardReport reads a report written by WriteJSON.
-func ReadDashboardReport(path string) (*DashboardReport, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if !IsDashboardReport(b) {
-		return nil, fmt.Errorf("%s: not an `aerie bench dashboard` report (no \"kind\": %q)", path, DashboardKind)
-	}
-	var rep DashboardReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &rep, nil
-}
-
-func (rep *DashboardReport) system(peer string) DashboardSystem {
-	for _, s := range rep.Systems {
-		if s.Peer == peer {
-			return s
-		}
-	}
-	return DashboardSystem{Peer: peer}
-}
+func (rep *DashboardReport) WriteJSON(w io.Writer) error { return harness.WriteJSON(w, rep) }
 
 // steadyRefreshes is the number of refreshes after the first.
 func (rep *DashboardReport) steadyRefreshes() int {
@@ -177,6 +122,28 @@ var dashRatios = []dashRatio{
 	{"wall s, whole replay", aerieOn, vm, func(s DashboardSystem) float64 { return s.WallSeconds }},
 }
 
+// systemRows are each peer's queries, CPU, wall time and latencies.
+func (rep *DashboardReport) systemRows() [][]string {
+	var rows [][]string
+	for _, s := range rep.Systems {
+		row := []string{s.Peer, fmt.Sprint(s.Queries)}
+		for _, v := range []float64{s.CPUSeconds, s.FirstCPUSeconds, s.SteadyCPUSeconds, s.WallSeconds, s.P50Ms, s.P99Ms, s.SteadyP50Ms, s.SteadyP99Ms} {
+			row = append(row, harness.Num(v))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// ratioRows are the ratios: measure, peers, value.
+func (rep *DashboardReport) ratioRows() [][]string {
+	var rows [][]string
+	for _, r := range dashRatios {
+		rows = append(rows, []string{r.name, r.a + " ÷ " + r.b, harness.RatioOf(r.f(byPeer(rep.Systems, r.a)), r.f(byPeer(rep.Systems, r.b)))})
+	}
+	return rows
+}
+
 func (rep *DashboardReport) correctness() string {
 	if rep.Mismatches == 0 {
 		return fmt.Sprintf("all %d answers of aerie-on byte-identical to aerie-off's", rep.Compared)
@@ -186,26 +153,24 @@ func (rep *DashboardReport) correctness() string {
 
 // WriteTable prints the report as text.
 func (rep *DashboardReport) WriteTable(w io.Writer) error {
+	m := cmp.Or(rep.Machine, &harness.Machine{})
 	fmt.Fprintf(w, "aerie bench dashboard: scale %s: %d series, %d samples up to now; %s refreshes of %d panels over %s at a %s step; commit %s; %s, %d cores\n\n",
-		rep.Scale, rep.Series, rep.Samples, rep.Config["refreshes"], len(rep.Panels), rep.Config["range"], rep.Config["step"], rep.Commit, rep.Machine.CPU, rep.Machine.Cores)
+		rep.Scale, rep.Series, rep.Samples, rep.Config["refreshes"], len(rep.Panels), rep.Config["range"], rep.Config["step"], rep.Commit, m.CPU, m.Cores)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "system\tqueries\tCPU s\tfirst refresh\tsteady\twall s\tp50 ms\tp99 ms\tsteady p50\tsteady p99\t")
-	for _, s := range rep.Systems {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Peer, s.Queries, num(s.CPUSeconds), num(s.FirstCPUSeconds), num(s.SteadyCPUSeconds),
-			num(s.WallSeconds), num(s.P50Ms), num(s.P99Ms), num(s.SteadyP50Ms), num(s.SteadyP99Ms))
+	for _, row := range rep.systemRows() {
+		tabRow(tw, row...)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "ratio\t\tvalue\t")
-	for _, r := range dashRatios {
-		a, b := r.f(rep.system(r.a)), r.f(rep.system(r.b))
-		fmt.Fprintf(tw, "%s\t%s ÷ %s\t%s\t\n", r.name, r.a, r.b, ratio(a, b))
+	for _, row := range rep.ratioRows() {
+		tabRow(tw, row...)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	on := rep.system(aerieOn)
-	fmt.Fprintf(w, "\naerie-on's results cache over the replay: %s\n", counterLine(on.Counters, "aerie_results_cache_", "_total", cacheCounters))
-	fmt.Fprintf(w, "vm's rollup result cache over the replay: %s\n", vmCounterLine(rep.system(vm).Counters))
+	fmt.Fprintf(w, "\naerie-on's results cache over the replay: %s\n", aerieCounterLine(byPeer(rep.Systems, aerieOn).Counters))
+	fmt.Fprintf(w, "vm's rollup result cache over the replay: %s\n", vmCounterLine(byPeer(rep.Systems, vm).Counters))
 	fmt.Fprintf(w, "answers: %s\n", rep.correctness())
 	for _, m := range rep.MismatchExamples {
 		fmt.Fprintf(w, "  %s\n", m)
@@ -216,18 +181,15 @@ func (rep *DashboardReport) WriteTable(w io.Writer) error {
 	return nil
 }
 
-func counterLine(c map[string]float64, prefix, suffix string, names []string) string {
+func aerieCounterLine(c map[string]float64) string {
 	if c == nil {
 		return "none read"
 	}
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%s %.0f", n, c[prefix+n+suffix])
+	var parts []string
+	for _, n := range cacheCounters {
+		parts = append(parts, fmt.Sprintf("%s %.0f", n, c["aerie_results_cache_"+n+"_total"]))
 	}
-	return s
+	return strings.Join(parts, ", ")
 }
 
 func vmCounterLine(c map[string]float64) string {
@@ -243,41 +205,33 @@ func vmCounterLine(c map[string]float64) string {
 func (rep *DashboardReport) WriteMarkdown(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	c := rep.Config
-	var vmVersion string
-	for _, pe := range rep.Peers {
-		if pe.Name == vm {
-			vmVersion = pe.Version
-		}
-	}
 	p("## Results cache: a dashboard replay (%s scale)\n\n", rep.Scale)
 	p("`aerie bench dashboard --scale=%s` (bench/httpbench, doc.go \"Dashboard replay\"): a Grafana dashboard of %d node_exporter panels, range \"last %s\", refreshing every %s, replayed fast-forward %s times against three servers on loopback on the same data: ", rep.Scale, len(rep.Panels), c["range"], c["refresh"], c["refreshes"])
-	p("`aerie serve` with its results cache off (`aerie: cache: results: enabled: false`, **aerie-off**), `aerie serve` with it on (its default, **aerie-on**), and VictoriaMetrics single-node (`%s`) with its rollup result cache on (its default; `-search.latencyOffset=0s`, **vm**). ", vmVersion)
+	p("`aerie serve` with its results cache off (`aerie: cache: results: enabled: false`, **aerie-off**), `aerie serve` with it on (its default, **aerie-on**), and VictoriaMetrics single-node (`%s`) with its rollup result cache on (its default; `-search.latencyOffset=0s`, **vm**). ", byPeer(rep.Peers, vm).Version)
 	p("The data: %s node_exporter targets, %d series at %s, %s ending at the wall clock's now when the run began (%d samples, loaded into each server by remote write). ", c["targets"], rep.Series, c["interval"], c["span"], rep.Samples)
 	p("Commit `%s`, %s; the run took %.0f s; load averages (1, 5, 15 min) %s at the start, %s at the end.\n\n", rep.Commit, rep.Date, rep.Seconds, c["loadavg_start"], c["loadavg_end"])
 
 	p("| system | queries | CPU s | first refresh | steady state | wall s | p50 (ms) | p99 (ms) | steady p50 | steady p99 |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, s := range rep.Systems {
-		p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Peer, s.Queries, num(s.CPUSeconds), num(s.FirstCPUSeconds), num(s.SteadyCPUSeconds),
-			num(s.WallSeconds), num(s.P50Ms), num(s.P99Ms), num(s.SteadyP50Ms), num(s.SteadyP99Ms))
+	for _, row := range rep.systemRows() {
+		io.WriteString(w, mdRow(row...))
 	}
 	p("\n| ratio | | value |\n|---|---|---:|\n")
-	for _, r := range dashRatios {
-		a, b := r.f(rep.system(r.a)), r.f(rep.system(r.b))
-		p("| %s | %s ÷ %s | %s |\n", r.name, r.a, r.b, ratio(a, b))
+	for _, row := range rep.ratioRows() {
+		io.WriteString(w, mdRow(row...))
 	}
-	on := rep.system(aerieOn)
+	on := byPeer(rep.Systems, aerieOn)
 	p("\n- aerie-on's results cache over the replay (parts of a day each): %s; over the first refresh: %s.\n",
-		counterLine(on.Counters, "aerie_results_cache_", "_total", cacheCounters), counterLine(on.FirstCounters, "aerie_results_cache_", "_total", cacheCounters))
-	p("- vm's rollup result cache over the replay: %s.\n", vmCounterLine(rep.system(vm).Counters))
+		aerieCounterLine(on.Counters), aerieCounterLine(on.FirstCounters))
+	p("- vm's rollup result cache over the replay: %s.\n", vmCounterLine(byPeer(rep.Systems, vm).Counters))
 	p("- Answers: %s (decompressed).", rep.correctness())
 	for _, m := range rep.MismatchExamples {
-		p(" %s.", mdEscape(m))
+		p(" %s.", harness.MDEscape(m))
 	}
 	if len(rep.SeriesDifferences) == 0 {
 		p(" VictoriaMetrics answered every panel with as many series as Aerie (its values are not compared: its rate() does not extrapolate).\n")
 	} else {
-		p(" Series counts that differ from VictoriaMetrics' (reported, not failed): %s.\n", mdEscape(fmt.Sprint(rep.SeriesDifferences)))
+		p(" Series counts that differ from VictoriaMetrics' (reported, not failed): %s.\n", harness.MDEscape(fmt.Sprint(rep.SeriesDifferences)))
 	}
 	p("- The newest data were %s old when the replay began and %s when it ended: the newest minutes of every range (within Aerie's `max_freshness`, 10 min, or VictoriaMetrics' `-search.cacheTimestampOffset`, 5 min, of now) are not cached and are computed again at every refresh, as on a live dashboard.\n\n",
 		c["replay_start_lag"], c["replay_end_lag"])
@@ -292,7 +246,7 @@ func (rep *DashboardReport) WriteMarkdown(w io.Writer) error {
 	p(". Every answer of aerie-on is compared byte for byte with aerie-off's for the same request; a difference fails the run. Two cores are shared by the client and the three servers; compare ratios.\n\n")
 	p("| panel | query | series (Aerie) | series (VM) |\n|---|---|---:|---:|\n")
 	for _, pa := range rep.Panels {
-		p("| %s | `%s` | %d | %d |\n", mdEscape(pa.Title), mdEscape(pa.Expr), pa.AerieSeries, pa.VMSeries)
+		p("| %s | `%s` | %d | %d |\n", harness.MDEscape(pa.Title), harness.MDEscape(pa.Expr), pa.AerieSeries, pa.VMSeries)
 	}
 	p("\n")
 	return nil

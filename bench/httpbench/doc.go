@@ -55,16 +55,17 @@
 //     reported apart.
 //  5. Queries: those servers are stopped and restarted over their data:
 //     Aerie, vm-nocache on VictoriaMetrics' directory and vm on a copy of
-//     it, and the samples are counted again in each. Each pattern
-//     (patternsFor: Heracles Table 2's six and, on tsbs, cpu-max-all-1,
+//     it, and the samples are counted again in each. Each pattern of
+//     bench/tsbs (Heracles Table 2's six and, on tsbs, cpu-max-all-1,
 //     double-groupby-all, high-cpu-1 and TSBS' lastpoint as
-//     "lastpoint-all", written as TSBS' VictoriaMetrics generator writes
-//     PromQL) gets Instances instances drawn by seed, start and end on
-//     whole steps; each instance runs once unrecorded on every server, the
-//     answers are compared, and then Repeats times on every server,
-//     rotating which goes first. One client; the latency is from sending
-//     the request to reading the answer's last byte. Median and p99 are
-//     reported per pattern and server.
+//     "lastpoint-all", in its VictoriaMetrics dialect, as TSBS'
+//     VictoriaMetrics generator writes PromQL) gets Instances instances
+//     drawn by seed, start and end on whole steps; each instance runs
+//     once unrecorded on every server, the answers are compared, and then
+//     Repeats times on every server, rotating which goes first. One
+//     client; the latency is from sending the request to reading the
+//     answer's last byte. Median and p99 are reported per pattern and
+//     server.
 //  6. Answers agree when they hold the same series (by label set) with the
 //     same timestamps and values within 1e-9 relative. Aerie and vm are
 //     each compared with vm-nocache. Known differences are reported, not
@@ -121,17 +122,17 @@
 //
 // # Invariants
 //
-//  1. Every server is started in a directory the run owns and stopped
-//     (SIGTERM, SIGKILL after a minute) before Run returns, also on error
-//     or ^C (the context); the kernel kills them if the bench process dies
-//     (Pdeathsig). Data directories are removed after each use; the
-//     scratch directory, if temporary, at the end.
+//  1. Every server is a peer of the run's harness.Fleet, started in a
+//     directory the run owns and stopped before Run returns, also on
+//     error or ^C (harness' invariants 1 to 3). Data directories are
+//     removed after each use; the scratch directory, if temporary, at the
+//     end.
 //  2. Nothing the clients do is timed but sending and waiting: bodies
 //     are encoded before the timed part and answers are parsed after it.
 //  3. Every peer gets byte-identical request bodies for a protocol.
 //  4. Nothing here asserts a timing; the unit tests check encoding,
-//     /proc parsing, percentiles, answer comparison and report rendering
-//     without starting servers. CI runs --scale=small once.
+//     answer comparison and report rendering without starting servers.
+//     CI runs --scale=small once.
 //
 // Two cores are shared by the clients and the server under test, so
 // absolute numbers are indicative; compare ratios.

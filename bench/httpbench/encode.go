@@ -6,11 +6,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/aerie-db/aerie/bench/workload"
 )
@@ -88,40 +88,26 @@ func encodeWorkload(w workload.Workload, protocol string, nstreams, batch int) (
 	perTick := max(1, series/nstreams)
 	ticks := max(1, (batch+perTick-1)/perTick)
 	e := &encoded{protocol: protocol, streams: make([][]body, nstreams), perName: map[string]int64{}}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		next  = make(chan int)
-	)
-	for range min(nstreams, runtime.GOMAXPROCS(0)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range next {
-				bodies, perName, err := encodeStream(w, protocol, s, nstreams, ticks)
-				mu.Lock()
-				if err != nil && first == nil {
-					first = err
-				}
-				e.streams[s] = bodies
-				for _, b := range bodies {
-					e.samples += int64(b.samples)
-					e.bytes += int64(len(b.data))
-				}
-				for k, v := range perName {
-					e.perName[k] += v
-				}
-				mu.Unlock()
-			}
-		}()
-	}
+	perName := make([]map[string]int64, nstreams)
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for s := range nstreams {
-		next <- s
+		g.Go(func() (err error) {
+			e.streams[s], perName[s], err = encodeStream(w, protocol, s, nstreams, ticks)
+			return err
+		})
 	}
-	close(next)
-	wg.Wait()
-	return e, first
+	err := g.Wait()
+	for s, bodies := range e.streams {
+		for _, b := range bodies {
+			e.samples += int64(b.samples)
+			e.bytes += int64(len(b.data))
+		}
+		for k, v := range perName[s] {
+			e.perName[k] += v
+		}
+	}
+	return e, err
 }
 
 // encodeStream encodes the rows of the targets s, s+n, … tick by tick,

@@ -4,132 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/aerie-db/aerie/bench/tsbs"
+	"github.com/prometheus/prometheus/model/labels"
 )
 
-// profile names what the query patterns read in a workload.
-type profile struct {
-	host    string   // the label naming a host
-	metric1 string   // "1 CPU metric" of Heracles Table 2
-	metrics []string // every CPU metric; the first five are Heracles' "5 metrics"
-	// cpuHour is double-groupby-1's per-host hourly measure.
-	cpuHour string
-	tsbs    bool // the TSBS-only patterns apply
-}
-
-var (
-	tsbsProfile = profile{
-		host:    "hostname",
-		metric1: "cpu_usage_user",
-		metrics: []string{"cpu_usage_user", "cpu_usage_system", "cpu_usage_idle", "cpu_usage_nice", "cpu_usage_iowait",
-			"cpu_usage_irq", "cpu_usage_softirq", "cpu_usage_steal", "cpu_usage_guest", "cpu_usage_guest_nice"},
-		cpuHour: "avg(avg_over_time(cpu_usage_user[1h])) by (__name__, hostname)",
-		tsbs:    true,
-	}
-	nodeProfile = profile{
-		host:    "instance",
-		metric1: "node_load1",
-		metrics: []string{"node_load1", "node_load5", "node_load15", "node_procs_running", "node_memory_MemAvailable_bytes"},
-		cpuHour: `avg(rate(node_cpu_seconds_total{mode="user"}[1h])) by (instance)`,
-	}
-)
-
-// nameRegexp matches the metric names: TSBS' VictoriaMetrics queries
-// write cpu_(usage_user|usage_system|…).
-func nameRegexp(names []string) string {
-	prefix := names[0][:strings.IndexByte(names[0], '_')+1]
-	var alts []string
-	for _, n := range names {
-		if !strings.HasPrefix(n, prefix) {
-			prefix = ""
-			break
-		}
-	}
-	for _, n := range names {
-		alts = append(alts, regexp.QuoteMeta(strings.TrimPrefix(n, prefix)))
-	}
-	if prefix == "" {
-		return strings.Join(alts, "|")
-	}
-	return regexp.QuoteMeta(prefix) + "(" + strings.Join(alts, "|") + ")"
-}
-
-// pattern is one query pattern, written as VictoriaMetrics users and
-// TSBS' victoriametrics query generator write it: several metrics are
-// selected by a __name__ regexp and grouped by (__name__).
-type pattern struct {
-	name    string
-	comment string
-	hosts   int           // hosts selected (0: all)
-	span    time.Duration // 0: an instant query at the data's last timestamp
-	step    time.Duration // 0: the workload's interval
-	tsbs    bool          // TSBS only (the CPU fields of the cpu measurement)
-	expr    func(p profile, hostMatcher string) string
-}
-
-func maxOf(names []string, window string) func(profile, string) string {
-	return func(p profile, hm string) string {
-		return fmt.Sprintf(`max(max_over_time({__name__=~"%s",%s}[%s])) by (__name__)`, nameRegexp(names), hm, window)
-	}
-}
-
-// patternsFor returns the patterns of a profile: Heracles Table 2's six
-// (bench/patterns.go) and, on TSBS data, four more of TSBS' devops suite.
-func patternsFor(p profile) []pattern {
-	five := p.metrics[:5]
-	ps := []pattern{
-		{name: "1-8-1", hosts: 8, span: time.Hour, step: 5 * time.Minute,
-			comment: "max of 1 metric over 8 hosts, per 5 min, 1 h",
-			expr: func(p profile, hm string) string {
-				return fmt.Sprintf(`max(max_over_time(%s{%s}[5m]))`, p.metric1, hm)
-			}},
-		{name: "5-1-1", hosts: 1, span: time.Hour, step: 5 * time.Minute,
-			comment: "max of 5 metrics of 1 host, per 5 min, 1 h", expr: maxOf(five, "5m")},
-		{name: "5-1-12", hosts: 1, span: 12 * time.Hour, step: 5 * time.Minute,
-			comment: "max of 5 metrics of 1 host, per 5 min, 12 h", expr: maxOf(five, "5m")},
-		{name: "5-8-1", hosts: 8, span: time.Hour, step: 5 * time.Minute,
-			comment: "max of 5 metrics over 8 hosts, per 5 min, 1 h", expr: maxOf(five, "5m")},
-		{name: "double-groupby-1", span: 12 * time.Hour, step: time.Hour,
-			comment: "mean of 1 CPU metric per host per hour, 12 h, all hosts",
-			expr:    func(p profile, _ string) string { return p.cpuHour }},
-		{name: "lastpoint", hosts: 1,
-			comment: "last reading of 1 metric of 1 host",
-			expr:    func(p profile, hm string) string { return fmt.Sprintf(`%s{%s}`, p.metric1, hm) }},
-		{name: "cpu-max-all-1", hosts: 1, span: 8 * time.Hour, step: time.Hour, tsbs: true,
-			comment: "max of all 10 CPU metrics of 1 host, per hour, 8 h", expr: maxOf(p.metrics, "1h")},
-		{name: "double-groupby-all", span: 12 * time.Hour, step: time.Hour, tsbs: true,
-			comment: "mean of all 10 CPU metrics per host per hour, 12 h, all hosts",
-			expr: func(p profile, _ string) string {
-				return fmt.Sprintf(`avg(avg_over_time({__name__=~"%s"}[1h])) by (__name__, %s)`, nameRegexp(p.metrics), p.host)
-			}},
-		{name: "high-cpu-1", hosts: 1, span: 12 * time.Hour, tsbs: true,
-			comment: "every reading of 1 host where usage_user > 90, 12 h",
-			expr: func(p profile, hm string) string {
-				return fmt.Sprintf(`{__name__=~"%s",%s} and on (%s) (%s{%s} > 90)`, nameRegexp(p.metrics), hm, p.host, p.metric1, hm)
-			}},
-		{name: "lastpoint-all", tsbs: true,
-			comment: "last reading of every CPU metric of every host (TSBS lastpoint)",
-			expr: func(p profile, _ string) string {
-				return fmt.Sprintf(`{__name__=~"%s"}`, nameRegexp(p.metrics))
-			}},
-	}
-	if !p.tsbs {
-		ps = slices.DeleteFunc(ps, func(pt pattern) bool { return pt.tsbs })
-	}
-	return ps
-}
-
-// query is one instance of a pattern.
+// query is one request to the query API: an instance of a pattern, a
+// count, or a dashboard panel's.
 type query struct {
-	expr       string
-	start, end int64 // ms; equal for an instant query
-	step       time.Duration
-	instant    bool
+	tsbs.Query
 	// nocache asks VictoriaMetrics not to use or fill its rollup result
 	// cache (nocache=1; Aerie ignores it): counts taken while data arrive.
 	nocache bool
@@ -138,46 +24,14 @@ type query struct {
 	gzip bool
 }
 
-// instance draws an instance of pt over data in [mint, maxt] written
-// every interval: r picks the hosts and the start, which is a whole step
-// inside the data (VictoriaMetrics with its cache aligns start and end to
-// the step; aligned, both engines evaluate at the same times).
-func (pt pattern) instance(r *rand.Rand, p profile, hosts []string, mint, maxt int64, interval time.Duration) query {
-	var hm string
-	if pt.hosts > 0 {
-		n := min(pt.hosts, len(hosts))
-		pick := make([]string, 0, n)
-		for _, i := range r.Perm(len(hosts))[:n] {
-			pick = append(pick, regexp.QuoteMeta(hosts[i]))
-		}
-		slices.Sort(pick)
-		op := "=~"
-		if n == 1 && slices.Contains(hosts, pick[0]) {
-			op = "=" // a host name without regexp metacharacters
-		}
-		hm = fmt.Sprintf(`%s%s%q`, p.host, op, strings.Join(pick, "|"))
-	}
-	q := query{expr: pt.expr(p, hm), step: pt.step}
-	if q.step == 0 {
-		q.step = interval
-	}
-	if pt.span == 0 {
-		q.instant = true
-		q.start, q.end = maxt, maxt
-		return q
-	}
-	span, step := pt.span.Milliseconds(), q.step.Milliseconds()
-	lo := mint - mod(mint, step) + step // the first whole step inside the data
-	s := maxt - span                    // data shorter than the span: end at maxt
-	if free := maxt - span - lo; free >= 0 {
-		s = lo + r.Int64N(free+1)
-	}
-	s -= mod(s, step)
-	q.start, q.end = s+step, s+span
-	return q
-}
+// notes are distinct remarks, in the order first made.
+type notes []string
 
-func mod(a, b int64) int64 { return ((a % b) + b) % b }
+func (n *notes) add(s string) {
+	if !slices.Contains(*n, s) {
+		*n = append(*n, s)
+	}
+}
 
 // result is a parsed answer of the query API.
 type result struct {
@@ -186,7 +40,7 @@ type result struct {
 }
 
 type series struct {
-	labels map[string]string
+	labels labels.Labels
 	points []point
 }
 
@@ -227,10 +81,7 @@ func parseResult(b []byte) (result, error) {
 		return result{}, fmt.Errorf("result type %q, want matrix or vector", res.typ)
 	}
 	for _, r := range resp.Data.Result {
-		s := series{labels: r.Metric}
-		if s.labels == nil {
-			s.labels = map[string]string{}
-		}
+		s := series{labels: labels.FromMap(r.Metric)}
 		vals := r.Values
 		if r.Value != nil {
 			vals = append(vals, *r.Value)
@@ -303,7 +154,7 @@ func diff(a, b result, dropName bool) string {
 			return fmt.Sprintf("%s: %d points vs %d", x.key, len(x.points), len(y.points))
 		}
 		for j, p := range x.points {
-			if q := y.points[j]; p.t != q.t || !nearlyEqual(p.v, q.v) {
+			if q := y.points[j]; p.t != q.t || !tsbs.NearlyEqual(p.v, q.v) {
 				return fmt.Sprintf("%s point %d: %v@%d vs %v@%d", x.key, j, p.v, p.t, q.v, q.t)
 			}
 		}
@@ -321,10 +172,10 @@ type keyedSeries struct {
 func keyed(r result, dropName bool) []keyedSeries {
 	out := make([]keyedSeries, 0, len(r.series))
 	for _, s := range r.series {
-		ks := keyedSeries{full: labelString(s.labels, ""), points: s.points}
+		ks := keyedSeries{full: s.labels.StringNoSpace(), points: s.points}
 		ks.key = ks.full
 		if dropName {
-			ks.key = labelString(s.labels, "__name__")
+			ks.key = s.labels.DropReserved(func(n string) bool { return n == labels.MetricName }).StringNoSpace()
 		}
 		out = append(out, ks)
 	}
@@ -335,34 +186,6 @@ func keyed(r result, dropName bool) []keyedSeries {
 		return strings.Compare(x.full, y.full)
 	})
 	return out
-}
-
-// labelString formats labels as {a="x",b="y"}, sorted, without skip.
-func labelString(ls map[string]string, skip string) string {
-	names := make([]string, 0, len(ls))
-	for n := range ls {
-		if n != skip {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	var sb strings.Builder
-	sb.WriteByte('{')
-	for i, n := range names {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		fmt.Fprintf(&sb, "%s=%q", n, ls[n])
-	}
-	sb.WriteByte('}')
-	return sb.String()
-}
-
-func nearlyEqual(a, b float64) bool {
-	if a == b || (math.IsNaN(a) && math.IsNaN(b)) {
-		return true
-	}
-	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
 }
 
 // points returns the number of points of r.

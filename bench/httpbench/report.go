@@ -1,10 +1,11 @@
 package httpbench
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"io"
-	"os"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,18 +14,13 @@ import (
 	"github.com/aerie-db/aerie/bench/workload"
 )
 
-// Kind marks the JSON of an http report, which `aerie bench report` tells
-// from the engine reports of `aerie bench` by it.
+// Kind marks the JSON of an http report.
 const Kind = "http"
 
 // Report is the outcome of one run (the --json file).
 type Report struct {
-	Kind        string              `json:"kind"`
-	Machine     harness.Machine     `json:"machine"`
-	Commit      string              `json:"commit"`
-	Date        string              `json:"date"`
+	harness.Header
 	Workload    string              `json:"workload"`
-	Scale       string              `json:"scale"`
 	Series      int                 `json:"series"`
 	Samples     int64               `json:"samples"` // per load
 	Config      map[string]string   `json:"config"`
@@ -33,7 +29,6 @@ type Report struct {
 	Disk        []DiskResult        `json:"disk"`
 	Queries     []QueryResult       `json:"queries"`
 	Cardinality []CardinalityResult `json:"cardinality"`
-	Seconds     float64             `json:"seconds"`
 }
 
 // Peer is one server as it was run.
@@ -108,39 +103,39 @@ type CardinalityResult struct {
 }
 
 func newReport(cfg Config, sc Scale, w workload.Workload) *Report {
-	series := 0
-	for i := 0; i < w.NumTargets(); i++ {
-		series += len(w.Series(i))
-	}
 	clients := make([]string, len(cfg.Clients))
 	for i, c := range cfg.Clients {
 		clients[i] = fmt.Sprint(c)
 	}
-	return &Report{
-		Kind:     Kind,
-		Machine:  harness.CurrentMachine(),
-		Commit:   harness.Commit(),
-		Date:     time.Now().UTC().Format(time.RFC3339),
-		Workload: w.Name(),
-		Scale:    sc.Name,
-		Series:   series,
-		Config: map[string]string{
-			"targets":      fmt.Sprint(w.NumTargets()),
-			"interval":     w.Interval().String(),
-			"span":         (time.Duration(w.MaxTime()-w.MinTime()) * time.Millisecond).Round(time.Second).String(),
-			"clients":      strings.Join(clients, ","),
-			"lp_batch":     fmt.Sprint(cfg.LPBatch),
-			"rw_batch":     fmt.Sprint(cfg.RWBatch),
-			"instances":    fmt.Sprint(sc.Instances),
-			"repeats":      fmt.Sprint(sc.Repeats),
-			"new_series":   fmt.Sprint(sc.NewSeries),
-			"seed":         fmt.Sprint(cfg.Seed),
-			"timestamps":   timestamps(cfg.Workload),
-			"aerie_fsync":  "wal.sync=batch (default): a write is acknowledged after its WAL record is fsync'd",
-			"vm_fsync":     "acknowledges before fsync (in-memory buffers, flushed about every second)",
-			"aerie_binary": cfg.Aerie,
-			"vm_binary":    cfg.VM,
-		},
+	rep := &Report{Header: harness.NewHeader(Kind, sc.Name), Workload: w.Name()}
+	rep.Series, rep.Config = dataConfig(w)
+	maps.Copy(rep.Config, map[string]string{
+		"clients":      strings.Join(clients, ","),
+		"lp_batch":     fmt.Sprint(cfg.LPBatch),
+		"rw_batch":     fmt.Sprint(cfg.RWBatch),
+		"instances":    fmt.Sprint(sc.Instances),
+		"repeats":      fmt.Sprint(sc.Repeats),
+		"new_series":   fmt.Sprint(sc.NewSeries),
+		"seed":         fmt.Sprint(cfg.Seed),
+		"timestamps":   timestamps(cfg.Workload),
+		"aerie_fsync":  "wal.sync=batch (default): a write is acknowledged after its WAL record is fsync'd",
+		"vm_fsync":     "acknowledges before fsync (in-memory buffers, flushed about every second)",
+		"aerie_binary": cfg.Aerie,
+		"vm_binary":    cfg.VM,
+	})
+	return rep
+}
+
+// dataConfig returns the series of w and its targets, interval and span.
+func dataConfig(w workload.Workload) (int, map[string]string) {
+	series := 0
+	for i := range w.NumTargets() {
+		series += len(w.Series(i))
+	}
+	return series, map[string]string{
+		"targets":  fmt.Sprint(w.NumTargets()),
+		"interval": w.Interval().String(),
+		"span":     (time.Duration(w.MaxTime()-w.MinTime()) * time.Millisecond).Round(time.Second).String(),
 	}
 }
 
@@ -153,185 +148,125 @@ func timestamps(kind string) string {
 }
 
 // WriteJSON writes the report as indented JSON.
-func (rep *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
+func (rep *Report) WriteJSON(w io.Writer) error { return harness.WriteJSON(w, rep) }
+
+// ingestRows are the ingest table's rows, one per protocol and client
+// count: the protocol, the clients and, for samples/s, CPU s per M
+// samples and peak RSS (MiB), Aerie's, VM's and the ratio (0 and "—"
+// for a missing load).
+func (rep *Report) ingestRows() [][]string {
+	type key struct {
+		protocol string
+		clients  int
+	}
+	var keys []key
+	loads := map[key]map[string]IngestResult{}
+	for _, r := range rep.Ingest {
+		k := key{r.Protocol, r.Clients}
+		if loads[k] == nil {
+			keys = append(keys, k)
+			loads[k] = map[string]IngestResult{}
+		}
+		loads[k][r.Peer] = r
+	}
+	var rows [][]string
+	for _, k := range keys {
+		a, v := loads[k][aerie], loads[k][vm]
+		row := []string{k.protocol, fmt.Sprint(k.clients)}
+		for _, f := range []func(IngestResult) float64{
+			func(r IngestResult) float64 { return r.SamplesPerSecond },
+			func(r IngestResult) float64 { return r.CPUSecondsPerMillion },
+			func(r IngestResult) float64 { return harness.MiB(r.PeakRSSBytes) },
+		} {
+			row = append(row, harness.Num(f(a)), harness.Num(f(v)), harness.RatioOf(f(a), f(v)))
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
-// IsReport tells whether b is the JSON of an http report.
-func IsReport(b []byte) bool {
-	var k struct {
-		Kind string `json:"kind"`
+// byPeer returns the result of xs of the peer named name (zero if none).
+func byPeer[T interface{ peer() string }](xs []T, name string) T {
+	for _, x := range xs {
+		if x.peer() == name {
+			return x
+		}
 	}
-	return json.Unmarshal(b, &k) == nil && k.Kind == Kind
+	var zero T
+	return zero
 }
 
-// ReadReport reads a report written by WriteJSON.
-func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if !IsReport(b) {
-		return nil, fmt.Errorf("%s: not an `aerie bench http` report (no \"kind\": %q)", path, Kind)
-	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &rep, nil
-}
+func (p Peer) peer() string              { return p.Name }
+func (d DiskResult) peer() string        { return d.Peer }
+func (c CardinalityResult) peer() string { return c.Peer }
+func (q QueryPeer) peer() string         { return q.Peer }
+func (s DashboardSystem) peer() string   { return s.Peer }
 
-// ingestPair is one protocol and client count: Aerie's load and VM's.
-type ingestPair struct {
-	protocol string
-	clients  int
-	a, v     *IngestResult
-}
-
-func (rep *Report) ingestPairs() []ingestPair {
-	var out []ingestPair
-	find := func(proto string, n int) *ingestPair {
-		for i := range out {
-			if out[i].protocol == proto && out[i].clients == n {
-				return &out[i]
+// queryCells are a pattern's latencies: the medians of aerie,
+// vm-nocache and vm, Aerie's ratios to both, and the same for the p99.
+func (rep *Report) queryCells(q QueryResult) []string {
+	a, n, v := peerQuery(q, aerie), peerQuery(q, vmNoCache), peerQuery(q, vm)
+	var cells []string
+	for _, f := range []func(QueryPeer) float64{
+		func(p QueryPeer) float64 { return p.MedianMs },
+		func(p QueryPeer) float64 { return p.P99Ms },
+	} {
+		for _, p := range []QueryPeer{a, n, v} {
+			cells = append(cells, harness.Num(f(p)))
+			if p.Error != "" {
+				cells[len(cells)-1] = "error"
 			}
 		}
-		out = append(out, ingestPair{protocol: proto, clients: n})
-		return &out[len(out)-1]
-	}
-	for i := range rep.Ingest {
-		r := &rep.Ingest[i]
-		p := find(r.Protocol, r.Clients)
-		if r.Peer == aerie {
-			p.a = r
-		} else {
-			p.v = r
+		for _, b := range []QueryPeer{n, v} {
+			r := "—"
+			if a.Error == "" && b.Error == "" {
+				r = harness.RatioOf(f(a), f(b))
+			}
+			cells = append(cells, r)
 		}
 	}
-	return out
+	return cells
 }
 
-// ratio formats a ÷ b, or "—" where either is missing.
-func ratio(a, b float64) string {
-	if a == 0 || b == 0 {
-		return "—"
-	}
-	return fmt.Sprintf("%.3f", a/b)
-}
+// tabRow writes a row of a tabwriter table.
+func tabRow(w io.Writer, cells ...string) { fmt.Fprintln(w, strings.Join(cells, "\t")+"\t") }
 
-// num formats a measurement with about four significant digits.
-func num(v float64) string {
-	switch {
-	case v == 0:
-		return "0"
-	case v >= 1e5:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 100:
-		return fmt.Sprintf("%.1f", v)
-	case v >= 1:
-		return fmt.Sprintf("%.3f", v)
-	default:
-		return fmt.Sprintf("%.4f", v)
-	}
-}
+// mdRow is a row of a Markdown table.
+func mdRow(cells ...string) string { return "| " + strings.Join(cells, " | ") + " |\n" }
 
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
-
-// ingestColumns are the measures of a load shown beside VM's: samples/s,
-// CPU seconds per million samples, peak RSS in MiB.
-var ingestColumns = []func(*IngestResult) float64{
-	func(r *IngestResult) float64 { return r.SamplesPerSecond },
-	func(r *IngestResult) float64 { return r.CPUSecondsPerMillion },
-	func(r *IngestResult) float64 { return mib(r.PeakRSSBytes) },
-}
-
-func (rep *Report) disk(peer string) DiskResult {
-	for _, d := range rep.Disk {
-		if d.Peer == peer {
-			return d
-		}
-	}
-	return DiskResult{Peer: peer}
-}
-
-// field returns a measure of r, or 0 for a missing load.
-func field(r *IngestResult, f func(*IngestResult) float64) float64 {
-	if r == nil {
-		return 0
-	}
-	return f(r)
-}
-
-func (rep *Report) peerQuery(q QueryResult, peer string) QueryPeer {
-	for _, p := range q.Peers {
-		if p.Peer == peer {
-			return p
-		}
+func peerQuery(q QueryResult, peer string) QueryPeer {
+	if p := byPeer(q.Peers, peer); p.Peer != "" {
+		return p
 	}
 	return QueryPeer{Peer: peer, Error: "not run"}
 }
 
-// latency formats a latency, or "error".
-func latency(p QueryPeer, v float64) string {
-	if p.Error != "" {
-		return "error"
-	}
-	return num(v)
-}
-
-func latencyRatio(a, b QueryPeer, av, bv float64) string {
-	if a.Error != "" || b.Error != "" {
-		return "—"
-	}
-	return ratio(av, bv)
-}
-
-func (rep *Report) cardinality(peer string) CardinalityResult {
-	for _, c := range rep.Cardinality {
-		if c.Peer == peer {
-			return c
-		}
-	}
-	return CardinalityResult{Peer: peer}
-}
-
 // WriteTable prints the report as text.
 func (rep *Report) WriteTable(w io.Writer) error {
+	m := cmp.Or(rep.Machine, &harness.Machine{})
 	fmt.Fprintf(w, "aerie bench http: workload %s, scale %s: %d series, %d samples per load; commit %s; %s, %d cores\n",
-		rep.Workload, rep.Scale, rep.Series, rep.Samples, rep.Commit, rep.Machine.CPU, rep.Machine.Cores)
+		rep.Workload, rep.Scale, rep.Series, rep.Samples, rep.Commit, m.CPU, m.Cores)
 	fmt.Fprintf(w, "Aerie acknowledges writes after fsync (wal.sync=batch); VictoriaMetrics before fsync. Ratios are Aerie ÷ VM.\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "protocol\tclients\taerie samples/s\tvm samples/s\tratio\taerie CPU s/M\tvm CPU s/M\tratio\taerie peak RSS MiB\tvm\tratio\t")
-	for _, p := range rep.ingestPairs() {
-		fmt.Fprintf(tw, "%s\t%d\t", p.protocol, p.clients)
-		for _, f := range ingestColumns {
-			a, v := field(p.a, f), field(p.v, f)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t", num(a), num(v), ratio(a, v))
-		}
-		fmt.Fprintln(tw)
+	for _, row := range rep.ingestRows() {
+		tabRow(tw, row...)
 	}
 	fmt.Fprintln(tw)
-	da, dv := rep.disk(aerie), rep.disk(vm)
+	da, dv := byPeer(rep.Disk, aerie), byPeer(rep.Disk, vm)
 	fmt.Fprintln(tw, "disk\taerie B/sample\tvm B/sample\tratio\taerie blocks B/sample\tratio\t")
-	fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s\t\n", num(da.BytesPerSample), num(dv.BytesPerSample), ratio(da.BytesPerSample, dv.BytesPerSample),
-		num(da.BlockBytesPerSample), ratio(da.BlockBytesPerSample, dv.BytesPerSample))
+	tabRow(tw, "", harness.Num(da.BytesPerSample), harness.Num(dv.BytesPerSample), harness.RatioOf(da.BytesPerSample, dv.BytesPerSample),
+		harness.Num(da.BlockBytesPerSample), harness.RatioOf(da.BlockBytesPerSample, dv.BytesPerSample))
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "pattern\taerie ms\tvm-nocache ms\tvm ms\t÷nocache\t÷vm\taerie p99\tvm-nocache p99\tvm p99\t÷nocache\t÷vm\tanswers\t")
 	for _, q := range rep.Queries {
-		a, n, v := rep.peerQuery(q, aerie), rep.peerQuery(q, vmNoCache), rep.peerQuery(q, vm)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", q.Pattern,
-			latency(a, a.MedianMs), latency(n, n.MedianMs), latency(v, v.MedianMs),
-			latencyRatio(a, n, a.MedianMs, n.MedianMs), latencyRatio(a, v, a.MedianMs, v.MedianMs),
-			latency(a, a.P99Ms), latency(n, n.P99Ms), latency(v, v.P99Ms),
-			latencyRatio(a, n, a.P99Ms, n.P99Ms), latencyRatio(a, v, a.P99Ms, v.P99Ms), shorten(q.Agreement, 80))
+		tabRow(tw, slices.Concat([]string{q.Pattern}, rep.queryCells(q), []string{shorten(q.Agreement, 80)})...)
 	}
 	fmt.Fprintln(tw)
-	a, v := rep.cardinality(aerie), rep.cardinality(vm)
+	a, v := byPeer(rep.Cardinality, aerie), byPeer(rep.Cardinality, vm)
 	fmt.Fprintln(tw, "new series\taerie s\tvm s\tratio\taerie RSS B/series\tvm RSS B/series\tratio\t")
-	fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Series, num(a.Seconds), num(v.Seconds), ratio(a.Seconds, v.Seconds),
-		num(a.RSSBytesPerSeries), num(v.RSSBytesPerSeries), ratio(a.RSSBytesPerSeries, v.RSSBytesPerSeries))
+	tabRow(tw, fmt.Sprint(a.Series), harness.Num(a.Seconds), harness.Num(v.Seconds), harness.RatioOf(a.Seconds, v.Seconds),
+		harness.Num(a.RSSBytesPerSeries), harness.Num(v.RSSBytesPerSeries), harness.RatioOf(a.RSSBytesPerSeries, v.RSSBytesPerSeries))
 	return tw.Flush()
 }
 
@@ -347,14 +282,8 @@ func shorten(s string, n int) string {
 func (rep *Report) WriteMarkdown(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	c := rep.Config
-	var vmVersion string
-	for _, pe := range rep.Peers {
-		if pe.Name == vm {
-			vmVersion = pe.Version
-		}
-	}
 	p("## vs VictoriaMetrics over HTTP (%s scale)\n\n", rep.Scale)
-	p("`aerie bench http --scale=%s` (bench/httpbench): `aerie serve` and VictoriaMetrics single-node (`%s`) as separate processes on loopback, on the same machine as the clients. ", rep.Scale, vmVersion)
+	p("`aerie bench http --scale=%s` (bench/httpbench): `aerie serve` and VictoriaMetrics single-node (`%s`) as separate processes on loopback, on the same machine as the clients. ", rep.Scale, byPeer(rep.Peers, vm).Version)
 	p("Every load writes the same %s dataset: %s targets, %d series, %s at %s, %d samples", rep.Workload, c["targets"], rep.Series, c["span"], c["interval"], rep.Samples)
 	if ts := c["timestamps"]; ts != "" {
 		p(", timestamps %s", ts)
@@ -366,13 +295,8 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	p("### Ingest\n\n")
 	p("| protocol | clients | Aerie samples/s | VM samples/s | ratio | Aerie CPU s / M samples | VM | ratio | Aerie peak RSS (MiB) | VM | ratio |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, ip := range rep.ingestPairs() {
-		p("| %s | %d |", ip.protocol, ip.clients)
-		for _, f := range ingestColumns {
-			a, v := field(ip.a, f), field(ip.v, f)
-			p(" %s | %s | %s |", num(a), num(v), ratio(a, v))
-		}
-		p("\n")
+	for _, row := range rep.ingestRows() {
+		io.WriteString(w, mdRow(row...))
 	}
 	p("\nEach row loads the whole dataset into a fresh server of each peer (its own empty data directory), Aerie and VictoriaMetrics one after the other, the order alternating from row to row. ")
 	p("Clients: %s concurrent HTTP clients, each owning every n-th target and sending its rows in time order, as line protocol (`POST /write?precision=ms`, about %s samples per request, one line per target and scrape) or Prometheus remote write 1.0 (`POST /api/v1/write`, snappy protobuf, about %s samples per request, one TimeSeries per sample as Prometheus sends them). ", strings.ReplaceAll(c["clients"], ",", ", "), c["lp_batch"], c["rw_batch"])
@@ -380,11 +304,11 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	p("Every sample is then counted back through the query API. ")
 	p("Two cores are shared by the clients and the server, so neither server has the machine to itself; VictoriaMetrics runs with its defaults for ingestion (the cache flag only affects queries).\n\n")
 
-	da, dv := rep.disk(aerie), rep.disk(vm)
+	da, dv := byPeer(rep.Disk, aerie), byPeer(rep.Disk, vm)
 	p("### Disk\n\n")
 	p("| after the last load | Aerie | VM | ratio |\n|---|---:|---:|---:|\n")
-	p("| data directory, B/sample | %s | %s | %s |\n", num(da.BytesPerSample), num(dv.BytesPerSample), ratio(da.BytesPerSample, dv.BytesPerSample))
-	p("| Aerie's blocks and tag dictionary, B/sample of the %d samples in blocks | %s | %s | %s |\n\n", da.BlockSamples, num(da.BlockBytesPerSample), num(dv.BytesPerSample), ratio(da.BlockBytesPerSample, dv.BytesPerSample))
+	p("| data directory, B/sample | %s | %s | %s |\n", harness.Num(da.BytesPerSample), harness.Num(dv.BytesPerSample), harness.RatioOf(da.BytesPerSample, dv.BytesPerSample))
+	p("| Aerie's blocks and tag dictionary, B/sample of the %d samples in blocks | %s | %s | %s |\n\n", da.BlockSamples, harness.Num(da.BlockBytesPerSample), harness.Num(dv.BytesPerSample), harness.RatioOf(da.BlockBytesPerSample, dv.BytesPerSample))
 	p("VictoriaMetrics is measured after `/internal/force_flush`, once its in-memory parts are on disk. Aerie has no flush endpoint and does not flush its head at shutdown: it is measured once its background loop (which looks for due partitions once a minute) has flushed every partition that is due (%.0f s after the load%s); its newest partitions stay in the head, and its WAL (%.0f%% of its bytes) keeps every row until a 128 MiB segment is full and fully flushed. The second row counts only Aerie's blocks, against the samples they hold. Sizes are the bytes of every file, once they have not changed for a second.\n\n",
 		da.Seconds, noteSuffix(da.Note), 100*float64(da.WALBytes)/float64(max(da.Bytes, 1)))
 
@@ -392,12 +316,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	p("| pattern | Aerie median (ms) | VM no-cache | VM | Aerie ÷ VM no-cache | Aerie ÷ VM | Aerie p99 (ms) | VM no-cache p99 | VM p99 | Aerie ÷ VM no-cache | Aerie ÷ VM | answers |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, q := range rep.Queries {
-		a, n, v := rep.peerQuery(q, aerie), rep.peerQuery(q, vmNoCache), rep.peerQuery(q, vm)
-		p("| `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", q.Pattern,
-			latency(a, a.MedianMs), latency(n, n.MedianMs), latency(v, v.MedianMs),
-			latencyRatio(a, n, a.MedianMs, n.MedianMs), latencyRatio(a, v, a.MedianMs, v.MedianMs),
-			latency(a, a.P99Ms), latency(n, n.P99Ms), latency(v, v.P99Ms),
-			latencyRatio(a, n, a.P99Ms, n.P99Ms), latencyRatio(a, v, a.P99Ms, v.P99Ms), mdEscape(q.Agreement))
+		io.WriteString(w, mdRow(slices.Concat([]string{"`" + q.Pattern + "`"}, rep.queryCells(q), []string{harness.MDEscape(q.Agreement)})...))
 	}
 	p("\nThe servers of the last load are restarted over its data: Aerie; VictoriaMetrics with `-search.disableCache` (no rollup result cache: the same work as Aerie, \"VM no-cache\"); and VictoriaMetrics with its defaults on a copy of the same data (\"VM\", whose cache answers repeated queries). ")
 	p("One client sends `/api/v1/query_range` (`/api/v1/query` for the lastpoints): %s instances of each pattern (hosts and start drawn by seed, start and end on whole steps), each run once unrecorded, its answers compared, then %s times per server, rotating which server goes first. Latency is from sending the request to reading the last byte of the answer. ", c["instances"], c["repeats"])
@@ -406,11 +325,11 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		p("- `%s` (%s): `%s`\n", q.Pattern, q.Comment, q.Example)
 	}
 	p("\n### Cardinality\n\n")
-	a, v := rep.cardinality(aerie), rep.cardinality(vm)
+	a, v := byPeer(rep.Cardinality, aerie), byPeer(rep.Cardinality, vm)
 	p("| new series | Aerie (s) | VM (s) | ratio | Aerie series/s | VM series/s | ratio | Aerie RSS B/series | VM RSS B/series | ratio |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n\n", a.Series, num(a.Seconds), num(v.Seconds), ratio(a.Seconds, v.Seconds),
-		num(a.SeriesPerSecond), num(v.SeriesPerSecond), ratio(a.SeriesPerSecond, v.SeriesPerSecond),
-		num(a.RSSBytesPerSeries), num(v.RSSBytesPerSeries), ratio(a.RSSBytesPerSeries, v.RSSBytesPerSeries))
+	p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n\n", a.Series, harness.Num(a.Seconds), harness.Num(v.Seconds), harness.RatioOf(a.Seconds, v.Seconds),
+		harness.Num(a.SeriesPerSecond), harness.Num(v.SeriesPerSecond), harness.RatioOf(a.SeriesPerSecond, v.SeriesPerSecond),
+		harness.Num(a.RSSBytesPerSeries), harness.Num(v.RSSBytesPerSeries), harness.RatioOf(a.RSSBytesPerSeries, v.RSSBytesPerSeries))
 	p("A fresh server of each peer rests %s, then takes one sample of each of %d new series (line protocol, %d clients); the time is from the first request to the last acknowledgement, and RSS per series is (VmRSS %s after every sample is visible − VmRSS before) ÷ series.\n\n", settle, a.Series, a.Clients, settle)
 	return nil
 }
@@ -420,9 +339,4 @@ func noteSuffix(s string) string {
 		return ""
 	}
 	return "; " + s
-}
-
-// mdEscape keeps a table cell in its cell.
-func mdEscape(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }

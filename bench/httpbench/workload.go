@@ -1,7 +1,11 @@
 package httpbench
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -34,15 +38,8 @@ VictoriaMetrics before. See bench/httpbench/doc.go.`,
 		f.IntVar(&cfg.Repeats, "repeats", 0, "timed runs of each instance per server (default: the scale's)")
 		f.IntVar(&cfg.Series, "series", 0, "new series of the cardinality phase (default: the scale's)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
-			cfg.Scale, cfg.Dir, cfg.Seed, cfg.Aerie, cfg.Log = o.Scale, o.Dir, o.Seed, o.Aerie, o.Log
-			if cfg.VM == "" {
-				cfg.VM = o.Peer("victoria-metrics")
-			}
-			rep, err := Run(ctx, cfg)
-			if rep == nil {
-				return nil, err
-			}
-			return rep, err // ErrMismatch, after the report is out
+			cfg.Options, cfg.VM = o, cmp.Or(cfg.VM, o.Peer("victoria-metrics"))
+			return Run(ctx, cfg)
 		}
 	},
 }
@@ -67,15 +64,92 @@ without it, or the command fails. See bench/httpbench/doc.go.`,
 		f.IntVar(&cfg.Refreshes, "refreshes", 0, "dashboard refreshes to replay (default: the scale's)")
 		f.StringVar(&cfg.VM, "vm", "", "the victoria-metrics binary (default: victoria-metrics in --peers)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
-			cfg.Scale, cfg.Dir, cfg.Seed, cfg.Aerie, cfg.Log = o.Scale, o.Dir, o.Seed, o.Aerie, o.Log
-			if cfg.VM == "" {
-				cfg.VM = o.Peer("victoria-metrics")
-			}
-			rep, err := RunDashboard(ctx, cfg)
-			if rep == nil {
-				return nil, err
-			}
-			return rep, err // ErrMismatch, after the report is out
+			cfg.Options, cfg.VM = o, cmp.Or(cfg.VM, o.Peer("victoria-metrics"))
+			return RunDashboard(ctx, cfg)
 		}
 	},
+}
+
+// Config is one `aerie bench http` run.
+type Config struct {
+	harness.Options
+	Workload string // tsbs (default) or node
+	VM       string // the victoria-metrics binary ("": victoria-metrics in Peers)
+	Clients  []int  // concurrent ingest clients, one load per count (nil → 2, 4, 8)
+	// LPBatch and RWBatch are the samples per request (rounded up to a
+	// whole scrape): line protocol 10 000 (Telegraf's metric_batch_size of
+	// 1000 lines of TSBS' 10 fields), remote write 2000 (Prometheus'
+	// max_samples_per_send).
+	LPBatch, RWBatch int
+	// Instances and Repeats override the scale's query instances per
+	// pattern and timed runs per instance.
+	Instances, Repeats int
+	Series             int // cardinality phase: new series (0 → the scale's)
+}
+
+// Scale sizes a run.
+type Scale struct {
+	Name     string
+	Hosts    int           // tsbs hosts (10 series each); node: about as many series in targets of 517 (at least 2)
+	Duration time.Duration // span of the dataset every load writes
+	// Instances of each query pattern; each is run once unrecorded (its
+	// answers are compared) and then Repeats times per peer.
+	Instances, Repeats int
+	NewSeries          int // cardinality phase
+}
+
+// Scales are the predefined sizes. small is what CI runs (≲3 min on two
+// cores), medium what `make benchmarks` runs.
+var Scales = map[string]Scale{
+	"small":  {Name: "small", Hosts: 50, Duration: 12 * time.Hour, Instances: 1, Repeats: 3, NewSeries: 20_000},
+	"medium": {Name: "medium", Hosts: 250, Duration: 12 * time.Hour, Instances: 4, Repeats: 5, NewSeries: 200_000},
+	"large":  {Name: "large", Hosts: 1000, Duration: 12 * time.Hour, Instances: 5, Repeats: 6, NewSeries: 1_000_000},
+}
+
+const (
+	defaultLPBatch = 10_000
+	defaultRWBatch = 2_000
+)
+
+// check fills the defaults of cfg and validates it.
+func (cfg *Config) check() (Scale, error) {
+	sc, ok := Scales[cfg.Scale]
+	if !ok {
+		return Scale{}, fmt.Errorf("--scale=%q: want small, medium or large", cfg.Scale)
+	}
+	switch cfg.Workload {
+	case "":
+		cfg.Workload = "tsbs"
+	case "tsbs", "node":
+	default:
+		return Scale{}, fmt.Errorf("--workload=%q: want tsbs or node", cfg.Workload)
+	}
+	cfg.Clients = slices.Clone(cfg.Clients)
+	if len(cfg.Clients) == 0 {
+		cfg.Clients = []int{2, 4, 8}
+	}
+	for _, c := range cfg.Clients {
+		if c < 1 || c > 64 {
+			return Scale{}, fmt.Errorf("--clients: %d is not in [1, 64]", c)
+		}
+	}
+	slices.Sort(cfg.Clients)
+	cfg.Clients = slices.Compact(cfg.Clients)
+	cfg.LPBatch = orDefault(cfg.LPBatch, defaultLPBatch)
+	cfg.RWBatch = orDefault(cfg.RWBatch, defaultRWBatch)
+	sc.Instances = orDefault(cfg.Instances, sc.Instances)
+	sc.Repeats = orDefault(cfg.Repeats, sc.Repeats)
+	sc.NewSeries = orDefault(cfg.Series, sc.NewSeries)
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	return sc, nil
+}
+
+// orDefault is n if it is positive, else def.
+func orDefault(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
 }
