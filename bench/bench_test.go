@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aerie-db/aerie/bench/harness"
+	"github.com/aerie-db/aerie/bench/tsbs"
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
@@ -65,30 +66,30 @@ func TestPatternInstances(t *testing.T) {
 	hosts := []string{"host-000:9100", "host-001:9100", "host-002:9100", "a.b", "x"}
 	mint, maxt := int64(1_700_000_000_000), int64(1_700_000_000_000+12*3600_000)
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, prof := range []profile{nodeProfile, tsbsProfile} {
-		for _, pt := range patterns {
+	for _, prof := range []tsbs.Profile{tsbs.Node, tsbs.CPU} {
+		for _, pt := range tsbs.Heracles {
 			for range 50 {
-				q := pt.instance(r, prof, hosts, mint, maxt)
+				q := instance(pt, r, prof, hosts, mint, maxt)
 				if _, err := parser.ParseExpr(q.expr); err != nil {
-					t.Fatalf("%s: %s: %v", pt.name, q.expr, err)
+					t.Fatalf("%s: %s: %v", pt.Name, q.expr, err)
 				}
 				if q.instant {
 					if q.start.UnixMilli() != maxt {
-						t.Fatalf("%s: instant at %v", pt.name, q.start)
+						t.Fatalf("%s: instant at %v", pt.Name, q.start)
 					}
 					continue
 				}
 				// The first step's window may begin before mint only when
 				// the data are no longer than the span.
 				if q.end.UnixMilli() > maxt || q.start.UnixMilli() < mint {
-					t.Fatalf("%s: %v..%v outside the data", pt.name, q.start, q.end)
+					t.Fatalf("%s: %v..%v outside the data", pt.Name, q.start, q.end)
 				}
-				if got := q.end.Sub(q.start) + q.step; got > pt.span {
-					t.Fatalf("%s: covers %v, want at most %v", pt.name, got, pt.span)
+				if got := q.end.Sub(q.start) + q.step; got > pt.Span {
+					t.Fatalf("%s: covers %v, want at most %v", pt.Name, got, pt.Span)
 				}
-				want := min(pt.hosts, len(hosts))
-				if got := strings.Count(q.expr, "|") + 1; pt.hosts > 0 && !strings.HasPrefix(pt.name, "5-") && got != want {
-					t.Fatalf("%s: %d hosts in %s, want %d", pt.name, got, q.expr, want)
+				want := min(pt.Hosts, len(hosts))
+				if got := strings.Count(q.expr, "|") + 1; pt.Hosts > 0 && !strings.HasPrefix(pt.Name, "5-") && got != want {
+					t.Fatalf("%s: %d hosts in %s, want %d", pt.Name, got, q.expr, want)
 				}
 			}
 		}
@@ -170,7 +171,7 @@ func TestRunFromFile(t *testing.T) {
 	for i := range 12 * 60 {
 		ts := int64(1_700_000_000_000) + int64(i)*60_000
 		for _, h := range []string{"a:9100", "b:9100"} {
-			for k, m := range nodeProfile.metrics5 {
+			for k, m := range tsbs.Node.Metrics[:5] {
 				fmt.Fprintf(&b, "%s{job=\"node\",instance=%q} %d %d\n", m, h, (i*(k+1))%7, ts)
 			}
 			fmt.Fprintf(&b, "node_cpu_seconds_total{job=\"node\",instance=%q,cpu=\"0\",mode=\"user\"} %d %d\n", h, i*30, ts)

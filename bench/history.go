@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/aerie-db/aerie/bench/harness"
+	"github.com/aerie-db/aerie/bench/tsbs"
 	"github.com/aerie-db/aerie/bench/workload"
 )
 
@@ -346,7 +347,7 @@ func (r *runner) shuffledPhase() error {
 		return err
 	}
 	defer closeAll(r, es, phase)
-	sts, err := r.backfillAndCheck(es, [][]histUnit{r.hist.shuffledDays(r.newRand(hashString("shuffled days")))}, phase)
+	sts, err := r.backfillAndCheck(es, [][]histUnit{r.hist.shuffledDays(tsbs.Rand(r.cfg.Seed, "shuffled days"))}, phase)
 	if err != nil {
 		return err
 	}
@@ -516,7 +517,7 @@ func (r *runner) underQueries(e engine, fn func() error) ([]time.Duration, time.
 	}
 	lo := d.now - int64(len(d.days)-d.hosts[0].first)*day.Milliseconds()
 	win := compactQueryWindow.Milliseconds()
-	rnd := r.newRand(hashString("compaction queries"))
+	rnd := tsbs.Rand(r.cfg.Seed, "compaction queries")
 	var it chunkenc.Iterator
 	return harness.UnderQueries(fn, func() error {
 		ls := series[rnd.IntN(len(series))]

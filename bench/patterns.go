@@ -13,47 +13,10 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/aerie-db/aerie/bench/tsbs"
-	"github.com/aerie-db/aerie/bench/workload"
 )
 
 // The TSBS patterns are bench/tsbs'; the in-process harness runs them in
-// Prometheus' dialect. profile and pattern keep the lower-case names the
-// rest of the package reads.
-
-// profile is a tsbs.Profile with the fields hosts and the tests read.
-type profile struct {
-	tsbs.Profile
-	host, metric1 string
-	metrics5      []string
-}
-
-func newProfile(p tsbs.Profile) profile {
-	return profile{p, p.Host, p.Metric1, p.Metrics[:min(5, len(p.Metrics))]}
-}
-
-var nodeProfile, tsbsProfile = newProfile(tsbs.Node), newProfile(tsbs.CPU)
-
-// profileOf picks the profile whose metrics the workload has.
-func profileOf(w workload.Workload) (profile, error) {
-	p, err := tsbs.ProfileOf(w)
-	return newProfile(p), err
-}
-
-// pattern is one TSBS query pattern of Heracles Table 2.
-type pattern struct {
-	tsbs.Pattern
-	name, comment string
-	hosts         int
-	span          time.Duration
-}
-
-var patterns = func() []pattern {
-	var ps []pattern
-	for _, p := range tsbs.Heracles {
-		ps = append(ps, pattern{p, p.Name, p.Comment, p.Hosts, p.Span})
-	}
-	return ps
-}()
+// Prometheus' dialect.
 
 // query is one instance of a pattern: an expression and its time range.
 type query struct {
@@ -65,8 +28,8 @@ type query struct {
 
 // instance draws an instance of pt over the data [mint, maxt] for the
 // given hosts, with r choosing hosts and the start time (tsbs.Gen).
-func (pt pattern) instance(r *rand.Rand, p profile, hosts []string, mint, maxt int64) query {
-	q := tsbs.Gen{Profile: p.Profile, Dialect: tsbs.Prometheus, Hosts: hosts, MinT: mint, MaxT: maxt}.Instance(pt.Pattern, r)
+func instance(pt tsbs.Pattern, r *rand.Rand, p tsbs.Profile, hosts []string, mint, maxt int64) query {
+	q := tsbs.Gen{Profile: p, Dialect: tsbs.Prometheus, Hosts: hosts, MinT: mint, MaxT: maxt}.Instance(pt, r)
 	return query{expr: q.Expr, start: time.UnixMilli(q.Start), end: time.UnixMilli(q.End), step: q.Step, instant: q.Instant}
 }
 

@@ -2,11 +2,11 @@ package bench
 
 import (
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"time"
 
 	"github.com/aerie-db/aerie/bench/harness"
+	"github.com/aerie-db/aerie/bench/tsbs"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -45,7 +45,7 @@ func (r *runner) mainPhase() error {
 		fmt.Sprintf("%d writers, one scrape per commit/row, generation excluded", r.cfg.Writers))
 	r.rep.add("insert_gc_pause", "ms", lower, harness.Ms(ins[0].gcPause), harness.Ms(ins[1].gcPause), "Go GC pause total during the insert")
 
-	prof, profErr := profileOf(r.main)
+	prof, profErr := tsbs.ProfileOf(r.main)
 	if profErr != nil {
 		r.logf("skipping the TSBS patterns: %v", profErr)
 	} else if err := r.tsbs(engines, prof, "head"); err != nil {
@@ -79,13 +79,13 @@ func (r *runner) mainPhase() error {
 // tsbs runs every TSBS pattern QueryRuns times over both engines, with the
 // same instances for both, alternating which goes first, and checks that
 // both return the same result.
-func (r *runner) tsbs(engines []engine, prof profile, variant string) error {
-	hs := hosts(r.main, prof)
-	for _, pt := range patterns {
-		rnd := r.newRand(hashString(pt.name))
+func (r *runner) tsbs(engines []engine, prof tsbs.Profile, variant string) error {
+	hs := tsbs.Hosts(r.main, prof)
+	for _, pt := range tsbs.Heracles {
+		rnd := tsbs.Rand(r.cfg.Seed, pt.Name)
 		lat := make([][]time.Duration, len(engines))
 		for i := -1; i < r.scale.QueryRuns; i++ { // i = -1 warms up, unrecorded
-			q := pt.instance(rnd, prof, hs, r.main.MinTime(), r.main.MaxTime())
+			q := instance(pt, rnd, prof, hs, r.main.MinTime(), r.main.MaxTime())
 			res := make([]promql.Result, len(engines))
 			for j := range engines {
 				k := (j + max(i, 0)) % len(engines) // alternate who goes first
@@ -94,23 +94,23 @@ func (r *runner) tsbs(engines []engine, prof profile, variant string) error {
 					err error
 				)
 				if res[k], d, err = q.run(r.eng, engines[k]); err != nil {
-					return fmt.Errorf("%s tsbs %s: %w", engines[k].name(), pt.name, err)
+					return fmt.Errorf("%s tsbs %s: %w", engines[k].name(), pt.Name, err)
 				}
 				if i >= 0 {
 					lat[k] = append(lat[k], d)
 				}
 			}
 			if err := sameResult(res[0], res[1]); err != nil {
-				return fmt.Errorf("tsbs %s (%s): engines disagree on %s: %w", pt.name, variant, q.expr, err)
+				return fmt.Errorf("tsbs %s (%s): engines disagree on %s: %w", pt.Name, variant, q.expr, err)
 			}
 			if empty(res[0]) {
-				return fmt.Errorf("tsbs %s (%s): %s returned nothing over %v..%v", pt.name, variant, q.expr, q.start, q.end)
+				return fmt.Errorf("tsbs %s (%s): %s returned nothing over %v..%v", pt.Name, variant, q.expr, q.start, q.end)
 			}
 		}
-		name := "tsbs_" + pt.name + "_" + variant
-		r.rep.add(name, "ms", lower, harness.Ms(harness.Percentile(lat[0], 0.5)), harness.Ms(harness.Percentile(lat[1], 0.5)), "median; "+pt.comment)
+		name := "tsbs_" + pt.Name + "_" + variant
+		r.rep.add(name, "ms", lower, harness.Ms(harness.Percentile(lat[0], 0.5)), harness.Ms(harness.Percentile(lat[1], 0.5)), "median; "+pt.Comment)
 		r.rep.add(name+"_p99", "ms", lower, harness.Ms(harness.Percentile(lat[0], 0.99)), harness.Ms(harness.Percentile(lat[1], 0.99)), "")
-		r.logf("tsbs %-18s %s: aerie %.3f ms, prometheus %.3f ms (median of %d)", pt.name, variant,
+		r.logf("tsbs %-18s %s: aerie %.3f ms, prometheus %.3f ms (median of %d)", pt.Name, variant,
 			harness.Ms(harness.Percentile(lat[0], 0.5)), harness.Ms(harness.Percentile(lat[1], 0.5)), len(lat[0]))
 	}
 	return nil
@@ -182,7 +182,7 @@ func (r *runner) flushPhase() error {
 func (r *runner) flushUnderQueries(e engine) ([]time.Duration, time.Duration, error) {
 	series := allSeries(r.flushW)
 	maxt := r.flushW.MaxTime()
-	rnd := r.newRand(hashString("flush"))
+	rnd := tsbs.Rand(r.cfg.Seed, "flush")
 	var it chunkenc.Iterator
 	return harness.UnderQueries(e.flushAll, func() error {
 		ls := series[rnd.IntN(len(series))]
@@ -203,11 +203,11 @@ func (r *runner) flushUnderQueries(e engine) ([]time.Duration, time.Duration, er
 // the 16 row has a head of 8 and blocks of 16. It also times a flush
 // without concurrent queries (flush_cpu_seconds).
 func (r *runner) tuplePhase() error {
-	prof, profErr := profileOf(r.flushW)
+	prof, profErr := tsbs.ProfileOf(r.flushW)
 	series := allSeries(r.flushW)
 	hs := []string{}
 	if profErr == nil {
-		hs = hosts(r.flushW, prof)
+		hs = tsbs.Hosts(r.flushW, prof)
 	}
 	var flushWall, flushCPU [2]float64
 	for _, k := range []int{4, 8, 16, 0} {
@@ -241,7 +241,7 @@ func (r *runner) tuplePhase() error {
 	return nil
 }
 
-func (r *runner) tupleRow(e engine, k int, series []labels.Labels, prof profile, hs []string, tsbsOK bool) (TupleRow, error) {
+func (r *runner) tupleRow(e engine, k int, series []labels.Labels, prof tsbs.Profile, hs []string, tsbsOK bool) (TupleRow, error) {
 	row := TupleRow{Engine: e.name(), TupleSize: k}
 	st, err := r.insert(e, r.flushW)
 	if err != nil {
@@ -270,11 +270,11 @@ func (r *runner) tupleRow(e engine, k int, series []labels.Labels, prof profile,
 		return row, err
 	}
 	if tsbsOK {
-		pt := patterns[slices.IndexFunc(patterns, func(p pattern) bool { return p.name == "5-1-1" })]
-		rnd := r.newRand(hashString("tuple 5-1-1"))
+		pt := tsbs.Heracles[slices.IndexFunc(tsbs.Heracles, func(p tsbs.Pattern) bool { return p.Name == "5-1-1" })]
+		rnd := tsbs.Rand(r.cfg.Seed, "tuple 5-1-1")
 		var lat []time.Duration
 		for i := 0; i < r.scale.QueryRuns; i++ {
-			q := pt.instance(rnd, prof, hs, r.flushW.MinTime(), r.flushW.MaxTime())
+			q := instance(pt, rnd, prof, hs, r.flushW.MinTime(), r.flushW.MaxTime())
 			_, d, err := q.run(r.eng, e)
 			if err != nil {
 				return row, err
@@ -289,7 +289,7 @@ func (r *runner) tupleRow(e engine, k int, series []labels.Labels, prof profile,
 // median15m is the median latency of queries for the last 15 minutes of
 // random series.
 func (r *runner) median15m(e engine, series []labels.Labels) (float64, error) {
-	rnd := r.newRand(hashString("15m"))
+	rnd := tsbs.Rand(r.cfg.Seed, "15m")
 	var it chunkenc.Iterator
 	var lat []time.Duration
 	for i := 0; i < 200; i++ {
@@ -301,10 +301,4 @@ func (r *runner) median15m(e engine, series []labels.Labels) (float64, error) {
 		lat = append(lat, time.Since(t0))
 	}
 	return harness.Ms(harness.Percentile(lat, 0.5)), nil
-}
-
-func hashString(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
 }

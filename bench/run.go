@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -361,23 +360,6 @@ func settledHeap() int64 {
 	return int64(memStats().HeapAlloc)
 }
 
-// hosts returns the host label values of w's targets that have the
-// profile's metrics (a real capture also holds, say, Prometheus' own
-// target).
-func hosts(w workload.Workload, p profile) []string {
-	var hs []string
-	seen := map[string]bool{}
-	for i := 0; i < w.NumTargets(); i++ {
-		for _, ls := range w.Series(i) {
-			if h := ls.Get(p.host); h != "" && !seen[h] && ls.Get(labels.MetricName) == p.metric1 {
-				seen[h] = true
-				hs = append(hs, h)
-			}
-		}
-	}
-	return hs
-}
-
 // allSeries returns every series of w.
 func allSeries(w workload.Workload) []labels.Labels {
 	var out []labels.Labels
@@ -416,9 +398,4 @@ func readRange(e engine, ls labels.Labels, mint, maxt int64, it chunkenc.Iterato
 		}
 	}
 	return n, it, ss.Err()
-}
-
-// newRand returns the run's deterministic random source for a purpose.
-func (r *runner) newRand(purpose uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(uint64(r.cfg.Seed), purpose))
 }

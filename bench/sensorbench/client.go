@@ -1,7 +1,6 @@
 package sensorbench
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -70,11 +69,6 @@ func do(ctx context.Context, s *harness.Peer, method, path, contentType string, 
 	return b, d, err
 }
 
-func get(ctx context.Context, s *harness.Peer, path string) ([]byte, error) {
-	b, _, err := do(ctx, s, http.MethodGet, path, "", nil, 0)
-	return b, err
-}
-
 // postForm posts form to s and returns the answer and its time.
 func postForm(ctx context.Context, s *harness.Peer, path string, form url.Values) ([]byte, time.Duration, error) {
 	body := form.Encode()
@@ -87,20 +81,6 @@ func short(p string) string {
 		return p[:200] + "…"
 	}
 	return p
-}
-
-// metricValue returns the value of a series of a Prometheus text
-// exposition, named as exposed (with its labels in their order).
-func metricValue(exposition []byte, name string) (float64, bool) {
-	for line := range bytes.SplitSeq(exposition, []byte{'\n'}) {
-		rest, ok := bytes.CutPrefix(line, []byte(name+" "))
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(string(rest)), 64)
-		return v, err == nil
-	}
-	return 0, false
 }
 
 // promTime formats ms as the Prometheus API's seconds.

@@ -138,14 +138,7 @@ func (r *runner) start(name, dir string) (*harness.Peer, error) {
 	return r.fleet.Start(r.ctx, spec, dir)
 }
 
-func (r *runner) sleep(d time.Duration) error {
-	select {
-	case <-r.ctx.Done():
-		return r.ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
+func (r *runner) sleep(d time.Duration) error { return harness.Sleep(r.ctx, d) }
 
 func (r *runner) note(format string, args ...any) {
 	n := fmt.Sprintf(format, args...)

@@ -409,11 +409,11 @@ func (r *runner) searchVM(v *harness.Peer, q searchQuery) (map[string][]interval
 
 // dataReads reads Aerie's counters of data reads.
 func (r *runner) dataReads(a *harness.Peer) (DataReads, error) {
-	m, err := get(r.ctx, a, "/metrics")
+	m, err := a.Get(r.ctx, "/metrics")
 	if err != nil {
 		return DataReads{}, err
 	}
-	val := func(name string) int64 { v, _ := metricValue(m, name); return int64(v) }
+	val := func(name string) int64 { v, _ := harness.MetricValue(m, name); return int64(v) }
 	return DataReads{
 		BucketGets:      val("aerie_bucket_data_gets_total"),
 		WindowCacheHits: val("aerie_bucket_window_cache_hits_total"),

@@ -105,7 +105,7 @@ func (r *runner) checkMeta(srv *harness.Peer, load string) (IndexResult, error) 
 	d := r.d
 	ir := IndexResult{Load: load, Sensors: len(d.Sensors)}
 	for _, s := range d.Sensors {
-		b, err := get(r.ctx, srv, "/meta/"+s.Name)
+		b, err := srv.Get(r.ctx, "/meta/"+s.Name)
 		if err != nil {
 			return ir, err
 		}
@@ -140,11 +140,11 @@ func (r *runner) awaitAerieFlush(srv *harness.Peer, wait time.Duration) (string,
 	var last string
 	since := time.Now()
 	for {
-		m, err := get(r.ctx, srv, "/metrics")
+		m, err := srv.Get(r.ctx, "/metrics")
 		if err != nil {
 			return "", err
 		}
-		val := func(name string) float64 { v, _ := metricValue(m, name); return v }
+		val := func(name string) float64 { v, _ := harness.MetricValue(m, name); return v }
 		busy := val("aerie_backfill_generations") > 0 || val("aerie_flush_groups") > 0
 		state := fmt.Sprint(val("aerie_flushes_total"), val("aerie_backfill_flushes_total"), val("aerie_compactions_total"), val("aerie_bucket_moved_blocks_total"), busy)
 		if state != last {
@@ -216,7 +216,7 @@ func (r *runner) uploadVM() error {
 		return err
 	}
 	t0 := time.Now()
-	if err := r.awaitVMFlush(srv); err != nil {
+	if err := harness.AwaitVMFlush(r.ctx, srv); err != nil {
 		return err
 	}
 	if err := r.checkVMCounts(srv); err != nil {
@@ -226,36 +226,6 @@ func (r *runner) uploadVM() error {
 		return err
 	}
 	return r.fleet.Stop(srv)
-}
-
-// awaitVMFlush calls /internal/force_flush, which makes buffered rows
-// searchable in in-memory parts, and waits until those are on disk
-// (-inmemoryDataFlushInterval, 5 s): no rows left in storage/inmemory or
-// indexdb/inmemory.
-func (r *runner) awaitVMFlush(srv *harness.Peer) error {
-	if _, err := get(r.ctx, srv, "/internal/force_flush"); err != nil {
-		return err
-	}
-	for deadline := time.Now().Add(time.Minute); ; {
-		m, err := get(r.ctx, srv, "/metrics")
-		if err != nil {
-			return err
-		}
-		data, ok1 := metricValue(m, `vm_rows{type="storage/inmemory"}`)
-		index, ok2 := metricValue(m, `vm_rows{type="indexdb/inmemory"}`)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("vm /metrics has no vm_rows{type=\"storage/inmemory\"} or vm_rows{type=\"indexdb/inmemory\"}")
-		}
-		if data == 0 && index == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("vm: rows still in memory a minute after /internal/force_flush")
-		}
-		if err := r.sleep(250 * time.Millisecond); err != nil {
-			return err
-		}
-	}
 }
 
 // checkVMCounts counts every sensor's samples in VictoriaMetrics.
