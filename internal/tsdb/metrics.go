@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/aerie-db/aerie/internal/block"
-	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
 
@@ -88,18 +87,23 @@ func (db *DB) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*labels
 		return e
 	}
 
+	snap, err := q.snapshot(ctx, amin, amax, ms...)
+	if err != nil {
+		return nil, st, err
+	}
 	// The head and the backfill generations: summed from memory.
-	addHead := func(hs []head.SeriesSnapshot, main bool) error {
-		for i := range hs {
+	for _, hs := range snap.heads {
+		for i := range hs.series {
 			if err := ctx.Err(); err != nil {
-				return err
+				return nil, st, err
 			}
-			e := get(hs[i].Labels)
-			if main {
-				e.covered = hs[i].Covered
+			s := &hs.series[i]
+			e := get(s.Labels)
+			if hs.seq == 0 {
+				e.covered = s.Covered
 			}
-			its := make([]chunkenc.Iterator, 0, len(hs[i].Columns))
-			for _, c := range hs[i].Columns {
+			its := make([]chunkenc.Iterator, 0, len(s.Columns))
+			for _, c := range s.Columns {
 				its = append(its, seriesiter.NewIterator(nil, c, c.Extra, amin, amax))
 			}
 			var it chunkenc.Iterator
@@ -110,52 +114,22 @@ func (db *DB) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*labels
 			}
 			m, err := metricsOf(it, iv, lo)
 			if err != nil {
-				return fmt.Errorf("series %s: %w", hs[i].Labels, err)
+				return nil, st, fmt.Errorf("series %s: %w", s.Labels, err)
 			}
 			if len(m) > 0 {
 				e.parts = append(e.parts, part{head: true, ms: m})
 			}
 		}
-		return nil
-	}
-	hs, err := db.head.Select(amin, amax, ms...)
-	if err != nil {
-		return nil, st, err
-	}
-	q.mu.Lock()
-	q.snaps = append(q.snaps, hs)
-	q.mu.Unlock()
-	if err := addHead(hs, true); err != nil {
-		return nil, st, err
-	}
-	for _, g := range db.generations() {
-		if g.head.MaxTime() < amin || g.head.MinTime() > amax {
-			continue
-		}
-		guard := g.head.Enter()
-		gs, err := g.head.Select(amin, amax, ms...)
-		q.mu.Lock()
-		q.gens = append(q.gens, genSnap{h: g.head, guard: guard, snaps: gs})
-		q.mu.Unlock()
-		if err != nil {
-			return nil, st, err
-		}
-		if err := addHead(gs, false); err != nil {
-			return nil, st, err
-		}
 	}
 
 	// Blocks: from their index.
-	for _, b := range append(q.acquired(), q.moreBlocks()...) {
-		sel, err := b.Select(amin, amax, ms...)
-		if err != nil {
-			return nil, st, err
-		}
+	for _, bs := range snap.blocks {
+		b := bs.b
 		bm := b.Meta()
 		pid := db.head.PartitionOf(bm.MinTime)
 		flushedFrom := db.headFlushOf(pid) == bm.ULID
-		for i := range sel.Series {
-			s := &sel.Series[i]
+		for i := range bs.sel.Series {
+			s := &bs.sel.Series[i]
 			e := get(s.Labels)
 			if flushedFrom && slices.Contains(e.covered, pid) {
 				continue // summed from the head's memory
@@ -386,42 +360,18 @@ func (db *DB) SeriesSets(ctx context.Context, mint, maxt int64, ms ...*labels.Ma
 		seen[h] = append(seen[h], ls)
 		out = append(out, ls)
 	}
-	hs, err := db.head.Select(mint, maxt, ms...)
+	snap, err := q.snapshot(ctx, mint, maxt, ms...)
 	if err != nil {
 		return nil, err
 	}
-	q.mu.Lock()
-	q.snaps = append(q.snaps, hs)
-	q.mu.Unlock()
-	for i := range hs {
-		add(hs[i].Labels)
-	}
-	for _, g := range db.generations() {
-		if g.head.MaxTime() < mint || g.head.MinTime() > maxt {
-			continue
-		}
-		guard := g.head.Enter()
-		gs, err := g.head.Select(mint, maxt, ms...)
-		q.mu.Lock()
-		q.gens = append(q.gens, genSnap{h: g.head, guard: guard, snaps: gs})
-		q.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		for i := range gs {
-			add(gs[i].Labels)
+	for _, hs := range snap.heads {
+		for i := range hs.series {
+			add(hs.series[i].Labels)
 		}
 	}
-	for _, b := range append(q.acquired(), q.moreBlocks()...) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		sel, err := b.Select(mint, maxt, ms...)
-		if err != nil {
-			return nil, err
-		}
-		for i := range sel.Series {
-			add(sel.Series[i].Labels)
+	for _, bs := range snap.blocks {
+		for i := range bs.sel.Series {
+			add(bs.sel.Series[i].Labels)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return labelsLess(out[i], out[j]) })

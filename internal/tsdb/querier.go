@@ -132,6 +132,81 @@ func (q *querier) moreBlocks() []*block.Reader {
 	return added
 }
 
+// snapshot is what one read of [mint, maxt] takes of the engine through
+// a querier, for the series matching its matchers: the main head's series
+// (seq 0), then the backfill generations' overlapping the range (seq: the
+// generation's number), oldest first, then the selections of the blocks
+// overlapping the range, those the querier acquired at creation and those
+// flushed since. Taken in that order, data a flush moves from a head to a
+// block meanwhile is seen at least once (see querier); a sample seen
+// twice is merged once.
+//
+// Everything in it is valid until the querier's Close, which releases it
+// (head snapshots, generation memory guards, block references), and not
+// before: the querier owns what a snapshot takes.
+type snapshot struct {
+	heads  []headSnap
+	blocks []blockSel
+}
+
+// headSnap is a head's series matching a read.
+type headSnap struct {
+	seq    uint64 // write order: 0 for the main head, else the generation's number
+	series []head.SeriesSnapshot
+}
+
+// blockSel is a block and its selection for a read.
+type blockSel struct {
+	b   *block.Reader
+	sel *block.Selection
+}
+
+// snapshot takes the snapshot of the series matching ms over [mint, maxt],
+// which must lie within the querier's range. It holds q.mu only to record
+// what Close releases, so reads of one querier may run concurrently; each
+// generation's head is entered (its memory guard) before it is read.
+func (q *querier) snapshot(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) (snapshot, error) {
+	var snap snapshot
+	hs, err := q.db.head.Select(mint, maxt, ms...)
+	if err != nil {
+		return snap, err
+	}
+	q.mu.Lock()
+	q.snaps = append(q.snaps, hs) // released at Close
+	q.mu.Unlock()
+	snap.heads = append(snap.heads, headSnap{seq: 0, series: hs})
+	// Backfill generations, read before the blocks: a generation flushed
+	// meanwhile is found in its blocks.
+	for _, g := range q.db.generations() {
+		if g.head.MaxTime() < mint || g.head.MinTime() > maxt {
+			continue
+		}
+		guard := g.head.Enter()
+		gs, err := g.head.Select(mint, maxt, ms...)
+		q.mu.Lock()
+		q.gens = append(q.gens, genSnap{h: g.head, guard: guard, snaps: gs})
+		q.mu.Unlock()
+		if err != nil {
+			return snap, err
+		}
+		snap.heads = append(snap.heads, headSnap{seq: g.n, series: gs})
+	}
+	for _, b := range append(q.acquired(), q.moreBlocks()...) {
+		if m := b.Meta(); m.MaxTime <= mint || m.MinTime > maxt {
+			continue // a block outside the read's range selects nothing (block.Reader.Select)
+		}
+		if err := ctx.Err(); err != nil {
+			return snap, err
+		}
+		sel, err := b.Select(mint, maxt, ms...)
+		if err != nil {
+			return snap, err
+		}
+		snap.blocks = append(snap.blocks, blockSel{b: b, sel: sel})
+	}
+	return snap, nil
+}
+
 // source is one place a series' samples live: a block selection or a head
 // column.
 type source func(chunkenc.Iterator) chunkenc.Iterator
@@ -173,55 +248,30 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 		all = append(all, e)
 		return e
 	}
-	hs, err := q.db.head.Select(mint, maxt, ms...)
+	snap, err := q.snapshot(ctx, mint, maxt, ms...)
 	if err != nil {
 		return storage.ErrSeriesSet(err)
 	}
-	q.mu.Lock()
-	q.snaps = append(q.snaps, hs) // released at Close
-	q.mu.Unlock()
-	addHead := func(hs []head.SeriesSnapshot, seq uint64) {
-		for i := range hs {
-			e := get(hs[i].Labels)
-			if seq == 0 {
-				e.covered = hs[i].Covered
+	for _, hs := range snap.heads {
+		for i := range hs.series {
+			e := get(hs.series[i].Labels)
+			if hs.seq == 0 {
+				e.covered = hs.series[i].Covered
 			}
-			for _, c := range hs[i].Columns {
+			for _, c := range hs.series[i].Columns {
 				e.add(func(it chunkenc.Iterator) chunkenc.Iterator {
 					return seriesiter.NewIterator(it, c, c.Extra, mint, maxt)
-				}, seq)
+				}, hs.seq)
 			}
 		}
 	}
-	addHead(hs, 0)
-	// Backfill generations, read before the blocks: a generation flushed
-	// meanwhile is found in its blocks (see querier).
-	for _, g := range q.db.generations() {
-		if g.head.MaxTime() < mint || g.head.MinTime() > maxt {
-			continue
-		}
-		guard := g.head.Enter()
-		gs, err := g.head.Select(mint, maxt, ms...)
-		q.mu.Lock()
-		q.gens = append(q.gens, genSnap{h: g.head, guard: guard, snaps: gs})
-		q.mu.Unlock()
-		if err != nil {
-			return storage.ErrSeriesSet(err)
-		}
-		addHead(gs, g.n)
-	}
 	h := q.db.head
-	// Blocks acquired at creation, and those flushed since (see querier).
-	for _, b := range append(q.acquired(), q.moreBlocks()...) {
-		sel, err := b.Select(mint, maxt, ms...)
-		if err != nil {
-			return storage.ErrSeriesSet(err)
-		}
-		bm := b.Meta()
+	for _, bs := range snap.blocks {
+		bm := bs.b.Meta()
 		pid := h.PartitionOf(bm.MinTime)
 		flushedFrom := q.db.headFlushOf(pid) == bm.ULID
-		for i := range sel.Series {
-			s := &sel.Series[i]
+		for i := range bs.sel.Series {
+			s := &bs.sel.Series[i]
 			e := get(s.Labels)
 			if flushedFrom && slices.Contains(e.covered, pid) {
 				q.db.hotReads.Add(1)
