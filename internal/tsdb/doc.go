@@ -53,7 +53,7 @@
 //     tier read every object of it back, and after its remote copy took
 //     its place; remote blocks are never compacted.
 //  11. Every read through a querier (Select, SeriesMetrics, SeriesSets)
-//     takes what it reads in one place, querier.snapshot: the main head,
+//     takes what it reads in one place, Querier.snapshot: the main head,
 //     then the backfill generations overlapping its range, then the
 //     blocks overlapping it (those acquired when the querier was opened
 //     and those added since), so a sample a flush moves from a head to a
