@@ -133,3 +133,41 @@ func TestNative(t *testing.T) {
 		require.Contains(t, msg, `"errorType":"bad_data"`)
 	}
 }
+
+// TestOneQuerierPerRequest: every request reads the engine through one
+// querier, whatever steps it takes (issue 22: /meta opened five, one per
+// step).
+func TestOneQuerierPerRequest(t *testing.T) {
+	e := newEnv(t, Options{})
+	rng := rand.New(rand.NewPCG(11, 12))
+	const hour = int64(3600_000)
+	t0 := int64(1_700_000_000_000) / hour * hour
+	_, body := walk(rng, t0, 60_000, 6*60)
+	code, msg := e.do("POST", "/upload/m1/csv/0-1-,/float64", body)
+	require.Equal(t, http.StatusOK, code, msg)
+	e.reopen(Options{})
+	_, body = walk(rng, t0+6*hour, 60_000, 60) // and an hour in the head
+	code, msg = e.do("POST", "/upload/m1/csv/0-1-,/float64", body)
+	require.Equal(t, http.StatusOK, code, msg)
+
+	sec := func(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
+	native := url.Values{"match[]": {"m1"}, "start": {sec(t0)}, "end": {sec(t0 + 7*hour - 1)}, "resolution": {"1h"}}
+	search, extract := url.Values{"cond": {"max gte 0"}}, url.Values{"func": {"min,max"}}
+	for k, v := range native {
+		search[k], extract[k] = v, v
+	}
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/meta/m1", ""},
+		{"POST", fmt.Sprintf("/search/m1/%d-%d/json", t0, t0+7*hour-1), "max gte 0"},
+		{"GET", fmt.Sprintf("/extract/m1/%d-%d/%d/max/json", t0, t0+7*hour-1, hour), ""}, // from block metrics
+		{"GET", fmt.Sprintf("/extract/m1/%d-%d/0/none/json", t0+17_000, t0+7*hour-1), ""},
+		{"GET", "/list", ""},
+		{"GET", "/api/v1/sensor/search?" + search.Encode(), ""},
+		{"GET", "/api/v1/sensor/extract?" + extract.Encode(), ""},
+	} {
+		before := e.db.Stats().Queriers
+		code, msg := e.do(r.method, r.path, r.body)
+		require.Equal(t, http.StatusOK, code, "%s %s: %s", r.method, r.path, msg)
+		require.Equal(t, int64(1), e.db.Stats().Queriers-before, "queriers opened by %s %s", r.method, r.path)
+	}
+}

@@ -37,4 +37,9 @@
 //  5. A sensor's type is recorded once, durably, at its first upload
 //     (docs/format/sensors.md); a later upload with another type is
 //     refused with 409 and stores nothing.
+//  6. A request reads the engine through one tsdb.Querier, opened over
+//     all time (Service.querier) and passed to every step that reads
+//     (the sensor check, block metrics and bytes, data), so the steps see
+//     the same blocks; each read prunes blocks to its own range, and what
+//     the reads take is released when the request closes the querier.
 package sensor

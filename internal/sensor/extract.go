@@ -10,6 +10,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/block"
 	"github.com/aerie-db/aerie/internal/sensor/extract"
+	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
 // ExtractStats says how an extraction was answered: points read from the
@@ -25,7 +26,7 @@ type ExtractStats struct {
 // (the edges of a range that metric intervals do not cover, or all of it
 // when windows and metric intervals do not align); every other mode
 // streams the points.
-func (s *Service) extractSeries(ctx context.Context, q storage.Querier, lset labels.Labels, p extract.Params, out extract.Emitter, st *ExtractStats) error {
+func (s *Service) extractSeries(ctx context.Context, q *tsdb.Querier, lset labels.Labels, p extract.Params, out extract.Emitter, st *ExtractStats) error {
 	op, err := extract.New(p, out)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBadRequest, err)
@@ -38,7 +39,7 @@ func (s *Service) extractSeries(ctx context.Context, q storage.Querier, lset lab
 		return op.Close()
 	}
 	iv := s.db.MetricInterval()
-	sms, _, err := s.db.SeriesMetrics(ctx, p.From, p.To, exact(lset)...)
+	sms, _, err := q.SeriesMetrics(ctx, p.From, p.To, exact(lset)...)
 	if err != nil {
 		return err
 	}

@@ -200,11 +200,13 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("sensor")
-	if _, err := s.series(r.Context(), name, math.MinInt64, math.MaxInt64); err != nil {
+	q := s.querier()
+	defer q.Close()
+	if _, err := s.series(r.Context(), q, name, math.MinInt64, math.MaxInt64); err != nil {
 		httpError(w, err, statusOf(err))
 		return
 	}
-	res, _, err := s.Search(r.Context(), Matchers(name), from, to, 0, ex)
+	res, _, err := s.search(r.Context(), q, Matchers(name), from, to, 0, ex)
 	if err != nil {
 		httpError(w, err, statusOf(err))
 		return
@@ -258,17 +260,13 @@ func (s *Service) handleExtract(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("sensor")
-	lset, err := s.series(r.Context(), name, math.MinInt64, math.MaxInt64)
+	q := s.querier()
+	defer q.Close()
+	lset, err := s.series(r.Context(), q, name, math.MinInt64, math.MaxInt64)
 	if err != nil {
 		httpError(w, err, statusOf(err))
 		return
 	}
-	q, err := s.db.Querier(from, to)
-	if err != nil {
-		httpError(w, err, http.StatusInternalServerError)
-		return
-	}
-	defer q.Close()
 	w.Header().Set("Content-Type", pw.ContentType())
 	if err := pw.Begin(layoutOf(fn, false)); err != nil {
 		httpError(w, err, http.StatusInternalServerError)
@@ -359,10 +357,10 @@ func (s *Service) parseNative(r *http.Request) (nativeRequest, error) {
 
 // seriesOf returns the series matching any of the selectors in [mint,
 // maxt], from the indexes, sorted, at most MaxSeries.
-func (s *Service) seriesOf(ctx context.Context, sels [][]*labels.Matcher, mint, maxt int64) ([]labels.Labels, error) {
+func (s *Service) seriesOf(ctx context.Context, q *tsdb.Querier, sels [][]*labels.Matcher, mint, maxt int64) ([]labels.Labels, error) {
 	var out []labels.Labels
 	for _, ms := range sels {
-		ls, err := s.db.SeriesSets(ctx, mint, maxt, ms...)
+		ls, err := q.SeriesSets(ctx, mint, maxt, ms...)
 		if err != nil {
 			return nil, err
 		}
@@ -386,9 +384,11 @@ func (s *Service) handleNativeSearch(w http.ResponseWriter, r *http.Request) {
 		apiError(w, fmt.Errorf("cond: %w", err), http.StatusBadRequest)
 		return
 	}
+	q := s.querier()
+	defer q.Close()
 	var all []SearchResult
 	for _, ms := range nr.matchers {
-		res, _, err := s.Search(r.Context(), ms, nr.start, nr.end, nr.resolution, ex)
+		res, _, err := s.search(r.Context(), q, ms, nr.start, nr.end, nr.resolution, ex)
 		if err != nil {
 			apiError(w, err, statusOf(err))
 			return
@@ -450,17 +450,13 @@ func (s *Service) handleNativeExtract(w http.ResponseWriter, r *http.Request) {
 		apiError(w, fmt.Errorf("format: %w", err), http.StatusBadRequest)
 		return
 	}
-	series, err := s.seriesOf(r.Context(), nr.matchers, nr.start, nr.end)
+	q := s.querier()
+	defer q.Close()
+	series, err := s.seriesOf(r.Context(), q, nr.matchers, nr.start, nr.end)
 	if err != nil {
 		apiError(w, err, statusOf(err))
 		return
 	}
-	q, err := s.db.Querier(nr.start, nr.end)
-	if err != nil {
-		apiError(w, err, http.StatusInternalServerError)
-		return
-	}
-	defer q.Close()
 	w.Header().Set("Content-Type", pw.ContentType())
 	err = pw.Begin(layoutOf(fn, true))
 	var st ExtractStats

@@ -40,6 +40,13 @@ var ErrBadRequest = errors.New("bad request")
 // recompute); coarser resolutions combine the metric intervals, which are
 // cumulative. Windows are aligned to the Unix epoch and answered whole.
 func (s *Service) Search(ctx context.Context, ms []*labels.Matcher, from, to, resolution int64, e *cond.Expr) ([]SearchResult, tsdb.MetricsStats, error) {
+	q := s.querier()
+	defer q.Close()
+	return s.search(ctx, q, ms, from, to, resolution, e)
+}
+
+// search is Search through a request's querier q.
+func (s *Service) search(ctx context.Context, q *tsdb.Querier, ms []*labels.Matcher, from, to, resolution int64, e *cond.Expr) ([]SearchResult, tsdb.MetricsStats, error) {
 	iv := s.db.MetricInterval()
 	if resolution == 0 {
 		resolution = iv
@@ -56,7 +63,7 @@ func (s *Service) Search(ctx context.Context, ms []*labels.Matcher, from, to, re
 	// on all of its metric intervals.
 	from = floorDiv(from, resolution) * resolution
 	to = floorDiv(to, resolution)*resolution + resolution - 1
-	sms, st, err := s.db.SeriesMetrics(ctx, from, to, ms...)
+	sms, st, err := q.SeriesMetrics(ctx, from, to, ms...)
 	if err != nil {
 		return nil, st, err
 	}

@@ -132,15 +132,23 @@ var ErrNotFound = errors.New("sensor not found")
 // ErrAmbiguous is wrapped when a sensor id names more than one series.
 var ErrAmbiguous = errors.New("sensor id names several series")
 
+// querier opens the one querier a request reads the engine through, so
+// that its steps see the same blocks; over all time, as the sensor checks
+// (series) read all time, while each read prunes blocks to its own range.
+// Close must be called.
+func (s *Service) querier() *tsdb.Querier {
+	return s.db.OpenQuerier(math.MinInt64, math.MaxInt64)
+}
+
 // series returns the one series of sensor name in [mint, maxt], checking
 // that the name is not shared by several series (Peregreen's endpoints
 // take one sensor; the native ones take selectors). It reads the indexes
 // only.
-func (s *Service) series(ctx context.Context, name string, mint, maxt int64) (labels.Labels, error) {
+func (s *Service) series(ctx context.Context, q *tsdb.Querier, name string, mint, maxt int64) (labels.Labels, error) {
 	if err := checkName(name); err != nil {
 		return labels.EmptyLabels(), err
 	}
-	found, err := s.db.SeriesSets(ctx, mint, maxt, Matchers(name)...)
+	found, err := q.SeriesSets(ctx, mint, maxt, Matchers(name)...)
 	if err != nil {
 		return labels.EmptyLabels(), err
 	}
@@ -164,10 +172,7 @@ func (s *Service) Delete(ctx context.Context, name string, mint, maxt int64) err
 
 // List returns the sensor ids: the metric names of every series.
 func (s *Service) List(ctx context.Context) ([]string, error) {
-	q, err := s.db.Querier(math.MinInt64, math.MaxInt64)
-	if err != nil {
-		return nil, err
-	}
+	q := s.querier()
 	defer q.Close()
 	names, _, err := q.LabelValues(ctx, labels.MetricName, nil)
 	return names, err
@@ -197,9 +202,12 @@ type Meta struct {
 }
 
 // Meta returns the sensor's meta information, from the block metrics
-// (first and last timestamps from the first and last intervals' data).
+// (first and last timestamps from the first and last intervals' data),
+// through one querier.
 func (s *Service) Meta(ctx context.Context, name string) (Meta, error) {
-	lset, err := s.series(ctx, name, math.MinInt64, math.MaxInt64)
+	q := s.querier()
+	defer q.Close()
+	lset, err := s.series(ctx, q, name, math.MinInt64, math.MaxInt64)
 	if err != nil {
 		return Meta{}, err
 	}
@@ -207,10 +215,10 @@ func (s *Service) Meta(ctx context.Context, name string) (Meta, error) {
 	if t, ok := s.reg.Type(name); ok {
 		m.Type, m.Uploaded = t.String(), true
 	}
-	if m.IndexBytes, m.DataBytes, err = s.db.SeriesBytes(exact(lset)...); err != nil {
+	if m.IndexBytes, m.DataBytes, err = q.SeriesBytes(exact(lset)...); err != nil {
 		return m, err
 	}
-	sms, _, err := s.db.SeriesMetrics(ctx, math.MinInt64/2, math.MaxInt64/2, Matchers(name)...)
+	sms, _, err := q.SeriesMetrics(ctx, math.MinInt64/2, math.MaxInt64/2, Matchers(name)...)
 	if err != nil {
 		return m, err
 	}
@@ -225,10 +233,10 @@ func (s *Service) Meta(ctx context.Context, name string) (Meta, error) {
 		if len(sm.Intervals) > 0 {
 			iv := m.MetricInterval
 			first, last := sm.Intervals[0].Interval*iv, sm.Intervals[len(sm.Intervals)-1].Interval*iv
-			if m.First, _, err = s.edge(ctx, lset, first, first+iv-1, true); err != nil {
+			if m.First, _, err = s.edge(ctx, q, lset, first, first+iv-1, true); err != nil {
 				return m, err
 			}
-			if m.Last, _, err = s.edge(ctx, lset, last, last+iv-1, false); err != nil {
+			if m.Last, _, err = s.edge(ctx, q, lset, last, last+iv-1, false); err != nil {
 				return m, err
 			}
 		}
@@ -237,12 +245,7 @@ func (s *Service) Meta(ctx context.Context, name string) (Meta, error) {
 }
 
 // edge returns the first (or last) sample time of lset in [mint, maxt].
-func (s *Service) edge(ctx context.Context, lset labels.Labels, mint, maxt int64, first bool) (int64, bool, error) {
-	q, err := s.db.Querier(mint, maxt)
-	if err != nil {
-		return 0, false, err
-	}
-	defer q.Close()
+func (s *Service) edge(ctx context.Context, q *tsdb.Querier, lset labels.Labels, mint, maxt int64, first bool) (int64, bool, error) {
 	ss := q.Select(ctx, false, &storage.SelectHints{Start: mint, End: maxt}, exact(lset)...)
 	var t int64
 	found := false

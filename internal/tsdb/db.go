@@ -230,6 +230,7 @@ type DB struct {
 	quarantined atomic.Int64
 	flushes     atomic.Int64
 	hotReads    atomic.Int64 // series partitions a Select read from hot memory instead of a block
+	queriers    atomic.Int64 // queriers opened
 	flushDone   atomic.Int64 // groups converted by the running flush
 	flushTotal  atomic.Int64 // groups of the running flush (0: none)
 
@@ -544,6 +545,9 @@ type Stats struct {
 	HotPartitions int
 	HeadSeries    int
 	HeadGroups    int
+	// Queriers counts the queriers opened (OpenQuerier, and the engine's
+	// own reads through one), so tests can check a request opens one.
+	Queriers int64
 }
 
 // Stats returns the engine's counters.
@@ -551,7 +555,7 @@ func (db *DB) Stats() Stats {
 	db.mu.RLock()
 	n := len(db.blocks)
 	db.mu.RUnlock()
-	return Stats{Blocks: n, Quarantined: db.quarantined.Load(), Flushes: db.flushes.Load(), HotReads: db.hotReads.Load(), HotPartitions: len(db.head.FlushedPartitions()), HeadSeries: db.head.NumSeries(), HeadGroups: db.head.NumGroups()}
+	return Stats{Blocks: n, Quarantined: db.quarantined.Load(), Flushes: db.flushes.Load(), HotReads: db.hotReads.Load(), Queriers: db.queriers.Load(), HotPartitions: len(db.head.FlushedPartitions()), HeadSeries: db.head.NumSeries(), HeadGroups: db.head.NumGroups()}
 }
 
 // Blocks returns the metas of the open blocks, oldest first.

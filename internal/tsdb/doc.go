@@ -52,4 +52,12 @@
 //     agree. A local block is deleted for being uploaded only after the
 //     tier read every object of it back, and after its remote copy took
 //     its place; remote blocks are never compacted.
+//  11. Every read through a querier (Select, SeriesMetrics, SeriesSets)
+//     takes what it reads in one place, Querier.snapshot: the main head,
+//     then the backfill generations overlapping its range, then the
+//     blocks overlapping it (those acquired when the querier was opened
+//     and those added since), so a sample a flush moves from a head to a
+//     block meanwhile is read at least once, and merged once. What a
+//     snapshot takes (head snapshots, generation memory guards, block
+//     references) is released by the querier's Close and nowhere else.
 package tsdb

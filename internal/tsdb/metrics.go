@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/aerie-db/aerie/internal/block"
-	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
 
@@ -37,31 +36,47 @@ type MetricsStats struct {
 // MetricInterval returns the metric interval (ms) blocks are written with.
 func (db *DB) MetricInterval() int64 { return db.opts.MetricInterval }
 
+// SeriesMetrics is Querier.SeriesMetrics through a querier over the metric
+// intervals that intersect [mint, maxt].
+func (db *DB) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]SeriesMetrics, MetricsStats, error) {
+	if maxt < mint {
+		return nil, MetricsStats{}, nil
+	}
+	q := db.OpenQuerier(metricSpan(mint, maxt, db.opts.MetricInterval))
+	defer q.Close()
+	return q.SeriesMetrics(ctx, mint, maxt, ms...)
+}
+
+// metricSpan returns the first and the last time of the metric intervals
+// of iv ms that intersect [mint, maxt].
+func metricSpan(mint, maxt, iv int64) (amin, amax int64) {
+	return floorDiv(mint, iv) * iv, satAdd(floorDiv(maxt, iv)*iv, iv-1)
+}
+
 // SeriesMetrics returns the block metrics of the series matching ms over
 // every metric interval that intersects [mint, maxt]: an interval is
 // answered whole, including its samples outside the range (the answer's
 // resolution is the metric interval, as Peregreen's search is at its block
-// interval). Series without samples in those intervals are left out; the
-// answer is sorted by labels.
+// interval), so the querier's range must hold those intervals. Series
+// without samples in those intervals are left out; the answer is sorted by
+// labels.
 //
 // Blocks answer from their index alone. The head's partitions, which
 // have no index yet, are summed from memory. An interval that no single
 // source can answer exactly is recomputed from data (see MetricsStats),
 // so the answer always equals the metrics of the samples a query returns.
-func (db *DB) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]SeriesMetrics, MetricsStats, error) {
+func (q *Querier) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]SeriesMetrics, MetricsStats, error) {
 	var st MetricsStats
+	db := q.db
 	iv := db.opts.MetricInterval
 	if maxt < mint {
 		return nil, st, nil
 	}
 	lo, hi := floorDiv(mint, iv), floorDiv(maxt, iv)
-	amin, amax := lo*iv, satAdd(hi*iv, iv-1)
-	qq, err := db.Querier(amin, amax)
-	if err != nil {
-		return nil, st, err
+	amin, amax := metricSpan(mint, maxt, iv)
+	if amin < q.mint || amax > q.maxt {
+		return nil, st, fmt.Errorf("series metrics over [%d, %d]: its metric intervals [%d, %d] reach outside the querier's range [%d, %d]", mint, maxt, amin, amax, q.mint, q.maxt)
 	}
-	q := qq.(*querier)
-	defer q.Close()
 
 	type part struct {
 		head bool // summed from memory
@@ -88,18 +103,23 @@ func (db *DB) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*labels
 		return e
 	}
 
+	snap, err := q.snapshot(ctx, amin, amax, ms...)
+	if err != nil {
+		return nil, st, err
+	}
 	// The head and the backfill generations: summed from memory.
-	addHead := func(hs []head.SeriesSnapshot, main bool) error {
-		for i := range hs {
+	for _, hs := range snap.heads {
+		for i := range hs.series {
 			if err := ctx.Err(); err != nil {
-				return err
+				return nil, st, err
 			}
-			e := get(hs[i].Labels)
-			if main {
-				e.covered = hs[i].Covered
+			s := &hs.series[i]
+			e := get(s.Labels)
+			if hs.seq == 0 {
+				e.covered = s.Covered
 			}
-			its := make([]chunkenc.Iterator, 0, len(hs[i].Columns))
-			for _, c := range hs[i].Columns {
+			its := make([]chunkenc.Iterator, 0, len(s.Columns))
+			for _, c := range s.Columns {
 				its = append(its, seriesiter.NewIterator(nil, c, c.Extra, amin, amax))
 			}
 			var it chunkenc.Iterator
@@ -110,52 +130,22 @@ func (db *DB) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*labels
 			}
 			m, err := metricsOf(it, iv, lo)
 			if err != nil {
-				return fmt.Errorf("series %s: %w", hs[i].Labels, err)
+				return nil, st, fmt.Errorf("series %s: %w", s.Labels, err)
 			}
 			if len(m) > 0 {
 				e.parts = append(e.parts, part{head: true, ms: m})
 			}
 		}
-		return nil
-	}
-	hs, err := db.head.Select(amin, amax, ms...)
-	if err != nil {
-		return nil, st, err
-	}
-	q.mu.Lock()
-	q.snaps = append(q.snaps, hs)
-	q.mu.Unlock()
-	if err := addHead(hs, true); err != nil {
-		return nil, st, err
-	}
-	for _, g := range db.generations() {
-		if g.head.MaxTime() < amin || g.head.MinTime() > amax {
-			continue
-		}
-		guard := g.head.Enter()
-		gs, err := g.head.Select(amin, amax, ms...)
-		q.mu.Lock()
-		q.gens = append(q.gens, genSnap{h: g.head, guard: guard, snaps: gs})
-		q.mu.Unlock()
-		if err != nil {
-			return nil, st, err
-		}
-		if err := addHead(gs, false); err != nil {
-			return nil, st, err
-		}
 	}
 
 	// Blocks: from their index.
-	for _, b := range append(q.acquired(), q.moreBlocks()...) {
-		sel, err := b.Select(amin, amax, ms...)
-		if err != nil {
-			return nil, st, err
-		}
+	for _, bs := range snap.blocks {
+		b := bs.b
 		bm := b.Meta()
 		pid := db.head.PartitionOf(bm.MinTime)
 		flushedFrom := db.headFlushOf(pid) == bm.ULID
-		for i := range sel.Series {
-			s := &sel.Series[i]
+		for i := range bs.sel.Series {
+			s := &bs.sel.Series[i]
 			e := get(s.Labels)
 			if flushedFrom && slices.Contains(e.covered, pid) {
 				continue // summed from the head's memory
@@ -249,7 +239,7 @@ func (db *DB) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*labels
 // metricsFromData recomputes the metrics of intervals ks (ascending) of
 // series lset from its samples, through the querier's Select (which merges
 // every source and applies deletions).
-func (q *querier) metricsFromData(ctx context.Context, lset labels.Labels, ks []int64, iv int64) ([]block.IntervalMetrics, error) {
+func (q *Querier) metricsFromData(ctx context.Context, lset labels.Labels, ks []int64, iv int64) ([]block.IntervalMetrics, error) {
 	ms := make([]*labels.Matcher, 0, lset.Len())
 	lset.Range(func(l labels.Label) {
 		ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, l.Name, l.Value))
@@ -326,16 +316,18 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-// SeriesBytes returns the bytes the series matching ms take in the blocks
-// (local and in the bucket): in the indexes (their block metrics) and in
-// the data (block.Reader.SeriesBytes). The head is not counted.
+// SeriesBytes is Querier.SeriesBytes through a querier over all time.
 func (db *DB) SeriesBytes(ms ...*labels.Matcher) (index, data int64, err error) {
-	qq, err := db.Querier(math.MinInt64, math.MaxInt64)
-	if err != nil {
-		return 0, 0, err
-	}
-	q := qq.(*querier)
+	q := db.OpenQuerier(math.MinInt64, math.MaxInt64)
 	defer q.Close()
+	return q.SeriesBytes(ms...)
+}
+
+// SeriesBytes returns the bytes the series matching ms take in the blocks
+// the querier acquired when it was opened (local and in the bucket): in
+// the indexes (their block metrics) and in the data
+// (block.Reader.SeriesBytes). The head is not counted.
+func (q *Querier) SeriesBytes(ms ...*labels.Matcher) (index, data int64, err error) {
 	for _, b := range q.acquired() {
 		sel, err := b.Select(math.MinInt64, math.MaxInt64, ms...)
 		if err != nil {
@@ -363,17 +355,20 @@ func (db *DB) BlockDataReads() int64 {
 	return n
 }
 
+// SeriesSets is Querier.SeriesSets through a querier over [mint, maxt].
+func (db *DB) SeriesSets(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]labels.Labels, error) {
+	q := db.OpenQuerier(mint, maxt)
+	defer q.Close()
+	return q.SeriesSets(ctx, mint, maxt, ms...)
+}
+
 // SeriesSets returns the label sets of the series matching ms whose head
-// partitions or block groups overlap [mint, maxt], from the indexes alone:
+// partitions or block groups overlap [mint, maxt] (clipped to the
+// querier's range, as a Select's hints are), from the indexes alone:
 // unlike a Select it reads no block data, so a series whose samples in
 // the range were all deleted may be listed. Sorted.
-func (db *DB) SeriesSets(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]labels.Labels, error) {
-	qq, err := db.Querier(mint, maxt)
-	if err != nil {
-		return nil, err
-	}
-	q := qq.(*querier)
-	defer q.Close()
+func (q *Querier) SeriesSets(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]labels.Labels, error) {
+	mint, maxt = max(mint, q.mint), min(maxt, q.maxt)
 	seen := map[uint64][]labels.Labels{}
 	var out []labels.Labels
 	add := func(ls labels.Labels) {
@@ -386,42 +381,18 @@ func (db *DB) SeriesSets(ctx context.Context, mint, maxt int64, ms ...*labels.Ma
 		seen[h] = append(seen[h], ls)
 		out = append(out, ls)
 	}
-	hs, err := db.head.Select(mint, maxt, ms...)
+	snap, err := q.snapshot(ctx, mint, maxt, ms...)
 	if err != nil {
 		return nil, err
 	}
-	q.mu.Lock()
-	q.snaps = append(q.snaps, hs)
-	q.mu.Unlock()
-	for i := range hs {
-		add(hs[i].Labels)
-	}
-	for _, g := range db.generations() {
-		if g.head.MaxTime() < mint || g.head.MinTime() > maxt {
-			continue
-		}
-		guard := g.head.Enter()
-		gs, err := g.head.Select(mint, maxt, ms...)
-		q.mu.Lock()
-		q.gens = append(q.gens, genSnap{h: g.head, guard: guard, snaps: gs})
-		q.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		for i := range gs {
-			add(gs[i].Labels)
+	for _, hs := range snap.heads {
+		for i := range hs.series {
+			add(hs.series[i].Labels)
 		}
 	}
-	for _, b := range append(q.acquired(), q.moreBlocks()...) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		sel, err := b.Select(mint, maxt, ms...)
-		if err != nil {
-			return nil, err
-		}
-		for i := range sel.Series {
-			add(sel.Series[i].Labels)
+	for _, bs := range snap.blocks {
+		for i := range bs.sel.Series {
+			add(bs.sel.Series[i].Labels)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return labelsLess(out[i], out[j]) })

@@ -122,10 +122,47 @@ func TestSeriesMetrics(t *testing.T) {
 	require.NoError(t, app.Commit())
 	st = checkMetrics(t, "overlap", db, 0, math.MaxInt64/2, all)
 	require.Positive(t, st.Data, "%+v", st)
+	checkSharedQuerier(t, db, 3_000_000, 9_000_000, all)
 
 	require.NoError(t, db.Delete(context.Background(), 12_000_000, 14_000_000, labels.MustNewMatcher(labels.MatchEqual, "s", "c")))
 	st = checkMetrics(t, "deleted", db, 0, math.MaxInt64/2, all)
 	require.Positive(t, st.Data, "%+v", st)
+}
+
+// checkSharedQuerier checks that SeriesMetrics, SeriesSets and SeriesBytes
+// through one querier over all time answer as the DB's do, each through
+// a querier of its own over its range, and that a querier not holding the
+// metric intervals of [mint, maxt] refuses SeriesMetrics rather than
+// answer part of an interval.
+func checkSharedQuerier(t *testing.T, db *DB, mint, maxt int64, ms ...*labels.Matcher) {
+	t.Helper()
+	ctx := context.Background()
+	wantM, wantSt, err := db.SeriesMetrics(ctx, mint, maxt, ms...)
+	require.NoError(t, err)
+	wantS, err := db.SeriesSets(ctx, mint, maxt, ms...)
+	require.NoError(t, err)
+	wantI, wantD, err := db.SeriesBytes(ms...)
+	require.NoError(t, err)
+
+	opened := db.Stats().Queriers
+	q := db.OpenQuerier(math.MinInt64, math.MaxInt64)
+	defer q.Close()
+	gotM, gotSt, err := q.SeriesMetrics(ctx, mint, maxt, ms...)
+	require.NoError(t, err)
+	require.Equal(t, wantM, gotM)
+	require.Equal(t, wantSt, gotSt)
+	gotS, err := q.SeriesSets(ctx, mint, maxt, ms...)
+	require.NoError(t, err)
+	require.Equal(t, wantS, gotS)
+	gotI, gotD, err := q.SeriesBytes(ms...)
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{wantI, wantD}, [2]int64{gotI, gotD})
+	require.Equal(t, opened+1, db.Stats().Queriers)
+
+	narrow := db.OpenQuerier(mint, maxt)
+	defer narrow.Close()
+	_, _, err = narrow.SeriesMetrics(ctx, mint, maxt, ms...)
+	require.ErrorContains(t, err, "reach outside the querier's range")
 }
 
 // TestHistoryAppenderNoSplit: series written one after another over more

@@ -19,9 +19,19 @@ import (
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
 
-// Querier implements storage.Queryable.
+// Querier implements storage.Queryable: it returns OpenQuerier's querier.
 func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
-	q := &querier{db: db, mint: mint, maxt: maxt, guard: db.head.Enter()}
+	return db.OpenQuerier(mint, maxt), nil
+}
+
+// OpenQuerier returns a querier over [mint, maxt]: it acquires the blocks
+// overlapping the range now and reads the head per call (see Querier).
+// A request that makes several reads (Select, SeriesSets, SeriesMetrics,
+// SeriesBytes) makes them through one querier, so they see the same
+// blocks. Close must be called.
+func (db *DB) OpenQuerier(mint, maxt int64) *Querier {
+	db.queriers.Add(1)
+	q := &Querier{db: db, mint: mint, maxt: maxt, guard: db.head.Enter()}
 	db.mu.RLock()
 	q.added = db.added.Load()
 	for _, b := range db.blocks {
@@ -31,10 +41,10 @@ func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
 		}
 	}
 	db.mu.RUnlock()
-	return q, nil
+	return q
 }
 
-// querier reads the blocks it acquired and the head. Head data are
+// Querier reads the blocks it acquired and the head. Head data are
 // snapshotted per Select, so a querier sees every row committed before
 // its Select.
 //
@@ -51,7 +61,7 @@ func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
 // second-level epoch protection); Close must be called, and series and
 // iterators from the querier must not be used after it (their head
 // snapshots are recycled).
-type querier struct {
+type Querier struct {
 	db         *DB
 	mint, maxt int64
 	guard      memory.Guard
@@ -74,7 +84,7 @@ type genSnap struct {
 	snaps []head.SeriesSnapshot
 }
 
-func (q *querier) Close() error {
+func (q *Querier) Close() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -103,7 +113,7 @@ func (q *querier) Close() error {
 }
 
 // acquired returns the blocks the querier holds.
-func (q *querier) acquired() []*block.Reader {
+func (q *Querier) acquired() []*block.Reader {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return slices.Clone(q.blocks)
@@ -112,7 +122,7 @@ func (q *querier) acquired() []*block.Reader {
 // moreBlocks acquires the blocks overlapping the querier's range that were
 // added since it acquired its own, and returns them. Without a flush in
 // between it is one atomic load.
-func (q *querier) moreBlocks() []*block.Reader {
+func (q *Querier) moreBlocks() []*block.Reader {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.db.added.Load() == q.added {
@@ -132,6 +142,81 @@ func (q *querier) moreBlocks() []*block.Reader {
 	return added
 }
 
+// snapshot is what one read of [mint, maxt] takes of the engine through
+// a querier, for the series matching its matchers: the main head's series
+// (seq 0), then the backfill generations' overlapping the range (seq: the
+// generation's number), oldest first, then the selections of the blocks
+// overlapping the range, those the querier acquired at creation and those
+// flushed since. Taken in that order, data a flush moves from a head to a
+// block meanwhile is seen at least once (see Querier); a sample seen
+// twice is merged once.
+//
+// Everything in it is valid until the querier's Close, which releases it
+// (head snapshots, generation memory guards, block references), and not
+// before: the querier owns what a snapshot takes.
+type snapshot struct {
+	heads  []headSnap
+	blocks []blockSel
+}
+
+// headSnap is a head's series matching a read.
+type headSnap struct {
+	seq    uint64 // write order: 0 for the main head, else the generation's number
+	series []head.SeriesSnapshot
+}
+
+// blockSel is a block and its selection for a read.
+type blockSel struct {
+	b   *block.Reader
+	sel *block.Selection
+}
+
+// snapshot takes the snapshot of the series matching ms over [mint, maxt],
+// which must lie within the querier's range. It holds q.mu only to record
+// what Close releases, so reads of one querier may run concurrently; each
+// generation's head is entered (its memory guard) before it is read.
+func (q *Querier) snapshot(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) (snapshot, error) {
+	var snap snapshot
+	hs, err := q.db.head.Select(mint, maxt, ms...)
+	if err != nil {
+		return snap, err
+	}
+	q.mu.Lock()
+	q.snaps = append(q.snaps, hs) // released at Close
+	q.mu.Unlock()
+	snap.heads = append(snap.heads, headSnap{seq: 0, series: hs})
+	// Backfill generations, read before the blocks: a generation flushed
+	// meanwhile is found in its blocks.
+	for _, g := range q.db.generations() {
+		if g.head.MaxTime() < mint || g.head.MinTime() > maxt {
+			continue
+		}
+		guard := g.head.Enter()
+		gs, err := g.head.Select(mint, maxt, ms...)
+		q.mu.Lock()
+		q.gens = append(q.gens, genSnap{h: g.head, guard: guard, snaps: gs})
+		q.mu.Unlock()
+		if err != nil {
+			return snap, err
+		}
+		snap.heads = append(snap.heads, headSnap{seq: g.n, series: gs})
+	}
+	for _, b := range append(q.acquired(), q.moreBlocks()...) {
+		if m := b.Meta(); m.MaxTime <= mint || m.MinTime > maxt {
+			continue // a block outside the read's range selects nothing (block.Reader.Select)
+		}
+		if err := ctx.Err(); err != nil {
+			return snap, err
+		}
+		sel, err := b.Select(mint, maxt, ms...)
+		if err != nil {
+			return snap, err
+		}
+		snap.blocks = append(snap.blocks, blockSel{b: b, sel: sel})
+	}
+	return snap, nil
+}
+
 // source is one place a series' samples live: a block selection or a head
 // column.
 type source func(chunkenc.Iterator) chunkenc.Iterator
@@ -140,7 +225,7 @@ type seriesEntry struct {
 	lset    labels.Labels
 	sources []source
 	seqs    []uint64 // per source: its write order; sources stay sorted by it
-	covered []int64  // head partitions read from memory (see querier)
+	covered []int64  // head partitions read from memory (see Querier)
 }
 
 // add inserts a source after those of a lower or equal seq, so that on
@@ -154,7 +239,7 @@ func (e *seriesEntry) add(src source, seq uint64) {
 	e.seqs = slices.Insert(e.seqs, i, seq)
 }
 
-func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	mint, maxt := q.mint, q.maxt
 	if hints != nil {
 		mint, maxt = max(mint, hints.Start), min(maxt, hints.End)
@@ -173,55 +258,30 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 		all = append(all, e)
 		return e
 	}
-	hs, err := q.db.head.Select(mint, maxt, ms...)
+	snap, err := q.snapshot(ctx, mint, maxt, ms...)
 	if err != nil {
 		return storage.ErrSeriesSet(err)
 	}
-	q.mu.Lock()
-	q.snaps = append(q.snaps, hs) // released at Close
-	q.mu.Unlock()
-	addHead := func(hs []head.SeriesSnapshot, seq uint64) {
-		for i := range hs {
-			e := get(hs[i].Labels)
-			if seq == 0 {
-				e.covered = hs[i].Covered
+	for _, hs := range snap.heads {
+		for i := range hs.series {
+			e := get(hs.series[i].Labels)
+			if hs.seq == 0 {
+				e.covered = hs.series[i].Covered
 			}
-			for _, c := range hs[i].Columns {
+			for _, c := range hs.series[i].Columns {
 				e.add(func(it chunkenc.Iterator) chunkenc.Iterator {
 					return seriesiter.NewIterator(it, c, c.Extra, mint, maxt)
-				}, seq)
+				}, hs.seq)
 			}
 		}
 	}
-	addHead(hs, 0)
-	// Backfill generations, read before the blocks: a generation flushed
-	// meanwhile is found in its blocks (see querier).
-	for _, g := range q.db.generations() {
-		if g.head.MaxTime() < mint || g.head.MinTime() > maxt {
-			continue
-		}
-		guard := g.head.Enter()
-		gs, err := g.head.Select(mint, maxt, ms...)
-		q.mu.Lock()
-		q.gens = append(q.gens, genSnap{h: g.head, guard: guard, snaps: gs})
-		q.mu.Unlock()
-		if err != nil {
-			return storage.ErrSeriesSet(err)
-		}
-		addHead(gs, g.n)
-	}
 	h := q.db.head
-	// Blocks acquired at creation, and those flushed since (see querier).
-	for _, b := range append(q.acquired(), q.moreBlocks()...) {
-		sel, err := b.Select(mint, maxt, ms...)
-		if err != nil {
-			return storage.ErrSeriesSet(err)
-		}
-		bm := b.Meta()
+	for _, bs := range snap.blocks {
+		bm := bs.b.Meta()
 		pid := h.PartitionOf(bm.MinTime)
 		flushedFrom := q.db.headFlushOf(pid) == bm.ULID
-		for i := range sel.Series {
-			s := &sel.Series[i]
+		for i := range bs.sel.Series {
+			s := &bs.sel.Series[i]
 			e := get(s.Labels)
 			if flushedFrom && slices.Contains(e.covered, pid) {
 				q.db.hotReads.Add(1)
@@ -350,7 +410,7 @@ func (s *seriesSet) Warnings() annotations.Annotations { return nil }
 
 // LabelValues returns the values of name over the head and the blocks in
 // range, restricted to series matching ms.
-func (q *querier) LabelValues(ctx context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+func (q *Querier) LabelValues(ctx context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	var out []string
 	for _, h := range q.heads() {
 		vs, err := index.LabelValues(h.Index(), name, ms...)
@@ -359,7 +419,7 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *storage.L
 		}
 		out = append(out, vs...)
 	}
-	for _, b := range append(q.acquired(), q.moreBlocks()...) { // after the head: see querier
+	for _, b := range append(q.acquired(), q.moreBlocks()...) { // after the head: see Querier
 		vs, err := index.LabelValues(b.Index(), name, ms...)
 		if err != nil {
 			return nil, nil, err
@@ -370,7 +430,7 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *storage.L
 }
 
 // LabelNames returns the label names over the head and blocks in range.
-func (q *querier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+func (q *Querier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	var out []string
 	for _, h := range q.heads() {
 		ns, err := index.LabelNames(h.Index(), ms...)
@@ -391,7 +451,7 @@ func (q *querier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms 
 
 // heads returns the main head and the backfill generations' heads that
 // overlap the querier's range.
-func (q *querier) heads() []*head.Head {
+func (q *Querier) heads() []*head.Head {
 	var out []*head.Head
 	overlaps := func(h *head.Head) bool {
 		return h.MaxTime() != math.MinInt64 && h.MinTime() <= q.maxt && h.MaxTime() >= q.mint
