@@ -16,14 +16,16 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/storage"
+
+	"github.com/aerie-db/aerie/internal/vmformat"
 )
 
 // The readers below parse whole files for `aerie import` with the same
 // parsers and rules as the HTTP handlers, but hand out samples with the
 // line they came from instead of appending them, so that a caller can sort
 // them before writing and still name the line of a sample the engine
-// refuses later. They need memory for one line (ReadInflux) or one chunk
-// of whole lines (ReadExposition), not for the file.
+// refuses later. They need memory for one line (ReadInflux, ReadJSONLines,
+// ReadCSV) or one chunk of whole lines (ReadExposition), not for the file.
 
 // Sample is one parsed sample and the line it came from.
 type Sample struct {
@@ -45,7 +47,8 @@ type Rejection struct {
 	Skipped bool
 }
 
-// StreamOptions configure ReadInflux and ReadExposition.
+// StreamOptions configure ReadInflux, ReadExposition, ReadJSONLines and
+// ReadCSV.
 type StreamOptions struct {
 	// Now is the time of samples without a timestamp [time.Now()].
 	Now time.Time
@@ -59,7 +62,7 @@ type StreamOptions struct {
 	MaxLineBytes int
 }
 
-const defaultMaxLineBytes = 16 << 20
+const defaultMaxLineBytes = vmformat.DefaultMaxLineBytes
 
 // chunkBytes is how much ReadExposition parses at a time (a variable for
 // tests).
@@ -240,6 +243,39 @@ func (sinkAppender) Rollback() error                   { return nil }
 func (sinkAppender) SetOptions(*storage.AppendOptions) {}
 func (sinkAppender) UpdateMetadata(storage.SeriesRef, labels.Labels, metadata.Metadata) (storage.SeriesRef, error) {
 	return 0, nil
+}
+
+// ReadJSONLines reads VictoriaMetrics JSON lines from r, as /api/v1/import
+// does (without extra labels), and calls emit for every sample and reject
+// for every bad line, in input order. The *Sample passed to emit is reused
+// after it returns. It returns the read error that ended r, if any (a
+// *vmformat.ReadError).
+func ReadJSONLines(r io.Reader, o StreamOptions, emit func(*Sample), reject func(Rejection)) error {
+	o = o.withDefaults()
+	lines := &vmLines{json: vmformat.NewJSONDecoder(r, vmformat.Limits{MaxLineBytes: o.MaxLineBytes})}
+	return lines.stream(emit, reject)
+}
+
+// ReadCSV reads CSV records by the column spec f from r, as
+// /api/v1/import/csv does (without extra labels); records of a spec
+// without a time column get o.Now. Otherwise as ReadJSONLines; it also
+// fails if the limits refuse f.
+func ReadCSV(r io.Reader, f *vmformat.CSVFormat, o StreamOptions, emit func(*Sample), reject func(Rejection)) error {
+	o = o.withDefaults()
+	lines := &vmLines{csv: vmformat.NewCSVDecoder(r, f, vmformat.Limits{MaxLineBytes: o.MaxLineBytes}, o.Now.UnixMilli())}
+	return lines.stream(emit, reject)
+}
+
+// stream reads every line for ReadJSONLines and ReadCSV.
+func (v *vmLines) stream(emit func(*Sample), reject func(Rejection)) error {
+	var s Sample
+	_ = v.read(func(l labels.Labels, t int64, val float64, line int64) {
+		s = Sample{Labels: l, T: t, V: val, Line: line}
+		emit(&s)
+	}, func(line int64, err error) {
+		reject(Rejection{Reason: ReasonParse, N: 1, Line: line, Msg: err.Error()})
+	}, func() error { return nil })
+	return v.Err()
 }
 
 // ReadExposition reads the Prometheus text format (or OpenMetrics) from r,
