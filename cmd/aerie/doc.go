@@ -4,7 +4,8 @@
 // `demo` loads a workload into the engine and queries it with PromQL,
 // `inspect` lists a data directory's blocks, and `import` loads files
 // (Influx, Prometheus text, VictoriaMetrics JSON lines or CSV) into a data
-// directory or through a running server, sorted by time in bounded memory.
+// directory or through a running server, sorted by time in bounded memory
+// (internal/importer).
 // `cache` runs the standalone time-series cache (TSCache) for clients of
 // any database, over HTTP and memcached's protocol (docs/cache-api.md).
 package main

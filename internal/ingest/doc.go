@@ -7,8 +7,9 @@
 // http.Handler over a storage.Appendable: it parses the body with the
 // protocol's own library (influxdata/line-protocol, Prometheus textparse,
 // internal/vmformat), turns every sample into an Append and commits in
-// batches. ReadInflux and ReadExposition run the same parsers over whole
-// files for `aerie import`, handing out samples with their lines.
+// batches. ReadInflux, ReadExposition, ReadJSONLines and ReadCSV run the
+// same parsers over whole files for `aerie import` (internal/importer),
+// handing out samples with their lines.
 //
 // Data model (DESIGN.md §1): the Influx line `m,tag=v f1=1,f2=2 ts` gives
 // the series m_f1{tag="v"} and m_f2{tag="v"} (VictoriaMetrics' convention;
@@ -52,7 +53,9 @@
 //  6. Samples without a timestamp get the time the request was received
 //     (for Influx, truncated to the request's precision, as InfluxDB does).
 //  7. The error report and the body decoding (limits, gzip) have one
-//     implementation each, shared by both handlers.
+//     implementation each, shared by both handlers. The line loop of JSON
+//     lines and CSV (vmLines.read) is one implementation, shared by their
+//     handlers and by ReadJSONLines and ReadCSV.
 //  8. Known series are appended by ref (refcache.go): the Influx and remote
 //     write handlers remember, per series as written (an Influx line's
 //     measurement and tags with one field name; a remote write series'

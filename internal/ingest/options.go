@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/prometheus/storage"
@@ -91,25 +93,47 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// appendErrors are the Append errors that have a reason of their own, in
+// the order appendReason tries them (the retention errors wrap
+// storage.ErrOutOfBounds, so they come first).
+var appendErrors = []struct {
+	err    error
+	reason string
+}{
+	{tsdb.ErrTooOldForRetention, ReasonRetention},
+	{tsdb.ErrTooFarInFuture, ReasonFuture},
+	{storage.ErrOutOfBounds, ReasonOutOfBounds},
+	{storage.ErrTooOldSample, ReasonTooOld},
+	{storage.ErrOutOfOrderSample, ReasonOutOfOrder},
+	{storage.ErrDuplicateSampleForTimestamp, ReasonDuplicate},
+	{head.ErrInvalidLabels, ReasonInvalidLabels},
+	{head.ErrSeriesLimit, ReasonSeriesLimit},
+}
+
 // appendReason maps an Append error to a short, bounded reason.
 func appendReason(err error) string {
-	switch {
-	case errors.Is(err, tsdb.ErrTooOldForRetention):
-		return ReasonRetention
-	case errors.Is(err, tsdb.ErrTooFarInFuture):
-		return ReasonFuture
-	case errors.Is(err, storage.ErrOutOfBounds):
-		return ReasonOutOfBounds
-	case errors.Is(err, storage.ErrTooOldSample):
-		return ReasonTooOld
-	case errors.Is(err, storage.ErrOutOfOrderSample):
-		return ReasonOutOfOrder
-	case errors.Is(err, storage.ErrDuplicateSampleForTimestamp):
-		return ReasonDuplicate
-	case errors.Is(err, head.ErrInvalidLabels):
-		return ReasonInvalidLabels
-	case errors.Is(err, head.ErrSeriesLimit):
-		return ReasonSeriesLimit
+	for _, e := range appendErrors {
+		if errors.Is(err, e.err) {
+			return e.reason
+		}
+	}
+	return ReasonOther
+}
+
+// ExampleReason tells which of the reasons of an answer (reasons, in the
+// answer's order) an example's text is about: the only one, or the one
+// whose Append error the text names, or else the first.
+func ExampleReason(text string, reasons []string) string {
+	if len(reasons) == 1 {
+		return reasons[0]
+	}
+	for _, e := range appendErrors {
+		if strings.Contains(text, e.err.Error()) && slices.Contains(reasons, e.reason) {
+			return e.reason
+		}
+	}
+	if len(reasons) > 0 {
+		return reasons[0]
 	}
 	return ReasonOther
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,6 +104,74 @@ func (r *report) message() string {
 	return b.String()
 }
 
+// Message is what the message of a rejecting answer says, read back by a
+// client (`aerie import --url` maps its examples to lines of its files).
+type Message struct {
+	Stored, Rejected int
+	Reasons          []ReasonCount // in the answer's order
+	Examples         []Example     // the bad lines the answer names
+}
+
+// ReasonCount is the number of samples rejected for a reason.
+type ReasonCount struct {
+	Reason string
+	N      int
+}
+
+// Example is one bad line named in a message: its line in the body, what
+// was wrong with it, and the timestamp of the sample it is about if the
+// text names one ("series @t: error", as a batch writes it).
+type Example struct {
+	Line int64
+	Text string
+	T    int64
+	HasT bool
+}
+
+var (
+	countsRe  = regexp.MustCompile(`^stored (\d+) samples, rejected (\d+)(?: \(([^)]*)\))?`)
+	exampleRe = regexp.MustCompile(`line (\d+)(?: col \d+ \(byte \d+\))?: `)
+	atRe      = regexp.MustCompile(` @(-?\d+): `)
+	moreRe    = regexp.MustCompile(`; and \d+ more$`)
+)
+
+// ParseMessage reads back what report.message wrote: msg must start with
+// the counts ("stored N samples, rejected M (reason: n, …): examples"),
+// else it returns false.
+func ParseMessage(msg string) (Message, bool) {
+	m := countsRe.FindStringSubmatch(msg)
+	if m == nil {
+		return Message{}, false
+	}
+	var a Message
+	a.Stored, _ = strconv.Atoi(m[1])
+	a.Rejected, _ = strconv.Atoi(m[2])
+	for _, part := range strings.Split(m[3], ", ") {
+		reason, n, ok := strings.Cut(part, ": ")
+		if !ok {
+			continue
+		}
+		k, _ := strconv.Atoi(n)
+		a.Reasons = append(a.Reasons, ReasonCount{reason, k})
+	}
+	// The examples: "line N…: text", separated by "; ".
+	locs := exampleRe.FindAllStringSubmatchIndex(msg, -1)
+	for i, loc := range locs {
+		end := len(msg)
+		if i+1 < len(locs) {
+			end = max(loc[1], locs[i+1][0]-2)
+		}
+		e := Example{Text: moreRe.ReplaceAllString(msg[loc[1]:end], "")}
+		e.Line, _ = strconv.ParseInt(msg[loc[2]:loc[3]], 10, 64)
+		if at := atRe.FindStringSubmatch(e.Text); at != nil {
+			e.T, _ = strconv.ParseInt(at[1], 10, 64)
+			e.HasT = true
+		}
+		a.Examples = append(a.Examples, e)
+	}
+	return a, true
+}
+
 // flushMetrics hands the counts to the metrics hook.
 func (r *report) flushMetrics(protocol string, hook func(protocol, reason string, n int)) {
 	if hook == nil {
@@ -136,10 +205,13 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 		w.Header().Set("Retry-After", "1")
 	}
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}{code, msg})
+	_ = json.NewEncoder(w).Encode(ErrorBody{code, msg})
+}
+
+// ErrorBody is the JSON body of an error answer, InfluxDB 2.x's shape.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // respond answers a request whose body was read (readErr: a read failure

@@ -1,10 +1,8 @@
 package ingest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -16,14 +14,16 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/storage"
+
+	"github.com/aerie-db/aerie/internal/vmformat"
 )
 
 // The readers below parse whole files for `aerie import` with the same
 // parsers and rules as the HTTP handlers, but hand out samples with the
 // line they came from instead of appending them, so that a caller can sort
 // them before writing and still name the line of a sample the engine
-// refuses later. They need memory for one line (ReadInflux) or one chunk
-// of whole lines (ReadExposition), not for the file.
+// refuses later. They need memory for one line (ReadInflux, ReadJSONLines,
+// ReadCSV) or one chunk of whole lines (ReadExposition), not for the file.
 
 // Sample is one parsed sample and the line it came from.
 type Sample struct {
@@ -45,7 +45,8 @@ type Rejection struct {
 	Skipped bool
 }
 
-// StreamOptions configure ReadInflux and ReadExposition.
+// StreamOptions configure ReadInflux, ReadExposition, ReadJSONLines and
+// ReadCSV.
 type StreamOptions struct {
 	// Now is the time of samples without a timestamp [time.Now()].
 	Now time.Time
@@ -59,7 +60,7 @@ type StreamOptions struct {
 	MaxLineBytes int
 }
 
-const defaultMaxLineBytes = 16 << 20
+const defaultMaxLineBytes = vmformat.DefaultMaxLineBytes
 
 // chunkBytes is how much ReadExposition parses at a time (a variable for
 // tests).
@@ -79,67 +80,6 @@ func (o StreamOptions) withDefaults() StreamOptions {
 // handlers report for it (ReasonTooOld, ReasonOutOfBounds, …).
 func AppendReason(err error) string { return appendReason(err) }
 
-// lineSource reads lines of at most max bytes; longer ones are read to
-// their end and reported as too long, with nothing kept.
-type lineSource struct {
-	br   *bufio.Reader
-	max  int
-	long []byte
-	line int64 // of the line last returned
-	off  int64 // its offset
-	next int64
-	err  error
-}
-
-// read returns the next line with its "\n"; tooLong: it was over max.
-func (s *lineSource) read() (line []byte, tooLong, ok bool) {
-	if s.err != nil {
-		return nil, false, false
-	}
-	s.line++
-	s.off = s.next
-	chunk, err := s.br.ReadSlice('\n')
-	n := len(chunk)
-	line = chunk
-	if errors.Is(err, bufio.ErrBufferFull) {
-		s.long = append(s.long[:0], chunk...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			chunk, err = s.br.ReadSlice('\n')
-			n += len(chunk)
-			if !tooLong && len(s.long)+len(chunk) > s.max+2 {
-				tooLong, s.long = true, s.long[:0]
-			}
-			if !tooLong {
-				s.long = append(s.long, chunk...)
-			}
-		}
-		line = s.long
-	}
-	if err != nil {
-		s.err = err
-		if err != io.EOF || n == 0 {
-			return nil, false, false
-		}
-	}
-	s.next += int64(n)
-	if len(trimEOL(line)) > s.max {
-		tooLong = true
-	}
-	return line, tooLong, true
-}
-
-// error is the read error that stopped the source, nil at the end.
-func (s *lineSource) error() error {
-	if s.err == io.EOF {
-		return nil
-	}
-	return s.err
-}
-
-func newLineSource(r io.Reader, max int) *lineSource {
-	return &lineSource{br: bufio.NewReaderSize(r, 64<<10), max: max}
-}
-
 func tooLongRejection(line, off int64, max int) Rejection {
 	return Rejection{Reason: ReasonParse, N: 1, Line: line,
 		Msg: fmt.Sprintf("%s (byte %d): line longer than the limit of %d bytes", where(line, 0, 0), off, max)}
@@ -148,7 +88,7 @@ func tooLongRejection(line, off int64, max int) Rejection {
 // ReadInflux reads InfluxDB line protocol from r, as /write does, and
 // calls emit for every sample and reject for every problem, in input
 // order. The *Sample passed to emit is reused after it returns. It
-// returns a read error of r, if any.
+// returns the read error that ended r, if any (a *vmformat.ReadError).
 func ReadInflux(r io.Reader, o StreamOptions, emit func(*Sample), reject func(Rejection)) error {
 	o = o.withDefaults()
 	prec, err := parsePrecision(o.InfluxPrecision, false)
@@ -164,25 +104,25 @@ func ReadInflux(r io.Reader, o StreamOptions, emit func(*Sample), reject func(Re
 		rep:    rep,
 		intern: newInterner(),
 	}
-	src := newLineSource(r, o.MaxLineBytes)
+	src := vmformat.NewLineReader(r, o.MaxLineBytes)
 	var s Sample
 	for {
-		line, tooLong, ok := src.read()
+		line, ok := src.Read()
 		if !ok {
-			return src.error()
+			return src.Err()
 		}
-		if tooLong {
-			reject(tooLongRejection(src.line, src.off, o.MaxLineBytes))
+		if src.TooLong() {
+			reject(tooLongRejection(src.Line(), src.Offset(), o.MaxLineBytes))
 			continue
 		}
-		p.line(src.line, src.off, line)
+		p.line(src.Line(), src.Offset(), line)
 		_ = p.b.commit() // into the sink; clears the batch's duplicate check
 		for _, x := range sink.samples {
-			s = Sample{Labels: x.l, T: x.t, V: x.v, Line: src.line}
+			s = Sample{Labels: x.l, T: x.t, V: x.v, Line: src.Line()}
 			emit(&s)
 		}
 		sink.samples = sink.samples[:0]
-		rep.drain(src.line, reject)
+		rep.drain(src.Line(), reject)
 	}
 }
 
@@ -242,40 +182,75 @@ func (sinkAppender) UpdateMetadata(storage.SeriesRef, labels.Labels, metadata.Me
 	return 0, nil
 }
 
+// ReadJSONLines reads VictoriaMetrics JSON lines from r, as /api/v1/import
+// does (without extra labels), and calls emit for every sample and reject
+// for every bad line, in input order. The *Sample passed to emit is reused
+// after it returns. It returns the read error that ended r, if any (a
+// *vmformat.ReadError).
+func ReadJSONLines(r io.Reader, o StreamOptions, emit func(*Sample), reject func(Rejection)) error {
+	o = o.withDefaults()
+	lines := &vmLines{json: vmformat.NewJSONDecoder(r, vmformat.Limits{MaxLineBytes: o.MaxLineBytes})}
+	return lines.stream(emit, reject)
+}
+
+// ReadCSV reads CSV records by the column spec f from r, as
+// /api/v1/import/csv does (without extra labels); records of a spec
+// without a time column get o.Now. Otherwise as ReadJSONLines; it also
+// fails if the limits refuse f.
+func ReadCSV(r io.Reader, f *vmformat.CSVFormat, o StreamOptions, emit func(*Sample), reject func(Rejection)) error {
+	o = o.withDefaults()
+	lines := &vmLines{csv: vmformat.NewCSVDecoder(r, f, vmformat.Limits{MaxLineBytes: o.MaxLineBytes}, o.Now.UnixMilli())}
+	return lines.stream(emit, reject)
+}
+
+// stream reads every line for ReadJSONLines and ReadCSV.
+func (v *vmLines) stream(emit func(*Sample), reject func(Rejection)) error {
+	var s Sample
+	_ = v.read(func(l labels.Labels, t int64, val float64, line int64) {
+		s = Sample{Labels: l, T: t, V: val, Line: line}
+		emit(&s)
+	}, func(line int64, err error) {
+		reject(Rejection{Reason: ReasonParse, N: 1, Line: line, Msg: err.Error()})
+	}, func() error { return nil })
+	return v.Err()
+}
+
 // ReadExposition reads the Prometheus text format (or OpenMetrics) from r,
 // as /api/v1/import/prometheus does, and calls emit for every sample and
 // reject for every problem, in input order. Samples without a timestamp
 // get o.Now. The input is parsed in chunks of whole lines; metadata
 // (# TYPE, # HELP, # UNIT) is not kept. The *Sample passed to emit is
-// reused after it returns. It returns a read error of r, if any.
+// reused after it returns. It returns the read error that ended r, if any
+// (a *vmformat.ReadError).
 func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject func(Rejection)) error {
 	o = o.withDefaults()
 	x := &expoReader{ct: ctText, now: o.Now.UnixMilli(), emit: emit, reject: reject}
 	if o.OpenMetrics {
 		x.ct = ctOpenMetrics
 	}
-	src := newLineSource(r, o.MaxLineBytes)
+	src := vmformat.NewLineReader(r, o.MaxLineBytes)
 	var chunk []byte
 	var first, firstOff int64 // line and offset of chunk[0]
 	eof := false              // an OpenMetrics "# EOF" line was read
 	afterEOF := false         // and something after it
 	sentEOF := false          // a "# EOF" line went to the parser
 	for {
-		line, tooLong, ok := src.read()
+		line, ok := src.Read()
 		if !ok {
 			break
 		}
+		tooLong := src.TooLong()
 		if eof {
 			// As textparse: nothing may follow, not even an empty line. The
 			// rest is not parsed; as the handler, which checks the whole
 			// body for NUL bytes first, its lines holding one are reported.
 			if !afterEOF {
-				reject(Rejection{Reason: ReasonParse, N: 1, Line: src.line, Msg: where(src.line, 0, 0) + ": unexpected data after # EOF"})
+				reject(Rejection{Reason: ReasonParse, N: 1, Line: src.Line(), Msg: where(src.Line(), 0, 0) + ": unexpected data after # EOF"})
 				afterEOF = true
 			}
 			if i := bytes.IndexByte(line, 0); i >= 0 && !tooLong {
-				reject(Rejection{Reason: ReasonParse, N: 1, Line: src.line,
-					Msg: fmt.Sprintf("%s: line holds a NUL byte", where(src.line, i+1, src.off+int64(i)))})
+				reject(Rejection{Reason: ReasonParse, N: 1, Line: src.Line(),
+					Msg: fmt.Sprintf("%s: line holds a NUL byte", where(src.Line(), i+1, src.Offset()+int64(i)))})
 			}
 			continue
 		}
@@ -284,11 +259,11 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 				x.parse(chunk, first, firstOff, false)
 				chunk = chunk[:0]
 			}
-			reject(tooLongRejection(src.line, src.off, o.MaxLineBytes))
+			reject(tooLongRejection(src.Line(), src.Offset(), o.MaxLineBytes))
 			continue
 		}
 		if len(chunk) == 0 {
-			first, firstOff = src.line, src.off
+			first, firstOff = src.Line(), src.Offset()
 		}
 		chunk = append(chunk, line...)
 		if x.ct == ctOpenMetrics && string(bytes.TrimRight(line, "\r\n")) == "# EOF" {
@@ -305,11 +280,11 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 	}
 	if !eof && (len(chunk) > 0 || (x.ct == ctOpenMetrics && !sentEOF)) {
 		if len(chunk) == 0 {
-			first, firstOff = src.line, src.next
+			first, firstOff = src.Line(), src.End()
 		}
 		x.parse(chunk, first, firstOff, true) // OpenMetrics: refused for the missing # EOF
 	}
-	return src.error()
+	return src.Err()
 }
 
 // expoReader parses chunks for ReadExposition.

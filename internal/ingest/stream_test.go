@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/vmformat"
 )
 
 // collect runs a reader and formats what it emitted and rejected.
@@ -125,6 +127,37 @@ func TestReadExposition(t *testing.T) {
 			require.Equal(t, tc.rejections, rejections)
 		})
 	}
+}
+
+// ReadJSONLines and ReadCSV read lines as the VictoriaMetrics import
+// handlers do (the same loop): a bad line is one rejected sample and the
+// reading goes on; every sample keeps its line.
+func TestReadVMLines(t *testing.T) {
+	json := `{"metric":{"__name__":"m","a":"1"},"values":[1,2],"timestamps":[1000,2000]}` + "\n\n" +
+		`{"metric":{"__name__":"m"},"values":[x],"timestamps":[3000]}` + "\n" +
+		`{"metric":{"__name__":"n"},"values":[3],"timestamps":[4000]}`
+	samples, rejections := collect(t, func(emit func(*Sample), reject func(Rejection)) error {
+		return ReadJSONLines(strings.NewReader(json), StreamOptions{}, emit, reject)
+	})
+	require.Equal(t, []string{
+		`1: {__name__="m", a="1"} 1000 1`,
+		`1: {__name__="m", a="1"} 2000 2`,
+		`4: {__name__="n"} 4000 3`,
+	}, samples)
+	require.Equal(t, []string{`parse_error 1 skipped=false: line 3 col 38 (byte 114): values[0]: invalid value "x"`}, rejections)
+
+	f, err := vmformat.ParseCSVFormat("1:label:host,2:metric:cpu,3:metric:mem")
+	require.NoError(t, err)
+	samples, rejections = collect(t, func(emit func(*Sample), reject func(Rejection)) error {
+		return ReadCSV(strings.NewReader("a,1,2\nb,oops,3\nc,4,5\n"), f, StreamOptions{Now: testNow}, emit, reject)
+	})
+	require.Equal(t, []string{
+		`1: {__name__="cpu", host="a"} 1700000000789 1`,
+		`1: {__name__="mem", host="a"} 1700000000789 2`,
+		`3: {__name__="cpu", host="c"} 1700000000789 4`,
+		`3: {__name__="mem", host="c"} 1700000000789 5`,
+	}, samples)
+	require.Equal(t, []string{`parse_error 1 skipped=false: line 2 col 3 (byte 8): column 2 (metric "cpu"): invalid value "oops": want a number, NaN, +Inf, -Inf, StaleNaN or NaN:0x<hex>`}, rejections)
 }
 
 // ReadExposition must hand out what the handler commits (both keep the

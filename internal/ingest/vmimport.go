@@ -46,12 +46,78 @@ type vmImportHandler struct {
 	csv  bool
 }
 
+// vmLines reads VictoriaMetrics JSON lines or CSV records line by line,
+// for the import handlers and for ReadJSONLines and ReadCSV: one
+// implementation of which samples a line gives and how a bad one counts.
+type vmLines struct {
+	json *vmformat.JSONDecoder // one of json and csv is set
+	csv  *vmformat.CSVDecoder
+
+	extra []labels.Label // set on every series (extra_label)
+	lb    *labels.Builder
+}
+
 // vmDecoder is what the two decoders have in common.
 type vmDecoder interface {
 	Next() bool
 	LineErr() error
 	Line() int64
 	Err() error
+}
+
+func (v *vmLines) decoder() vmDecoder {
+	if v.csv != nil {
+		return v.csv
+	}
+	return v.json
+}
+
+// Err returns the error that ended the input (see the decoders' Err),
+// valid once read returned nil.
+func (v *vmLines) Err() error { return v.decoder().Err() }
+
+func (v *vmLines) withExtra(l labels.Labels) labels.Labels {
+	if len(v.extra) == 0 {
+		return l
+	}
+	if v.lb == nil {
+		v.lb = labels.NewBuilder(labels.EmptyLabels())
+	}
+	v.lb.Reset(l)
+	for _, e := range v.extra {
+		v.lb.Set(e.Name, e.Value)
+	}
+	return v.lb.Labels()
+}
+
+// read reads to the end of the input, or until lineDone fails: every
+// sample of a good line goes to add, then lineDone is called; a bad line
+// goes to reject and counts as one sample, since its samples are unknown.
+// It returns lineDone's error; what ended the input is v.Err().
+func (v *vmLines) read(add func(l labels.Labels, t int64, val float64, line int64), reject func(line int64, err error), lineDone func() error) error {
+	dec := v.decoder()
+	for dec.Next() {
+		line := dec.Line()
+		if err := dec.LineErr(); err != nil {
+			reject(line, err)
+			continue
+		}
+		if v.csv != nil {
+			for _, s := range v.csv.Samples() {
+				add(v.withExtra(s.Labels), s.T, s.V, line)
+			}
+		} else {
+			s := v.json.Series()
+			lset := v.withExtra(s.Labels)
+			for i, t := range s.Timestamps {
+				add(lset, t, s.Values[i], line)
+			}
+		}
+		if err := lineDone(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (h *vmImportHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -90,58 +156,22 @@ func (h *vmImportHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rep := newReport(h.opts.MaxReported)
 	b := newBatch(r.Context(), h.app, h.opts.BatchSamples, rep)
 	defer b.release()
-	var dec vmDecoder
-	var add func(line int64)
-	lb := labels.NewBuilder(labels.EmptyLabels())
-	withExtra := func(l labels.Labels) labels.Labels {
-		if len(extra) == 0 {
-			return l
-		}
-		lb.Reset(l)
-		for _, e := range extra {
-			lb.Set(e.Name, e.Value)
-		}
-		return lb.Labels()
-	}
+	lines := &vmLines{extra: extra}
 	if h.csv {
-		d := vmformat.NewCSVDecoder(body, format, h.lim, h.opts.Now().UnixMilli())
-		if err := d.Err(); err != nil { // a format the limits refuse
+		lines.csv = vmformat.NewCSVDecoder(body, format, h.lim, h.opts.Now().UnixMilli())
+		if err := lines.csv.Err(); err != nil { // a format the limits refuse
 			writeError(w, http.StatusBadRequest, codeInvalid, err.Error())
 			return
 		}
-		dec = d
-		add = func(line int64) {
-			for _, s := range d.Samples() {
-				b.add(withExtra(s.Labels), s.T, s.V, line)
-			}
-		}
 	} else {
-		d := vmformat.NewJSONDecoder(body, h.lim)
-		dec = d
-		add = func(line int64) {
-			s := d.Series()
-			lset := withExtra(s.Labels)
-			for i, t := range s.Timestamps {
-				b.add(lset, t, s.Values[i], line)
-			}
-		}
+		lines.json = vmformat.NewJSONDecoder(body, h.lim)
 	}
-	var commitErr error
-	for dec.Next() {
-		line := dec.Line()
-		if err := dec.LineErr(); err != nil {
-			// A bad line counts as one sample: its samples are unknown.
-			rep.reject(ReasonParse, 1, line, err.Error)
-			continue
-		}
-		add(line)
-		if commitErr = b.lineDone(); commitErr != nil {
-			break
-		}
-	}
+	commitErr := lines.read(b.add, func(line int64, err error) {
+		rep.reject(ReasonParse, 1, line, err.Error)
+	}, b.lineDone)
 	var readErr error
 	if commitErr == nil {
-		readErr = dec.Err()
+		readErr = lines.Err()
 		// Lines read in full before a read error are good: store them.
 		commitErr = b.commit()
 	}

@@ -140,7 +140,7 @@ type Sample struct {
 // non-blank record; Samples holds its samples (one per non-empty metric
 // field) if LineErr is nil. A bad record does not stop the decoder.
 type CSVDecoder struct {
-	lr  *lineReader
+	lr  *LineReader
 	f   *CSVFormat
 	lim Limits
 	now int64
@@ -170,7 +170,7 @@ type csvField struct {
 // has no time column.
 func NewCSVDecoder(r io.Reader, f *CSVFormat, lim Limits, now int64) *CSVDecoder {
 	lim = lim.WithDefaults()
-	d := &CSVDecoder{lr: newLineReader(r, lim.MaxLineBytes), f: f, lim: lim, now: now}
+	d := &CSVDecoder{lr: NewLineReader(r, lim.MaxLineBytes), f: f, lim: lim, now: now}
 	switch {
 	case f.labels+1 > lim.MaxLabels:
 		d.err = fmt.Errorf("csv format has %d label columns, more than the limit of %d labels per series", f.labels, lim.MaxLabels-1)
@@ -235,7 +235,7 @@ func (d *CSVDecoder) Err() error {
 	if d.err != nil {
 		return d.err
 	}
-	return d.lr.error()
+	return d.lr.Err()
 }
 
 func (d *CSVDecoder) fail(line int64, col int, off int64, field, msg string) {
@@ -247,7 +247,7 @@ func (d *CSVDecoder) fail(line int64, col int, off int64, field, msg string) {
 // record splits the next record into fields. A quoted field may go on
 // over the next lines. empty: the record is a blank line.
 func (d *CSVDecoder) record() (ok, empty bool) {
-	line, ok := d.lr.read()
+	line, ok := d.lr.Read()
 	if !ok {
 		return false, false
 	}
@@ -277,7 +277,7 @@ func (d *CSVDecoder) record() (ok, empty bool) {
 						over = true
 						d.rec = d.rec[:0]
 					}
-					if line, ok = d.lr.read(); !ok || d.lr.tooLong {
+					if line, ok = d.lr.Read(); !ok || d.lr.tooLong {
 						d.fail(fld.line, fld.col, fld.off, fieldName(d.f, len(d.fields)), "quoted field without its closing quote")
 						return true, false
 					}

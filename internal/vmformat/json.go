@@ -109,7 +109,7 @@ func appendJSONString(dst []byte, s string) []byte {
 // JSONDecoder reads JSON lines. Next advances to the next non-blank line;
 // Series holds it if LineErr is nil. A bad line does not stop the decoder.
 type JSONDecoder struct {
-	lr  *lineReader
+	lr  *LineReader
 	lim Limits
 
 	s       Series
@@ -122,14 +122,14 @@ type JSONDecoder struct {
 // NewJSONDecoder returns a decoder of r.
 func NewJSONDecoder(r io.Reader, lim Limits) *JSONDecoder {
 	lim = lim.WithDefaults()
-	return &JSONDecoder{lr: newLineReader(r, lim.MaxLineBytes), lim: lim}
+	return &JSONDecoder{lr: NewLineReader(r, lim.MaxLineBytes), lim: lim}
 }
 
 // Next reads the next non-blank line. It returns false at the end of the
 // input or on a read error (see Err).
 func (d *JSONDecoder) Next() bool {
 	for {
-		line, ok := d.lr.read()
+		line, ok := d.lr.Read()
 		if !ok {
 			return false
 		}
@@ -168,7 +168,7 @@ func (d *JSONDecoder) Offset() int64 { return d.lr.off }
 
 // Err returns the read error that ended the input (a *ReadError), or nil
 // at its end. It is valid once Next returned false.
-func (d *JSONDecoder) Err() error { return d.lr.error() }
+func (d *JSONDecoder) Err() error { return d.lr.Err() }
 
 // parse decodes one line into d.s, or sets d.lineErr.
 func (d *JSONDecoder) parse(line []byte) {

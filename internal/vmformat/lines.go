@@ -6,11 +6,13 @@ import (
 	"io"
 )
 
-// lineReader splits its input into lines, keeping each line's end ("\n"
+// LineReader splits its input into lines, keeping each line's end ("\n"
 // or nothing at the end of input) so that callers see every byte. A line
 // longer than max (not counting "\n" or "\r\n") is read to its end and
-// dropped, with tooLong set: memory stays bounded by max.
-type lineReader struct {
+// dropped, with TooLong set: memory stays bounded by max. The decoders
+// read through one, and so do internal/ingest's file readers, so every
+// line-based input has the same limit rule and positions.
+type LineReader struct {
 	br  *bufio.Reader
 	max int
 
@@ -22,17 +24,19 @@ type lineReader struct {
 	err     error // sticky: io.EOF at the end, else a *ReadError
 }
 
-func newLineReader(r io.Reader, limit int) *lineReader {
+// NewLineReader returns a reader of r's lines of at most limit bytes.
+func NewLineReader(r io.Reader, limit int) *LineReader {
 	size := 64 << 10
 	if limit+2 < size {
 		size = max(16, limit+2)
 	}
-	return &lineReader{br: bufio.NewReaderSize(r, size), max: limit}
+	return &LineReader{br: bufio.NewReaderSize(r, size), max: limit}
 }
 
-// read returns the next line with its end. The slice is valid until the
-// next call. It returns false at the end of input or on a read error.
-func (r *lineReader) read() ([]byte, bool) {
+// Read returns the next line with its end (nil if TooLong). The slice is
+// valid until the next call. It returns false at the end of input or on a
+// read error (see Err).
+func (r *LineReader) Read() ([]byte, bool) {
 	if r.err != nil {
 		return nil, false
 	}
@@ -78,8 +82,23 @@ func (r *lineReader) read() ([]byte, bool) {
 	return line, true
 }
 
-// error returns the read error that ended the input, or nil at its end.
-func (r *lineReader) error() error {
+// Line returns the number of the line last read, 1-based (after the end
+// of input: the number the next line would have).
+func (r *LineReader) Line() int64 { return r.line }
+
+// Offset returns the byte offset of the line last read.
+func (r *LineReader) Offset() int64 { return r.off }
+
+// End returns the byte offset just after the line last read.
+func (r *LineReader) End() int64 { return r.next }
+
+// TooLong reports whether the line last read was over the limit (and
+// dropped).
+func (r *LineReader) TooLong() bool { return r.tooLong }
+
+// Err returns the read error that ended the input (a *ReadError), or nil
+// at its end.
+func (r *LineReader) Err() error {
 	if r.err == io.EOF {
 		return nil
 	}
