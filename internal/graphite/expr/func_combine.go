@@ -318,15 +318,7 @@ func percentValues(s *Series, nz *normalized, k int, totals []float64, totalText
 }
 
 func asPercentNodes(c *callCtx, series []*Series, total any, nodes []any) ([]*Series, error) {
-	var keys []string
-	meta := map[string][]*Series{}
-	for _, s := range series {
-		k := aggKey(s, nodes)
-		if _, ok := meta[k]; !ok {
-			keys = append(keys, k)
-		}
-		meta[k] = append(meta[k], s)
-	}
+	keys, meta := groupBy(series, func(s *Series) string { return aggKey(s, nodes) })
 	totals := map[string]*Series{}
 	switch t := total.(type) {
 	case nil:
@@ -435,6 +427,20 @@ func aggKey(s *Series, nodes []any) string {
 	return strings.Join(parts, ".")
 }
 
+// groupBy groups series by key, the keys in the order of their first
+// series (as graphite-web's dicts keep insertion order).
+func groupBy(series []*Series, key func(*Series) string) (keys []string, groups map[string][]*Series) {
+	groups = map[string][]*Series{}
+	for _, s := range series {
+		k := key(s)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], s)
+	}
+	return keys, groups
+}
+
 // applyCallback runs groupByNode's callback over one group: an aggregator
 // series function by name, or an aggregation function.
 func applyCallback(c *callCtx, callback string, group []*Series) (*Series, error) {
@@ -485,15 +491,7 @@ func applyCallback(c *callCtx, callback string, group []*Series) (*Series, error
 }
 
 func groupByNodes(c *callCtx, series []*Series, callback string, nodes []any) ([]*Series, error) {
-	var keys []string
-	meta := map[string][]*Series{}
-	for _, s := range series {
-		k := aggKey(s, nodes)
-		if _, ok := meta[k]; !ok {
-			keys = append(keys, k)
-		}
-		meta[k] = append(meta[k], s)
-	}
+	keys, meta := groupBy(series, func(s *Series) string { return aggKey(s, nodes) })
 	out := make([]*Series, 0, len(keys))
 	for _, k := range keys {
 		s, err := applyCallback(c, callback, meta[k])
@@ -528,9 +526,7 @@ func groupByTags(c *callCtx) ([]*Series, error) {
 			}
 		}
 	}
-	var keys []string
-	meta := map[string][]*Series{}
-	for _, s := range series {
+	keys, meta := groupBy(series, func(s *Series) string {
 		var kv []string
 		for _, t := range tags {
 			if byName && t == "name" {
@@ -543,12 +539,8 @@ func groupByTags(c *callCtx) ([]*Series, error) {
 		if byName {
 			head = s.Tags["name"]
 		}
-		k := strings.Join(append([]string{head}, kv...), ";")
-		if _, ok := meta[k]; !ok {
-			keys = append(keys, k)
-		}
-		meta[k] = append(meta[k], s)
-	}
+		return strings.Join(append([]string{head}, kv...), ";")
+	})
 	out := make([]*Series, 0, len(keys))
 	for _, k := range keys {
 		s, err := applyCallback(c, callback, meta[k])
@@ -711,21 +703,15 @@ func aggregateWithWildcards(c *callCtx, series []*Series, fn string, positions [
 			drop[int(x)] = true
 		}
 	}
-	var keys []string
-	groups := map[string][]*Series{}
-	for _, s := range series {
+	keys, groups := groupBy(series, func(s *Series) string {
 		var kept []string
 		for i, part := range strings.Split(s.Name, ".") {
 			if !drop[i] {
 				kept = append(kept, part)
 			}
 		}
-		k := strings.Join(kept, ".")
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], s)
-	}
+		return strings.Join(kept, ".")
+	})
 	out := make([]*Series, 0, len(keys))
 	for _, k := range keys {
 		r, err := aggregate([][]*Series{groups[k]}, fn, c.ev.xff)

@@ -230,15 +230,8 @@ func useSeriesAbove(c *callCtx) ([]*Series, error) {
 }
 
 func mapSeriesFunc(c *callCtx) ([][]*Series, error) {
-	var keys []string
-	groups := map[string][]*Series{}
-	for _, s := range c.series(0) {
-		k := aggKey(s, c.multi(1))
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], s)
-	}
+	nodes := c.multi(1)
+	keys, groups := groupBy(c.series(0), func(s *Series) string { return aggKey(s, nodes) })
 	out := make([][]*Series, len(keys))
 	for i, k := range keys {
 		out[i] = groups[k]
