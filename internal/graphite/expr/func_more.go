@@ -96,11 +96,7 @@ func aliasQuery(c *callCtx) ([]*Series, error) {
 	out := make([]*Series, 0, len(c.series(0)))
 	for _, s := range c.series(0) {
 		q := re.ReplaceAllString(s.Name, repl)
-		e, err := Parse(q)
-		if err != nil {
-			return nil, c.errf("replace", "query %s: %v", q, err)
-		}
-		v, err := c.ev.eval(e, c.from, c.until)
+		v, err := c.evalBuilt("replace", "query "+q, q)
 		if err != nil {
 			return nil, err
 		}
@@ -211,11 +207,7 @@ func useSeriesAbove(c *callCtx) ([]*Series, error) {
 		return nil, nil
 	}
 	target := "group(" + strings.Join(names, ",") + ")"
-	e, err := Parse(target)
-	if err != nil {
-		return nil, c.errf("replace", "target %s: %v", target, err)
-	}
-	v, err := c.ev.eval(e, c.from, c.until)
+	v, err := c.evalBuilt("replace", "target "+target, target)
 	if err != nil {
 		return nil, err
 	}

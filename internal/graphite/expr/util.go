@@ -344,6 +344,18 @@ func (nz *normalized) row(i int, buf []float64) []float64 {
 	return buf
 }
 
+// mapRows returns f of each row of nz's values (a value of each series,
+// null where one ends early); row is reused from call to call.
+func (nz *normalized) mapRows(f func(row []float64) float64) []float64 {
+	values := make([]float64, nz.n)
+	row := make([]float64, 0, len(nz.values))
+	for i := range values {
+		row = nz.row(i, row)
+		values[i] = f(row)
+	}
+	return values
+}
+
 // formatPathExpressions joins the distinct path expressions in order.
 func formatPathExpressions(series []*Series) string {
 	var out []string
