@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -295,24 +296,12 @@ func checkRange(field string, d, lo, hi time.Duration) error {
 
 // withDefaults returns c with its zero fields set to their defaults.
 func (c Config) withDefaults() Config {
-	if c.Type == "" {
-		c.Type = provFilesystem
-	}
-	if c.Timeout == 0 {
-		c.Timeout = defaultTimeout
-	}
-	if c.MaxRetries == 0 {
-		c.MaxRetries = defaultMaxRetries
-	}
-	if c.RetryMinBackoff == 0 {
-		c.RetryMinBackoff = defaultRetryMinBackoff
-	}
-	if c.RetryMaxBackoff == 0 {
-		c.RetryMaxBackoff = defaultRetryMaxBackoff
-	}
-	if c.MaxParallelGets == 0 {
-		c.MaxParallelGets = defaultMaxParallelGets
-	}
+	c.Type = cmp.Or(c.Type, provFilesystem)
+	c.Timeout = cmp.Or(c.Timeout, defaultTimeout)
+	c.MaxRetries = cmp.Or(c.MaxRetries, defaultMaxRetries)
+	c.RetryMinBackoff = cmp.Or(c.RetryMinBackoff, defaultRetryMinBackoff)
+	c.RetryMaxBackoff = cmp.Or(c.RetryMaxBackoff, defaultRetryMaxBackoff)
+	c.MaxParallelGets = cmp.Or(c.MaxParallelGets, defaultMaxParallelGets)
 	return c
 }
 

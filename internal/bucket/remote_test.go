@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,20 +35,8 @@ func noisyBlock(t *testing.T) (string, *index.TagDict) {
 		}
 		require.NoError(t, app.Commit())
 	}
-	require.NoError(t, db.FlushHead())
-	require.NoError(t, db.Close())
-	entries, err := os.ReadDir(filepath.Join(dir, "blocks"))
-	require.NoError(t, err)
-	var dirs []string
-	for _, e := range entries {
-		if e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
-			dirs = append(dirs, filepath.Join(dir, "blocks", e.Name()))
-		}
-	}
+	dirs, dict := flushBlocks(t, db, dir)
 	require.Len(t, dirs, 1)
-	dict, err := index.OpenTagDict(filepath.Join(dir, "tagdict"))
-	require.NoError(t, err)
-	t.Cleanup(func() { dict.Close() })
 	return dirs[0], dict
 }
 

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/aerie-db/aerie/internal/bucket"
 	"github.com/aerie-db/aerie/internal/bucket/faultproxy"
@@ -42,33 +42,12 @@ func openThroughProxy(t *testing.T, opts faultproxy.Options, maxRetries int) (*b
 // parallel runs f(i) for i in [0, n) on workers goroutines and returns
 // the first error.
 func parallel(n, workers int, f func(i int) error) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	next := make(chan int)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := f(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(workers)
 	for i := range n {
-		next <- i
+		g.Go(func() error { return f(i) })
 	}
-	close(next)
-	wg.Wait()
-	return first
+	return g.Wait()
 }
 
 // TestS3Faults uploads 200 objects to versitygw through a proxy that

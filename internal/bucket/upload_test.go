@@ -102,6 +102,16 @@ func localBlocks(t *testing.T) ([]string, *index.TagDict) {
 		}
 		require.NoError(t, app.Commit())
 	}
+	dirs, dict := flushBlocks(t, db, dir)
+	require.NotEmpty(t, dirs)
+	return dirs, dict
+}
+
+// flushBlocks flushes db's head, closes db, and returns its block
+// directories and its TagDict (closed in t's cleanup); dir is db's data
+// directory.
+func flushBlocks(t *testing.T, db *tsdb.DB, dir string) ([]string, *index.TagDict) {
+	t.Helper()
 	require.NoError(t, db.FlushHead())
 	require.NoError(t, db.Close())
 	entries, err := os.ReadDir(filepath.Join(dir, "blocks"))
@@ -112,7 +122,6 @@ func localBlocks(t *testing.T) ([]string, *index.TagDict) {
 			dirs = append(dirs, filepath.Join(dir, "blocks", e.Name()))
 		}
 	}
-	require.NotEmpty(t, dirs)
 	dict, err := index.OpenTagDict(filepath.Join(dir, "tagdict"))
 	require.NoError(t, err)
 	t.Cleanup(func() { dict.Close() })

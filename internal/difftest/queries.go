@@ -551,61 +551,65 @@ func diffVector(want, got promql.Vector, ordered bool) string {
 			}
 		}
 	}
-	cmp := func(a, b promql.Sample) int { return labels.Compare(a.Metric, b.Metric) }
-	want, got = slices.Clone(want), slices.Clone(got)
-	slices.SortStableFunc(want, cmp)
-	slices.SortStableFunc(got, cmp)
-	for i := 0; i < len(want) || i < len(got); i++ {
-		switch {
-		case i >= len(want):
-			return fmt.Sprintf("extra sample %s %s; %d samples, want %d", got[i].Metric, fmtF(got[i].F), len(got), len(want))
-		case i >= len(got):
-			return fmt.Sprintf("missing sample %s %s; %d samples, want %d", want[i].Metric, fmtF(want[i].F), len(got), len(want))
-		}
-		w, g := want[i], got[i]
-		if !labels.Equal(w.Metric, g.Metric) {
-			return fmt.Sprintf("sample %d: want %s, got %s", i, w.Metric, g.Metric)
-		}
-		if w.T != g.T || math.Float64bits(w.F) != math.Float64bits(g.F) {
-			return fmt.Sprintf("%s: want %s@%d, got %s@%d", w.Metric, fmtF(w.F), w.T, fmtF(g.F), g.T)
-		}
-		if (w.H == nil) != (g.H == nil) || (w.H != nil && !w.H.Equals(g.H)) {
-			return fmt.Sprintf("%s: histogram: want %v, got %v", w.Metric, w.H, g.H)
-		}
-	}
-	return ""
+	return diffByMetric(want, got, "sample", "samples",
+		func(s promql.Sample) labels.Labels { return s.Metric },
+		func(s promql.Sample) string { return s.Metric.String() + " " + fmtF(s.F) },
+		func(w, g promql.Sample) string {
+			if w.T != g.T || math.Float64bits(w.F) != math.Float64bits(g.F) {
+				return fmt.Sprintf("%s: want %s@%d, got %s@%d", w.Metric, fmtF(w.F), w.T, fmtF(g.F), g.T)
+			}
+			if (w.H == nil) != (g.H == nil) || (w.H != nil && !w.H.Equals(g.H)) {
+				return fmt.Sprintf("%s: histogram: want %v, got %v", w.Metric, w.H, g.H)
+			}
+			return ""
+		})
 }
 
 func diffMatrix(want, got promql.Matrix) string {
-	cmp := func(a, b promql.Series) int { return labels.Compare(a.Metric, b.Metric) }
+	return diffByMetric(want, got, "series", "series",
+		func(s promql.Series) labels.Labels { return s.Metric },
+		func(s promql.Series) string { return fmt.Sprintf("%s (%d points)", s.Metric, len(s.Floats)) },
+		func(w, g promql.Series) string {
+			for j := 0; j < len(w.Floats) || j < len(g.Floats); j++ {
+				switch {
+				case j >= len(w.Floats):
+					return fmt.Sprintf("%s: extra point %s@%d", w.Metric, fmtF(g.Floats[j].F), g.Floats[j].T)
+				case j >= len(g.Floats):
+					return fmt.Sprintf("%s: missing point %s@%d", w.Metric, fmtF(w.Floats[j].F), w.Floats[j].T)
+				}
+				wp, gp := w.Floats[j], g.Floats[j]
+				if wp.T != gp.T || math.Float64bits(wp.F) != math.Float64bits(gp.F) {
+					return fmt.Sprintf("%s: point %d: want %s@%d, got %s@%d", w.Metric, j, fmtF(wp.F), wp.T, fmtF(gp.F), gp.T)
+				}
+			}
+			if len(w.Histograms) != len(g.Histograms) {
+				return fmt.Sprintf("%s: %d histogram points, want %d", w.Metric, len(g.Histograms), len(w.Histograms))
+			}
+			return ""
+		})
+}
+
+// diffByMetric sorts copies of want and got by label set and describes
+// the first difference: an extra or missing element (what, shown by
+// show), a label set other than want's, or what diff says of two elements
+// with the same label set ("" for none).
+func diffByMetric[T any](want, got []T, what, whats string, metric func(T) labels.Labels, show func(T) string, diff func(w, g T) string) string {
+	cmp := func(a, b T) int { return labels.Compare(metric(a), metric(b)) }
 	want, got = slices.Clone(want), slices.Clone(got)
 	slices.SortStableFunc(want, cmp)
 	slices.SortStableFunc(got, cmp)
 	for i := 0; i < len(want) || i < len(got); i++ {
 		switch {
 		case i >= len(want):
-			return fmt.Sprintf("extra series %s (%d points); %d series, want %d", got[i].Metric, len(got[i].Floats), len(got), len(want))
+			return fmt.Sprintf("extra %s %s; %d %s, want %d", what, show(got[i]), len(got), whats, len(want))
 		case i >= len(got):
-			return fmt.Sprintf("missing series %s (%d points); %d series, want %d", want[i].Metric, len(want[i].Floats), len(got), len(want))
+			return fmt.Sprintf("missing %s %s; %d %s, want %d", what, show(want[i]), len(got), whats, len(want))
 		}
-		w, g := want[i], got[i]
-		if !labels.Equal(w.Metric, g.Metric) {
-			return fmt.Sprintf("series %d: want %s, got %s", i, w.Metric, g.Metric)
+		if w, g := metric(want[i]), metric(got[i]); !labels.Equal(w, g) {
+			return fmt.Sprintf("%s %d: want %s, got %s", what, i, w, g)
 		}
-		for j := 0; j < len(w.Floats) || j < len(g.Floats); j++ {
-			switch {
-			case j >= len(w.Floats):
-				return fmt.Sprintf("%s: extra point %s@%d", w.Metric, fmtF(g.Floats[j].F), g.Floats[j].T)
-			case j >= len(g.Floats):
-				return fmt.Sprintf("%s: missing point %s@%d", w.Metric, fmtF(w.Floats[j].F), w.Floats[j].T)
-			}
-			wp, gp := w.Floats[j], g.Floats[j]
-			if wp.T != gp.T || math.Float64bits(wp.F) != math.Float64bits(gp.F) {
-				return fmt.Sprintf("%s: point %d: want %s@%d, got %s@%d", w.Metric, j, fmtF(wp.F), wp.T, fmtF(gp.F), gp.T)
-			}
-		}
-		if len(w.Histograms) != len(g.Histograms) {
-			return fmt.Sprintf("%s: %d histogram points, want %d", w.Metric, len(g.Histograms), len(w.Histograms))
+		if d := diff(want[i], got[i]); d != "" {
+			return d
 		}
 	}
 	return ""

@@ -5,7 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
+	"maps"
 	"math"
 	"net/http"
 	"sort"
@@ -69,40 +69,38 @@ func (r *gRender) nonNull() int {
 
 // gHTTP fetches url and returns its status and body.
 func gHTTP(u string) (int, []byte, error) {
-	resp, err := httpClient.Get(u)
-	if err != nil {
-		return 0, nil, err
+	status, body, err := get(u)
+	return status, []byte(body), err
+}
+
+// get200 fetches u. Unless the answer is a 200, errText says what went
+// wrong, after prefix, for a gRender's or gFind's Err.
+func get200(u, prefix string) (status int, body []byte, errText string) {
+	status, body, err := gHTTP(u)
+	switch {
+	case err != nil:
+		return status, nil, prefix + err.Error()
+	case status != http.StatusOK:
+		return status, nil, fmt.Sprintf("%sHTTP %d: %.300s", prefix, status, body)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return status, body, ""
 }
 
 // fetchRender asks base's /render with query (format excluded) in json and
 // raw, and in csv too when withCSV.
 func fetchRender(base, query string, withCSV bool) *gRender {
 	r := &gRender{}
-	status, body, err := gHTTP(base + "/render?" + query + "&format=json")
-	r.Status = status
-	if err != nil {
-		r.Err = err.Error()
+	u := base + "/render?" + query + "&format="
+	status, body, errText := get200(u+"json", "")
+	if r.Status, r.Err = status, errText; r.Err != "" {
 		return r
 	}
-	if status != http.StatusOK {
-		r.Err = fmt.Sprintf("HTTP %d: %.300s", status, body)
-		return r
-	}
+	var err error
 	if r.JSON, err = parseRenderJSON(body); err != nil {
 		r.Err = "format=json: " + err.Error()
 		return r
 	}
-	status, body, err = gHTTP(base + "/render?" + query + "&format=raw")
-	if err != nil {
-		r.Err = "format=raw: " + err.Error()
-		return r
-	}
-	if status != http.StatusOK {
-		r.Err = fmt.Sprintf("format=raw: HTTP %d: %.300s", status, body)
+	if _, body, r.Err = get200(u+"raw", "format=raw: "); r.Err != "" {
 		return r
 	}
 	if r.Raw, err = parseRenderRaw(body); err != nil {
@@ -112,13 +110,7 @@ func fetchRender(base, query string, withCSV bool) *gRender {
 	if !withCSV {
 		return r
 	}
-	status, body, err = gHTTP(base + "/render?" + query + "&format=csv")
-	if err != nil {
-		r.Err = "format=csv: " + err.Error()
-		return r
-	}
-	if status != http.StatusOK {
-		r.Err = fmt.Sprintf("format=csv: HTTP %d: %.300s", status, body)
+	if _, body, r.Err = get200(u+"csv", "format=csv: "); r.Err != "" {
 		return r
 	}
 	rows, err := csv.NewReader(bytes.NewReader(body)).ReadAll()
@@ -336,8 +328,8 @@ func diffRender(want, got *gRender) []string {
 			if w.Target != g.Target {
 				out = append(out, fmt.Sprintf("json series %d: want target %q, got %q", i, w.Target, g.Target))
 			}
-			if !sameTags(w.Tags, g.Tags) {
-				out = append(out, fmt.Sprintf("%s: want tags %s, got %s", where, tagString(w.Tags), tagString(g.Tags)))
+			if !maps.Equal(w.Tags, g.Tags) {
+				out = append(out, fmt.Sprintf("%s: want tags %s, got %s", where, labelString(w.Tags), labelString(g.Tags)))
 			}
 			if len(w.Times) != len(g.Times) || (len(w.Times) > 0 && (w.Times[0] != g.Times[0] || w.Times[len(w.Times)-1] != g.Times[len(g.Times)-1])) {
 				out = append(out, fmt.Sprintf("%s: want %s, got %s", where, timeRange(w.Times), timeRange(g.Times)))
@@ -424,36 +416,6 @@ func jsonNames(ss []gSeriesJSON) string {
 	return "[" + strings.Join(names, " ") + "]"
 }
 
-func sameTags(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func tagString(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, "%s=%q", k, m[k])
-	}
-	b.WriteByte('}')
-	return b.String()
-}
-
 func shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -470,14 +432,8 @@ type gFind struct {
 
 func fetchFind(base, pathQuery string) *gFind {
 	f := &gFind{}
-	status, body, err := gHTTP(base + pathQuery)
-	f.Status = status
-	if err != nil {
-		f.Err = err.Error()
-		return f
-	}
-	if status != http.StatusOK {
-		f.Err = fmt.Sprintf("HTTP %d: %.300s", status, body)
+	status, body, errText := get200(base+pathQuery, "")
+	if f.Status, f.Err = status, errText; f.Err != "" {
 		return f
 	}
 	if err := json.Unmarshal(body, &f.Value); err != nil {

@@ -15,11 +15,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aerie-db/aerie/internal/graphite/graphitetest"
+	"golang.org/x/sync/errgroup"
 )
 
 // The Graphite differential test (issue 14 §3): Debian's carbon-cache (with
@@ -431,61 +431,36 @@ var taggedPathNodes = map[string]bool{"disk": true, "disk.used": true, "disk.fre
 // dropTaggedPaths removes the strings and objects naming taggedPathNodes
 // from find, expand and index.json answers.
 func dropTaggedPaths(v any) any {
-	switch x := v.(type) {
-	case []any:
-		var out []any
-		for _, e := range x {
-			switch y := e.(type) {
-			case string:
-				if taggedPathNodes[y] {
-					continue
-				}
-			case map[string]any:
-				if id, ok := y["id"].(string); ok && taggedPathNodes[id] {
-					continue
-				}
-				if p, ok := y["path"].(string); ok && taggedPathNodes[strings.TrimSuffix(p, ".")] {
-					continue
-				}
-			}
-			out = append(out, dropTaggedPaths(e))
-		}
-		if out == nil {
-			out = []any{}
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = dropTaggedPaths(e)
-		}
-		return out
-	}
-	return v
+	return dropPaths(v, func(p string) bool { return taggedPathNodes[p] })
 }
 
 // dropWhisperTagged removes the strings and objects naming _tagged paths
 // from find, expand and index.json answers.
 func dropWhisperTagged(v any) any {
-	isTagged := func(s string) bool { return s == "_tagged" || strings.HasPrefix(s, "_tagged.") }
+	return dropPaths(v, func(p string) bool { return p == "_tagged" || strings.HasPrefix(p, "_tagged.") })
+}
+
+// dropPaths removes, from the lists in v, the path strings and the objects
+// whose id or path (without its trailing dot) drop selects.
+func dropPaths(v any, drop func(path string) bool) any {
 	switch x := v.(type) {
 	case []any:
 		var out []any
 		for _, e := range x {
 			switch y := e.(type) {
 			case string:
-				if isTagged(y) {
+				if drop(y) {
 					continue
 				}
 			case map[string]any:
-				if id, ok := y["id"].(string); ok && isTagged(id) {
+				if id, ok := y["id"].(string); ok && drop(id) {
 					continue
 				}
-				if p, ok := y["path"].(string); ok && isTagged(strings.TrimSuffix(p, ".")) {
+				if p, ok := y["path"].(string); ok && drop(strings.TrimSuffix(p, ".")) {
 					continue
 				}
 			}
-			out = append(out, dropWhisperTagged(e))
+			out = append(out, dropPaths(e, drop))
 		}
 		if out == nil {
 			out = []any{}
@@ -494,7 +469,7 @@ func dropWhisperTagged(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = dropWhisperTagged(e)
+			out[k] = dropPaths(e, drop)
 		}
 		return out
 	}
@@ -584,22 +559,12 @@ type graphitePeer struct {
 
 // parallel runs f(0..n-1) on workers goroutines.
 func parallel(n, workers int, f func(i int)) {
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(workers)
 	for i := range n {
-		next <- i
+		g.Go(func() error { f(i); return nil })
 	}
-	close(next)
-	wg.Wait()
+	g.Wait()
 }
 
 // sendPlaintext writes data to a Graphite plaintext TCP listener.

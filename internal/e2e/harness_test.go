@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,9 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aerie-db/aerie/internal/childproc"
 )
 
 const (
@@ -77,98 +77,14 @@ func mustFreePort(t testing.TB) int {
 	return p
 }
 
-// proc is one child process whose stdout and stderr go to a log file.
-type proc struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{} // closed when the process has exited
-	waitErr error         // cmd.Wait's result, set before done is closed
-	// diesOnTERM: the program has no SIGTERM handler (node_exporter), so
-	// dying of that signal is its normal way out.
-	diesOnTERM bool
-
-	stopOnce sync.Once
-	stopErr  error
-}
-
-func startProc(name, logDir, bin string, args ...string) (*proc, error) {
-	logPath := filepath.Join(logDir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(f, "### %s %s\n", bin, strings.Join(args, " "))
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = childSysProcAttr()
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM, waits stopGrace, then sends SIGKILL. It returns nil
-// only when the process was running and exited with status 0 after SIGTERM.
-func (p *proc) stop() error {
-	p.stopOnce.Do(func() {
-		if p.exited() {
-			p.stopErr = fmt.Errorf("%s had exited before it was stopped: %v", p.name, p.waitErr)
-			return
-		}
-		start := time.Now()
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-			if p.waitErr != nil && !(p.diesOnTERM && killedBy(p.waitErr, syscall.SIGTERM)) {
-				p.stopErr = fmt.Errorf("%s: after SIGTERM: %v", p.name, p.waitErr)
-			}
-		case <-time.After(stopGrace):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-			p.stopErr = fmt.Errorf("%s did not exit within %s of SIGTERM; killed", p.name, time.Since(start).Round(time.Millisecond))
-		}
-	})
-	return p.stopErr
-}
-
-// tail returns the last n lines of the process log.
-func (p *proc) tail(n int) string {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("[... %d lines before]", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
-}
-
 // waitHTTP polls url until it answers 200, the process exits, or timeout.
-func waitHTTP(p *proc, url string, timeout time.Duration) error {
+func waitHTTP(p *childproc.Proc, url string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	client := &http.Client{Timeout: 2 * time.Second}
 	var last string
 	for {
-		if p.exited() {
-			return fmt.Errorf("%s exited (%v) before %s answered 200 (its log follows)", p.name, p.waitErr, url)
+		if p.Exited() {
+			return fmt.Errorf("%s exited (%v) before %s answered 200 (its log follows)", p.Name, p.WaitErr(), url)
 		}
 		resp, err := client.Get(url)
 		if err == nil {
@@ -181,7 +97,7 @@ func waitHTTP(p *proc, url string, timeout time.Duration) error {
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: %s did not answer 200 within %s (last: %s)", p.name, url, timeout, last)
+			return fmt.Errorf("%s: %s did not answer 200 within %s (last: %s)", p.Name, url, timeout, last)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -192,11 +108,11 @@ func waitHTTP(p *proc, url string, timeout time.Duration) error {
 type group struct {
 	logDir string
 	mu     sync.Mutex
-	procs  []*proc
+	procs  []*childproc.Proc
 }
 
-func (g *group) start(name, bin string, args ...string) (*proc, error) {
-	p, err := startProc(name, g.logDir, bin, args...)
+func (g *group) start(name, bin string, args ...string) (*childproc.Proc, error) {
+	p, err := childproc.Start(name, filepath.Join(g.logDir, name+".log"), exec.Command(bin, args...))
 	if err != nil {
 		return nil, err
 	}
@@ -206,24 +122,15 @@ func (g *group) start(name, bin string, args ...string) (*proc, error) {
 	return p, nil
 }
 
-func killedBy(err error, sig syscall.Signal) bool {
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return false
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == sig
-}
-
 // stopAll stops every process, last started first, and returns what went
 // wrong.
 func (g *group) stopAll() []error {
 	g.mu.Lock()
-	procs := append([]*proc(nil), g.procs...)
+	procs := append([]*childproc.Proc(nil), g.procs...)
 	g.mu.Unlock()
 	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
-		if err := procs[i].stop(); err != nil {
+		if err := procs[i].Stop(stopGrace); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -234,7 +141,7 @@ func (g *group) dumpLogs(t testing.TB) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range g.procs {
-		t.Logf("--- log of %s (%s):\n%s", p.name, p.logPath, p.tail(logTailLines))
+		t.Logf("--- log of %s (%s):\n%s", p.Name, p.LogPath, p.Tail(logTailLines))
 	}
 }
 
@@ -352,7 +259,7 @@ func startNodeExporter(g *group, name string) (port int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	p.diesOnTERM = true
+	p.DiesOnTERM = true
 	return port, waitHTTP(p, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), readyTimeout)
 }
 
@@ -386,7 +293,7 @@ scrape_configs:
 }
 
 // startPrometheus starts Debian's Prometheus with cfg and waits for /-/ready.
-func startPrometheus(g *group, name, dir string, port int, cfg string) (*proc, error) {
+func startPrometheus(g *group, name, dir string, port int, cfg string) (*childproc.Proc, error) {
 	cfgPath := filepath.Join(dir, name+".yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -417,7 +324,7 @@ scrape_configs:
 
 // startAerie runs `aerie serve` on dataDir (with cfg as its config file when
 // not empty) and waits for /-/ready.
-func startAerie(g *group, name, bin, dataDir string, port int, cfg string) (*proc, error) {
+func startAerie(g *group, name, bin, dataDir string, port int, cfg string) (*childproc.Proc, error) {
 	args := []string{"serve", "--data.dir=" + dataDir, fmt.Sprintf("--http.addr=127.0.0.1:%d", port)}
 	if cfg != "" {
 		cfgPath := filepath.Join(g.logDir, name+".yml")
@@ -435,7 +342,7 @@ func startAerie(g *group, name, bin, dataDir string, port int, cfg string) (*pro
 
 // startTestAerie starts a config-less Aerie for one test and returns its
 // base URL.
-func startTestAerie(t *testing.T, g *group, name, dataDir string) (*proc, string) {
+func startTestAerie(t *testing.T, g *group, name, dataDir string) (*childproc.Proc, string) {
 	t.Helper()
 	bin := requireAerieServe(t)
 	port := mustFreePort(t)

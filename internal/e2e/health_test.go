@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,13 +21,11 @@ var requiredAerieMetrics = []string{
 }
 
 func get(url string) (int, string, error) {
-	resp, err := httpClient.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
+	return do(req)
 }
 
 // TestMetricsAndHealth checks the operational endpoints: health, readiness,

@@ -21,6 +21,12 @@ func post(base, path string, body []byte, header map[string]string) (int, string
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	return do(req)
+}
+
+// do sends req with httpClient and returns the status and the answer's
+// body.
+func do(req *http.Request) (int, string, error) {
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return 0, "", err

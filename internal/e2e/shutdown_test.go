@@ -99,8 +99,8 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 
 	stopStart := time.Now()
-	if err := p.stop(); err != nil {
-		t.Fatalf("graceful shutdown: %v\n%s", err, p.tail(logTailLines))
+	if err := p.Stop(stopGrace); err != nil {
+		t.Fatalf("graceful shutdown: %v\n%s", err, p.Tail(logTailLines))
 	}
 	t.Logf("aerie exited 0 %s after SIGTERM", time.Since(stopStart).Round(time.Millisecond))
 

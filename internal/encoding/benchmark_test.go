@@ -64,13 +64,24 @@ func (d *benchData) refs() []benchRef {
 }
 
 // codecCase encodes and decodes one series (and its group's timestamps) with
-// one codec; size is the whole data set's bytes.
+// one codec.
 type codecCase struct {
 	name     string
-	size     func(d *benchData) int
 	encSer   func(buf []byte, s *benchSeries) []byte
 	encGroup func(buf []byte, g *benchGroup) []byte
 	prepare  func(d *benchData) func(r benchRef, groupToo bool) // returns a decoder
+}
+
+// size is the whole data set's bytes: every group's and series' encoding.
+func (c codecCase) size(d *benchData) int {
+	n := 0
+	for _, g := range d.groups {
+		n += len(c.encGroup(nil, g))
+		for _, s := range g.series {
+			n += len(c.encSer(nil, s))
+		}
+	}
+	return n
 }
 
 func headCodec(k int) codecCase {
@@ -90,16 +101,6 @@ func headCodec(k int) codecCase {
 		name:     fmt.Sprintf("codec=head/tuple=%d", k),
 		encSer:   encSer,
 		encGroup: encGroup,
-		size: func(d *benchData) int {
-			n := 0
-			for _, g := range d.groups {
-				n += len(encGroup(nil, g))
-				for _, s := range g.series {
-					n += len(encSer(nil, s))
-				}
-			}
-			return n
-		},
 		prepare: func(d *benchData) func(benchRef, bool) {
 			enc := map[any][]byte{}
 			for _, g := range d.groups {
@@ -150,16 +151,6 @@ func diskCodec(k int) codecCase {
 		name:     fmt.Sprintf("codec=disk/tuple=%d", k),
 		encSer:   encSer,
 		encGroup: encGroup,
-		size: func(d *benchData) int {
-			n := 0
-			for _, g := range d.groups {
-				n += len(encGroup(nil, g))
-				for _, s := range g.series {
-					n += len(encSer(nil, s))
-				}
-			}
-			return n
-		},
 		prepare: func(d *benchData) func(benchRef, bool) {
 			type col struct {
 				m    ColumnMeta
@@ -222,17 +213,6 @@ func promCodec() codecCase {
 			return buf
 		},
 		encGroup: func(buf []byte, _ *benchGroup) []byte { return buf },
-		size: func(d *benchData) int {
-			n := 0
-			for _, g := range d.groups {
-				for _, s := range g.series {
-					for _, c := range promChunks(s) {
-						n += len(c.Bytes())
-					}
-				}
-			}
-			return n
-		},
 		prepare: func(d *benchData) func(benchRef, bool) {
 			chunks := map[*benchSeries][]*chunkenc.XORChunk{}
 			for _, g := range d.groups {

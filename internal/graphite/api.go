@@ -121,17 +121,17 @@ func (a *API) Register(mux *http.ServeMux, wrap func(name string, h http.Handler
 	mux.Handle("GET /functions/{name}", h("functions", a.handleFunction))
 	mux.Handle("GET /version", h("version", a.handleVersion))
 	mux.Handle("GET /version/{$}", h("version", a.handleVersion))
-	mux.Handle("POST /tags/tagSeries", h("tags_tag_series", a.handleTagSeries))
-	mux.Handle("POST /tags/tagMultiSeries", h("tags_tag_multi_series", a.handleTagMultiSeries))
+	mux.Handle("POST /tags/tagSeries", h("tags_tag_series", a.jsonHandler(a.tagSeries)))
+	mux.Handle("POST /tags/tagMultiSeries", h("tags_tag_multi_series", a.jsonHandler(a.tagMultiSeries)))
 	// GET would reach /tags/{tag}; graphite-web answers 405
 	mux.Handle("GET /tags/tagSeries", h("tags_tag_series", methodNotAllowed))
 	mux.Handle("GET /tags/tagMultiSeries", h("tags_tag_multi_series", methodNotAllowed))
-	both("/tags/findSeries", "tags_find_series", a.handleFindSeries)
-	both("/tags/autoComplete/tags", "tags_autocomplete_tags", a.handleAutoCompleteTags)
-	both("/tags/autoComplete/values", "tags_autocomplete_values", a.handleAutoCompleteValues)
-	mux.Handle("GET /tags", h("tags_list", a.handleTagList))
-	mux.Handle("GET /tags/{$}", h("tags_list", a.handleTagList))
-	mux.Handle("GET /tags/{tag}", h("tags_tag", a.handleTag))
+	both("/tags/findSeries", "tags_find_series", a.jsonHandler(a.findSeries))
+	both("/tags/autoComplete/tags", "tags_autocomplete_tags", a.jsonHandler(a.autoCompleteTags))
+	both("/tags/autoComplete/values", "tags_autocomplete_values", a.jsonHandler(a.autoCompleteValues))
+	mux.Handle("GET /tags", h("tags_list", a.jsonHandler(a.tagList)))
+	mux.Handle("GET /tags/{$}", h("tags_list", a.jsonHandler(a.tagList)))
+	mux.Handle("GET /tags/{tag}", h("tags_tag", a.jsonHandler(a.tag)))
 }
 
 // params parses a request's query and form (a POST body, URL-encoded or

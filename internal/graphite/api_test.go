@@ -56,20 +56,20 @@ func testAPI(t *testing.T, opts Options) (*memStore, *httptest.Server) {
 func get(t *testing.T, srv *httptest.Server, path string) (int, string, http.Header) {
 	t.Helper()
 	resp, err := http.Get(srv.URL + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b), resp.Header
+	code, body := readAnswer(t, resp, err)
+	return code, body, resp.Header
 }
 
 func post(t *testing.T, srv *httptest.Server, path string, form url.Values) (int, string) {
 	t.Helper()
 	resp, err := http.PostForm(srv.URL+path, form)
+	return readAnswer(t, resp, err)
+}
+
+// readAnswer returns the status and body of a request's answer, failing t
+// if the request (err) or reading the body failed.
+func readAnswer(t *testing.T, resp *http.Response, err error) (int, string) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}

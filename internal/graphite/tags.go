@@ -165,69 +165,65 @@ func (a *API) limitParam(q url.Values, def int) (int, error) {
 	return n, nil
 }
 
-func (a *API) handleTagSeries(w http.ResponseWriter, r *http.Request) {
-	q, err := a.params(w, r)
-	if err != nil {
-		writeJSONError(w, err)
-		return
+// jsonHandler serves a tags endpoint: f answers the request's parameters
+// with a value for writeJSON, or an error for writeJSONError.
+func (a *API) jsonHandler(f func(r *http.Request, q url.Values) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := a.params(w, r)
+		if err != nil {
+			writeJSONError(w, err)
+			return
+		}
+		v, err := f(r, q)
+		if err != nil {
+			writeJSONError(w, err)
+			return
+		}
+		writeJSON(w, q, v)
 	}
+}
+
+func (a *API) tagSeries(_ *http.Request, q url.Values) (any, error) {
 	path := q.Get("path")
 	if path == "" {
-		writeJSONError(w, badParam("path", "no path specified"))
-		return
+		return nil, badParam("path", "no path specified")
 	}
 	tags, err := ParseTagged(path)
 	if err != nil {
-		writeJSONError(w, &paramError{param: "path", err: err})
-		return
+		return nil, &paramError{param: "path", err: err}
 	}
-	writeJSON(w, q, FormatTagged(tags))
+	return FormatTagged(tags), nil
 }
 
-func (a *API) handleTagMultiSeries(w http.ResponseWriter, r *http.Request) {
-	q, err := a.params(w, r)
-	if err != nil {
-		writeJSONError(w, err)
-		return
-	}
+func (a *API) tagMultiSeries(_ *http.Request, q url.Values) (any, error) {
 	paths := listParam(q, "path")
 	if len(paths) == 0 {
-		writeJSONError(w, badParam("path", "no paths specified"))
-		return
+		return nil, badParam("path", "no paths specified")
 	}
 	if len(paths) > a.opts.MaxFindResults {
-		writeJSONError(w, badParam("path", "%d paths: at most %d", len(paths), a.opts.MaxFindResults))
-		return
+		return nil, badParam("path", "%d paths: at most %d", len(paths), a.opts.MaxFindResults)
 	}
 	out := make([]string, len(paths))
 	for i, p := range paths {
 		tags, err := ParseTagged(p)
 		if err != nil {
-			writeJSONError(w, &paramError{param: "path", err: err})
-			return
+			return nil, &paramError{param: "path", err: err}
 		}
 		out[i] = FormatTagged(tags)
 	}
-	writeJSON(w, q, out)
+	return out, nil
 }
 
-func (a *API) handleFindSeries(w http.ResponseWriter, r *http.Request) {
-	q, err := a.params(w, r)
-	if err != nil {
-		writeJSONError(w, err)
-		return
-	}
+func (a *API) findSeries(r *http.Request, q url.Values) (any, error) {
 	exprs := listParam(q, "expr")
 	if len(exprs) == 0 {
-		writeJSONError(w, badParam("expr", "no tag expressions specified"))
-		return
+		return nil, badParam("expr", "no tag expressions specified")
 	}
 	names, err := a.FindSeries(r.Context(), exprs)
 	if err != nil {
-		writeJSONError(w, queryError("expr", err))
-		return
+		return nil, queryError("expr", err)
 	}
-	writeJSON(w, q, names)
+	return names, nil
 }
 
 type tagInfo struct {
@@ -271,26 +267,27 @@ func tagNames(sets []labels.Labels) []string {
 	return names
 }
 
-func (a *API) handleTagList(w http.ResponseWriter, r *http.Request) {
-	q, err := a.params(w, r)
-	if err != nil {
-		writeJSONError(w, err)
-		return
-	}
+// filterParams are the filter and limit of /tags and /tags/{tag}.
+func (a *API) filterParams(q url.Values) (*regexp.Regexp, int, error) {
 	re, err := prefixFilter("filter", q.Get("filter"))
 	if err != nil {
-		writeJSONError(w, err)
-		return
+		return nil, 0, err
 	}
 	limit, err := a.limitParam(q, 0)
 	if err != nil {
-		writeJSONError(w, err)
-		return
+		return nil, 0, err
+	}
+	return re, limit, nil
+}
+
+func (a *API) tagList(r *http.Request, q url.Values) (any, error) {
+	re, limit, err := a.filterParams(q)
+	if err != nil {
+		return nil, err
 	}
 	names, err := a.tagNamesOf(r.Context(), nil)
 	if err != nil {
-		writeJSONError(w, err)
-		return
+		return nil, err
 	}
 	out := []tagInfo{}
 	for _, t := range names {
@@ -302,37 +299,24 @@ func (a *API) handleTagList(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, tagInfo{Tag: t})
 	}
-	writeJSON(w, q, out)
+	return out, nil
 }
 
-// handleTag answers a tag's values with their series counts, or null for
-// an unknown tag (as graphite-web).
-func (a *API) handleTag(w http.ResponseWriter, r *http.Request) {
-	q, err := a.params(w, r)
-	if err != nil {
-		writeJSONError(w, err)
-		return
-	}
+// tag answers a tag's values with their series counts, or null for an
+// unknown tag (as graphite-web).
+func (a *API) tag(r *http.Request, q url.Values) (any, error) {
 	tag := r.PathValue("tag")
-	re, err := prefixFilter("filter", q.Get("filter"))
+	re, limit, err := a.filterParams(q)
 	if err != nil {
-		writeJSONError(w, err)
-		return
-	}
-	limit, err := a.limitParam(q, 0)
-	if err != nil {
-		writeJSONError(w, err)
-		return
+		return nil, err
 	}
 	sets, err := a.allSeries(r.Context())
 	if err != nil {
-		writeJSONError(w, err)
-		return
+		return nil, err
 	}
 	counts := tagValues(sets, tag)
 	if len(counts) == 0 {
-		writeJSON(w, q, nil)
-		return
+		return nil, nil
 	}
 	vals := make([]string, 0, len(counts))
 	for v := range counts {
@@ -348,19 +332,13 @@ func (a *API) handleTag(w http.ResponseWriter, r *http.Request) {
 	for i, v := range vals {
 		d.Values[i] = tagValue{Value: v, Count: counts[v]}
 	}
-	writeJSON(w, q, d)
+	return d, nil
 }
 
-func (a *API) handleAutoCompleteTags(w http.ResponseWriter, r *http.Request) {
-	q, err := a.params(w, r)
-	if err != nil {
-		writeJSONError(w, err)
-		return
-	}
+func (a *API) autoCompleteTags(r *http.Request, q url.Values) (any, error) {
 	limit, err := a.limitParam(q, a.opts.AutoCompleteSize)
 	if err != nil {
-		writeJSONError(w, err)
-		return
+		return nil, err
 	}
 	prefix := q.Get("tagPrefix")
 	exprs := listParam(q, "expr")
@@ -368,8 +346,7 @@ func (a *API) handleAutoCompleteTags(w http.ResponseWriter, r *http.Request) {
 	searched := map[string]bool{}
 	if len(exprs) > 0 {
 		if ms, err = TagMatchers(exprs); err != nil {
-			writeJSONError(w, queryError("expr", err))
-			return
+			return nil, queryError("expr", err)
 		}
 		for _, e := range exprs {
 			ts, _ := ParseTagSpec(e)
@@ -378,8 +355,7 @@ func (a *API) handleAutoCompleteTags(w http.ResponseWriter, r *http.Request) {
 	}
 	names, err := a.tagNamesOf(r.Context(), ms)
 	if err != nil {
-		writeJSONError(w, err)
-		return
+		return nil, err
 	}
 	out := []string{}
 	for _, t := range names {
@@ -391,38 +367,29 @@ func (a *API) handleAutoCompleteTags(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, t)
 	}
-	writeJSON(w, q, out)
+	return out, nil
 }
 
-func (a *API) handleAutoCompleteValues(w http.ResponseWriter, r *http.Request) {
-	q, err := a.params(w, r)
-	if err != nil {
-		writeJSONError(w, err)
-		return
-	}
+func (a *API) autoCompleteValues(r *http.Request, q url.Values) (any, error) {
 	tag := q.Get("tag")
 	if tag == "" {
-		writeJSONError(w, badParam("tag", "no tag specified"))
-		return
+		return nil, badParam("tag", "no tag specified")
 	}
 	limit, err := a.limitParam(q, a.opts.AutoCompleteSize)
 	if err != nil {
-		writeJSONError(w, err)
-		return
+		return nil, err
 	}
 	prefix := q.Get("valuePrefix")
 	exprs := listParam(q, "expr")
 	var ms []*labels.Matcher
 	if len(exprs) > 0 {
 		if ms, err = TagMatchers(append(slices.Clone(exprs), tag+"!=")); err != nil {
-			writeJSONError(w, queryError("expr", err))
-			return
+			return nil, queryError("expr", err)
 		}
 	}
 	all, err := a.tagValuesOf(r.Context(), tag, ms)
 	if err != nil {
-		writeJSONError(w, err)
-		return
+		return nil, err
 	}
 	vals := []string{}
 	for _, v := range all {
@@ -433,5 +400,5 @@ func (a *API) handleAutoCompleteValues(w http.ResponseWriter, r *http.Request) {
 			vals = append(vals, v)
 		}
 	}
-	writeJSON(w, q, vals)
+	return vals, nil
 }

@@ -124,21 +124,13 @@ type coolBatch struct {
 
 // New returns a manager with no pages.
 func New(opts Options) (*Manager, error) {
-	if opts.PageSize == 0 {
-		opts.PageSize = DefaultPageSize
-	}
-	if opts.BlockSize == 0 {
-		opts.BlockSize = DefaultBlockSize
-	}
-	if opts.ReclaimThreshold == 0 {
-		opts.ReclaimThreshold = DefaultReclaimThreshold
-	}
+	opts.PageSize = cmp.Or(opts.PageSize, DefaultPageSize)
+	opts.BlockSize = cmp.Or(opts.BlockSize, DefaultBlockSize)
+	opts.ReclaimThreshold = cmp.Or(opts.ReclaimThreshold, DefaultReclaimThreshold)
 	if opts.ReclaimSplit == nil {
 		opts.ReclaimSplit = defaultReclaimSplit
 	}
-	if opts.ReaderSlots == 0 {
-		opts.ReaderSlots = runtime.GOMAXPROCS(0) * 4
-	}
+	opts.ReaderSlots = cmp.Or(opts.ReaderSlots, runtime.GOMAXPROCS(0)*4)
 	switch {
 	case opts.BlockSize < 0:
 		return nil, fmt.Errorf("memory: block size %d: must be positive", opts.BlockSize)

@@ -270,20 +270,7 @@ func TestPostgresDown(t *testing.T) {
 
 	require.NoError(t, pg.Stop())
 	reads := src.reads.Load()
-	ingested := make(chan struct{})
-	go func() { // the ingest path: it must never wait for the archive
-		defer close(ingested)
-		for k := int64(0); k < 12; k++ {
-			from := t0 + 30000 + k*5000
-			feed(src, rng, l, series, from, from+5000, 0.8)
-			src.SetReady("1s", from+5000)
-		}
-	}()
-	select {
-	case <-ingested:
-	case <-time.After(30 * time.Second):
-		t.Fatal("ingestion blocked while PostgreSQL was down")
-	}
+	ingestUnblocked(t, src, rng, l, series, t0+30000, 0.8, "PostgreSQL was down")
 	waitFor(t, "flush errors", func() bool { return testutil.ToFloat64(a.m.flushErrors) > 0 })
 	waitFor(t, "the level loop to read on", func() bool { return src.reads.Load() > reads+2 })
 	waitFor(t, "a full queue", func() bool { return a.queue.len() > 64-10 })
@@ -293,6 +280,27 @@ func TestPostgresDown(t *testing.T) {
 	waitCaughtUp(t, a, src)
 	requireArchiveMatches(t, connect(t, dsn), src)
 	require.Zero(t, a.queue.len())
+}
+
+// ingestUnblocked feeds a minute from from on in 5 s steps, as the ingest
+// path does, and fails t if that takes 30 s: ingestion must never wait for
+// the archive, not even while (the archive's trouble).
+func ingestUnblocked(t *testing.T, src *fakeSource, rng *rand.Rand, l Level, series []labels.Labels, from int64, fill float64, while string) {
+	t.Helper()
+	ingested := make(chan struct{})
+	go func() {
+		defer close(ingested)
+		for k := int64(0); k < 12; k++ {
+			from := from + k*5000
+			feed(src, rng, l, series, from, from+5000, fill)
+			src.SetReady(l.Name, from+5000)
+		}
+	}()
+	select {
+	case <-ingested:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("ingestion blocked while %s", while)
+	}
 }
 
 // TestPostgresDownAtStart starts the archiver with PostgreSQL down: Start
@@ -335,20 +343,7 @@ func TestSlowPostgres(t *testing.T) {
 	require.NoError(t, err)
 	written := testutil.ToFloat64(a.m.pointsWritten)
 	reads := src.reads.Load()
-	ingested := make(chan struct{})
-	go func() {
-		defer close(ingested)
-		for k := int64(0); k < 12; k++ {
-			from := t0 + 10000 + k*5000
-			feed(src, rng, l, series, from, from+5000, 1)
-			src.SetReady("1s", from+5000)
-		}
-	}()
-	select {
-	case <-ingested:
-	case <-time.After(30 * time.Second):
-		t.Fatal("ingestion blocked while ts was locked")
-	}
+	ingestUnblocked(t, src, rng, l, series, t0+10000, 1, "ts was locked")
 	waitFor(t, "the level loop to read on", func() bool { return src.reads.Load() > reads+2 })
 	waitFor(t, "a full queue", func() bool { return a.queue.len() > 64-20 })
 	require.Equal(t, written, testutil.ToFloat64(a.m.pointsWritten), "points were committed through the lock")

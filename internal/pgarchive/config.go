@@ -1,6 +1,7 @@
 package pgarchive
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -49,24 +50,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DSN == "" {
 		return c, errors.New("pgarchive: empty dsn")
 	}
-	if c.SegmentWidth == 0 {
-		c.SegmentWidth = DefaultSegmentWidth
-	}
-	if c.QueueSize == 0 {
-		c.QueueSize = defaultQueueSize
-	}
-	if c.BatchRows == 0 {
-		c.BatchRows = defaultBatchRows
-	}
-	if c.ChunkSteps == 0 {
-		c.ChunkSteps = defaultChunkSteps
-	}
-	if c.Interval == 0 {
-		c.Interval = defaultInterval
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = defaultMaxBackoff
-	}
+	c.SegmentWidth = cmp.Or(c.SegmentWidth, DefaultSegmentWidth)
+	c.QueueSize = cmp.Or(c.QueueSize, defaultQueueSize)
+	c.BatchRows = cmp.Or(c.BatchRows, defaultBatchRows)
+	c.ChunkSteps = cmp.Or(c.ChunkSteps, defaultChunkSteps)
+	c.Interval = cmp.Or(c.Interval, defaultInterval)
+	c.MaxBackoff = cmp.Or(c.MaxBackoff, defaultMaxBackoff)
 	switch {
 	case c.SegmentWidth < 1 || c.SegmentWidth > maxSegmentWidth:
 		return c, fmt.Errorf("pgarchive: segment width %d not in [1, %d]", c.SegmentWidth, maxSegmentWidth)

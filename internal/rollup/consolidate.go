@@ -33,16 +33,7 @@ func AppendSlots(dst []float64, ts []int64, vs []float64, start, step int64, n i
 			if cnt == 0 {
 				acc = v
 			} else {
-				switch m {
-				case Average, Sum:
-					acc += v
-				case Min:
-					acc = math.Min(acc, v)
-				case Max:
-					acc = math.Max(acc, v)
-				case Last:
-					acc = v
-				}
+				acc = m.fold(acc, v)
 			}
 			cnt++
 		}
@@ -80,16 +71,7 @@ func AppendBuckets(dst, slots []float64, k int, m Method, xff float64) []float64
 			if known == 0 {
 				acc = v
 			} else {
-				switch m {
-				case Average, Sum, Count:
-					acc += v
-				case Min:
-					acc = math.Min(acc, v)
-				case Max:
-					acc = math.Max(acc, v)
-				case Last:
-					acc = v
-				}
+				acc = m.fold(acc, v)
 			}
 			known++
 		}
@@ -103,4 +85,21 @@ func AppendBuckets(dst, slots []float64, k int, m Method, xff float64) []float64
 		dst = append(dst, acc)
 	}
 	return dst
+}
+
+// fold adds v to acc, the method's value over the values before v: the
+// sum for Average (divided by the count at the end), Sum and Count (whose
+// values are counts when it folds slots).
+func (m Method) fold(acc, v float64) float64 {
+	switch m {
+	case Average, Sum, Count:
+		return acc + v
+	case Min:
+		return math.Min(acc, v)
+	case Max:
+		return math.Max(acc, v)
+	case Last:
+		return v
+	}
+	return acc
 }

@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,15 +127,7 @@ pattern = .*
 func TestConsolidate(t *testing.T) {
 	nan := math.NaN()
 	eq := func(a, b []float64) bool {
-		if len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if a[i] != b[i] && !(math.IsNaN(a[i]) && math.IsNaN(b[i])) {
-				return false
-			}
-		}
-		return true
+		return slices.EqualFunc(a, b, func(x, y float64) bool { return x == y || math.IsNaN(x) && math.IsNaN(y) })
 	}
 	// Samples at 0, 10, 15, 40 (ms) with values 1, 2, 4, 8; slots of 10.
 	ts := []int64{0, 10, 15, 40}

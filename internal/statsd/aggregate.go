@@ -179,25 +179,15 @@ func (a *aggregator) addBatch(rs []rec) (seriesRefused, valuesRefused int) {
 func (a *aggregator) addLocked(r *rec) error {
 	switch r.typ {
 	case Counter:
-		e := a.counters[r.key]
-		if e == nil {
-			if a.nseries.Load() >= int64(a.cfg.maxSeries) {
-				return errSeriesLimit
-			}
-			e = &counterEntry{series: newSeries(strings.Clone(r.key))}
-			a.counters[e.key] = e
-			a.nseries.Add(1)
+		e, err := entryOf(a, a.counters, r.key, func(s *series) *counterEntry { return &counterEntry{series: s} })
+		if err != nil {
+			return err
 		}
 		e.v += r.value * (1 / r.rate)
 	case Gauge:
-		e := a.gauges[r.key]
-		if e == nil {
-			if a.nseries.Load() >= int64(a.cfg.maxSeries) {
-				return errSeriesLimit
-			}
-			e = &gaugeEntry{series: newSeries(strings.Clone(r.key))}
-			a.gauges[e.key] = e
-			a.nseries.Add(1)
+		e, err := entryOf(a, a.gauges, r.key, func(s *series) *gaugeEntry { return &gaugeEntry{series: s} })
+		if err != nil {
+			return err
 		}
 		// A delta applies to the gauge's last value; a new gauge starts
 		// at 0, so "-10" on it is -10 either way.
@@ -210,28 +200,21 @@ func (a *aggregator) addLocked(r *rec) error {
 		if a.nvalues >= a.cfg.maxValues {
 			return errValuesLimit
 		}
-		e := a.timers[r.key]
-		if e == nil {
-			if a.nseries.Load() >= int64(a.cfg.maxSeries) {
-				return errSeriesLimit
-			}
-			e = &timerEntry{series: newSeries(strings.Clone(r.key))}
-			e.hist = a.cfg.histFor(e.name)
-			a.timers[e.key] = e
-			a.nseries.Add(1)
+		e, err := entryOf(a, a.timers, r.key, func(s *series) *timerEntry {
+			return &timerEntry{series: s, hist: a.cfg.histFor(s.name)}
+		})
+		if err != nil {
+			return err
 		}
 		e.values = append(e.values, r.value)
 		e.count += 1 / r.rate
 		a.nvalues++
 	case Set:
-		e := a.sets[r.key]
-		if e == nil {
-			if a.nseries.Load() >= int64(a.cfg.maxSeries) {
-				return errSeriesLimit
-			}
-			e = &setEntry{series: newSeries(strings.Clone(r.key)), members: map[string]struct{}{}}
-			a.sets[e.key] = e
-			a.nseries.Add(1)
+		e, err := entryOf(a, a.sets, r.key, func(s *series) *setEntry {
+			return &setEntry{series: s, members: map[string]struct{}{}}
+		})
+		if err != nil {
+			return err
 		}
 		if _, ok := e.members[r.member]; !ok {
 			if a.nvalues >= a.cfg.maxValues {
@@ -242,6 +225,22 @@ func (a *aggregator) addLocked(r *rec) error {
 		}
 	}
 	return nil
+}
+
+// entryOf returns the entry of key in m (one of a's maps), made by
+// newEntry for a new series unless a holds maxSeries series already.
+func entryOf[E any](a *aggregator, m map[string]*E, key string, newEntry func(*series) *E) (*E, error) {
+	if e := m[key]; e != nil {
+		return e, nil
+	}
+	if a.nseries.Load() >= int64(a.cfg.maxSeries) {
+		return nil, errSeriesLimit
+	}
+	s := newSeries(strings.Clone(key))
+	e := newEntry(s)
+	m[s.key] = e
+	a.nseries.Add(1)
+	return e, nil
 }
 
 // snapshot is what one flush sends.

@@ -37,7 +37,6 @@ func logConcurrently(w *WAL, n int) []error {
 func TestFsyncFailure(t *testing.T) {
 	const n = 6
 	var writes atomic.Int64
-	errSync := errors.New("injected fsync failure")
 	hooks := &fileHooks{
 		write: func(f *os.File, p []byte) (int, error) {
 			if !isHeader(p) {
@@ -105,16 +104,25 @@ func TestShortWrite(t *testing.T) {
 	frameOffsets(t, SegmentName(dir, 1))
 }
 
-// TestCutFsyncFailure: the fsync that closes a segment fails the WAL too.
-func TestCutFsyncFailure(t *testing.T) {
-	errSync := errors.New("injected fsync failure")
-	var fail atomic.Bool
-	hooks := &fileHooks{sync: func(f *os.File) error {
+// errSync is the fsync failure failingSync injects.
+var errSync = errors.New("injected fsync failure")
+
+// failingSync returns hooks whose fsyncs fail with errSync once fail is
+// set.
+func failingSync() (hooks *fileHooks, fail *atomic.Bool) {
+	fail = new(atomic.Bool)
+	hooks = &fileHooks{sync: func(f *os.File) error {
 		if fail.Load() {
 			return errSync
 		}
 		return f.Sync()
 	}}
+	return hooks, fail
+}
+
+// TestCutFsyncFailure: the fsync that closes a segment fails the WAL too.
+func TestCutFsyncFailure(t *testing.T) {
+	hooks, fail := failingSync()
 	w := openHooked(t, t.TempDir(), Options{SegmentSize: 64}, hooks)
 	require.NoError(t, w.Log(testRecord(0, 40)))
 	fail.Store(true)
@@ -125,14 +133,7 @@ func TestCutFsyncFailure(t *testing.T) {
 // TestSyncIntervalFsyncFailure: in SyncInterval mode a background fsync
 // failure is reported by the next Log.
 func TestSyncIntervalFsyncFailure(t *testing.T) {
-	errSync := errors.New("injected fsync failure")
-	var fail atomic.Bool
-	hooks := &fileHooks{sync: func(f *os.File) error {
-		if fail.Load() {
-			return errSync
-		}
-		return f.Sync()
-	}}
+	hooks, fail := failingSync()
 	w := openHooked(t, t.TempDir(), Options{Sync: SyncInterval, SyncInterval: time.Millisecond}, hooks)
 	require.NoError(t, w.Log([]byte("a")))
 	fail.Store(true)

@@ -19,14 +19,19 @@ func nonNull(vs []float64) []float64 {
 	return out
 }
 
-func safeSum(vs []float64) float64 {
-	t, n := 0.0, 0
+// sumCount returns the sum and the number of the non-null values.
+func sumCount(vs []float64) (t float64, n int) {
 	for _, v := range vs {
 		if !isNull(v) {
 			t += v
 			n++
 		}
 	}
+	return t, n
+}
+
+func safeSum(vs []float64) float64 {
+	t, n := sumCount(vs)
 	if n == 0 {
 		return null
 	}
@@ -34,13 +39,7 @@ func safeSum(vs []float64) float64 {
 }
 
 func safeAvg(vs []float64) float64 {
-	t, n := 0.0, 0
-	for _, v := range vs {
-		if !isNull(v) {
-			t += v
-			n++
-		}
-	}
+	t, n := sumCount(vs)
 	if n == 0 {
 		return null
 	}

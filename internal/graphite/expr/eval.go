@@ -556,6 +556,16 @@ func (c *callCtx) argExpr(i int) Expr {
 	return nil
 }
 
+// evalBuilt parses and evaluates text, an expression the function built,
+// over the call's range; a parse error is param's, "what: error".
+func (c *callCtx) evalBuilt(param, what, text string) (any, error) {
+	e, err := Parse(text)
+	if err != nil {
+		return nil, c.errf(param, "%s: %v", what, err)
+	}
+	return c.ev.eval(e, c.from, c.until)
+}
+
 // refetch evaluates the first argument again over [from, until).
 func (c *callCtx) refetch(from, until int64) ([]*Series, error) {
 	e := c.argExpr(0)

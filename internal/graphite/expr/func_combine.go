@@ -112,16 +112,12 @@ func aggregate(lists [][]*Series, fn string, xf float64) ([]*Series, error) {
 	if isNull(xff) {
 		xff = 0
 	}
-	values := make([]float64, nz.n)
-	row := make([]float64, 0, len(nz.values))
-	for i := range values {
-		row = nz.row(i, row)
-		if xffValues(row, xff) {
-			values[i] = agg(row)
-		} else {
-			values[i] = null
+	values := nz.mapRows(func(row []float64) float64 {
+		if !xffValues(row, xff) {
+			return null
 		}
-	}
+		return agg(row)
+	})
 	sname := fmt.Sprintf("%sSeries(%s)", name, formatPathExpressions(nz.series))
 	s := newSeries(sname, nz.start, nz.step, values, xff)
 	s.Tags = commonTags(nz.series)
@@ -189,12 +185,7 @@ func divideSeries(c *callCtx) ([]*Series, error) {
 	out := make([]*Series, 0, len(dividends))
 	for _, s := range dividends {
 		nz := normalize([]*Series{s, d})
-		values := make([]float64, nz.n)
-		row := make([]float64, 0, 2)
-		for i := range values {
-			row = nz.row(i, row)
-			values[i] = safeDiv(row[0], row[1])
-		}
+		values := nz.mapRows(func(row []float64) float64 { return safeDiv(row[0], row[1]) })
 		out = append(out, newSeries(fmt.Sprintf("divideSeries(%s,%s)", s.Name, d.Name), nz.start, nz.step, values, c.ev.xff))
 	}
 	return out, nil
@@ -215,23 +206,14 @@ func sumTotal(series []*Series, xff float64) *Series {
 		return series[0]
 	}
 	nz := normalize(series)
-	values := make([]float64, nz.n)
-	row := make([]float64, 0, len(series))
-	for i := range values {
-		values[i] = safeSum(nz.row(i, row))
-	}
+	values := nz.mapRows(safeSum)
 	return newSeries(fmt.Sprintf("sumSeries(%s)", formatPathExpressions(series)), nz.start, nz.step, values, xff)
 }
 
 // percentPair divides s by total point by point after normalizing them.
 func percentPair(name string, s, total *Series, xff float64) *Series {
 	nz := normalize([]*Series{s, total})
-	values := make([]float64, nz.n)
-	row := make([]float64, 0, 2)
-	for i := range values {
-		row = nz.row(i, row)
-		values[i] = percentOf(row[0], row[1])
-	}
+	values := nz.mapRows(func(row []float64) float64 { return percentOf(row[0], row[1]) })
 	return newSeries(name, nz.start, nz.step, values, xff)
 }
 
@@ -248,11 +230,7 @@ func asPercent(c *callCtx) ([]*Series, error) {
 	var out []*Series
 	switch t := total.(type) {
 	case nil:
-		totals := make([]float64, nz.n)
-		row := make([]float64, 0, len(series))
-		for i := range totals {
-			totals[i] = safeSum(nz.row(i, row))
-		}
+		totals := nz.mapRows(safeSum)
 		text := fmt.Sprintf("sumSeries(%s)", formatPathExpressions(series))
 		for k, s := range series {
 			out = append(out, percentValues(s, nz, k, totals, text, c.ev.xff))
@@ -318,15 +296,7 @@ func percentValues(s *Series, nz *normalized, k int, totals []float64, totalText
 }
 
 func asPercentNodes(c *callCtx, series []*Series, total any, nodes []any) ([]*Series, error) {
-	var keys []string
-	meta := map[string][]*Series{}
-	for _, s := range series {
-		k := aggKey(s, nodes)
-		if _, ok := meta[k]; !ok {
-			keys = append(keys, k)
-		}
-		meta[k] = append(meta[k], s)
-	}
+	keys, meta := groupBy(series, func(s *Series) string { return aggKey(s, nodes) })
 	totals := map[string]*Series{}
 	switch t := total.(type) {
 	case nil:
@@ -435,6 +405,20 @@ func aggKey(s *Series, nodes []any) string {
 	return strings.Join(parts, ".")
 }
 
+// groupBy groups series by key, the keys in the order of their first
+// series (as graphite-web's dicts keep insertion order).
+func groupBy(series []*Series, key func(*Series) string) (keys []string, groups map[string][]*Series) {
+	groups = map[string][]*Series{}
+	for _, s := range series {
+		k := key(s)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], s)
+	}
+	return keys, groups
+}
+
 // applyCallback runs groupByNode's callback over one group: an aggregator
 // series function by name, or an aggregation function.
 func applyCallback(c *callCtx, callback string, group []*Series) (*Series, error) {
@@ -485,25 +469,27 @@ func applyCallback(c *callCtx, callback string, group []*Series) (*Series, error
 }
 
 func groupByNodes(c *callCtx, series []*Series, callback string, nodes []any) ([]*Series, error) {
-	var keys []string
-	meta := map[string][]*Series{}
-	for _, s := range series {
-		k := aggKey(s, nodes)
-		if _, ok := meta[k]; !ok {
-			keys = append(keys, k)
-		}
-		meta[k] = append(meta[k], s)
-	}
+	keys, meta := groupBy(series, func(s *Series) string { return aggKey(s, nodes) })
+	return applyToGroups(c, callback, keys, meta, func(k string, s *Series) (*Series, error) { return rename(s, k), nil })
+}
+
+// applyToGroups runs callback over each group, in the order of keys, and
+// returns what named makes of each result with the group's key; groups
+// the callback answers nothing for are left out.
+func applyToGroups(c *callCtx, callback string, keys []string, groups map[string][]*Series, named func(k string, s *Series) (*Series, error)) ([]*Series, error) {
 	out := make([]*Series, 0, len(keys))
 	for _, k := range keys {
-		s, err := applyCallback(c, callback, meta[k])
+		s, err := applyCallback(c, callback, groups[k])
 		if err != nil {
 			return nil, err
 		}
 		if s == nil {
 			continue
 		}
-		out = append(out, rename(s, k))
+		if s, err = named(k, s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }
@@ -528,9 +514,7 @@ func groupByTags(c *callCtx) ([]*Series, error) {
 			}
 		}
 	}
-	var keys []string
-	meta := map[string][]*Series{}
-	for _, s := range series {
+	keys, meta := groupBy(series, func(s *Series) string {
 		var kv []string
 		for _, t := range tags {
 			if byName && t == "name" {
@@ -543,21 +527,9 @@ func groupByTags(c *callCtx) ([]*Series, error) {
 		if byName {
 			head = s.Tags["name"]
 		}
-		k := strings.Join(append([]string{head}, kv...), ";")
-		if _, ok := meta[k]; !ok {
-			keys = append(keys, k)
-		}
-		meta[k] = append(meta[k], s)
-	}
-	out := make([]*Series, 0, len(keys))
-	for _, k := range keys {
-		s, err := applyCallback(c, callback, meta[k])
-		if err != nil {
-			return nil, err
-		}
-		if s == nil {
-			continue
-		}
+		return strings.Join(append([]string{head}, kv...), ";")
+	})
+	return applyToGroups(c, callback, keys, meta, func(k string, s *Series) (*Series, error) {
 		for _, seg := range strings.Split(k, ";")[1:] {
 			if strings.HasSuffix(seg, "=") {
 				return nil, c.errf("tags", "value for tag %q may not be empty (series %s)", strings.TrimSuffix(seg, "="), meta[k][0].Name)
@@ -566,9 +538,8 @@ func groupByTags(c *callCtx) ([]*Series, error) {
 		n := rename(s, k)
 		n.PathExpression = k
 		n.Tags = tagsFromName(k)
-		out = append(out, n)
-	}
-	return out, nil
+		return n, nil
+	})
 }
 
 func applyByNode(c *callCtx) ([]*Series, error) {
@@ -580,17 +551,7 @@ func applyByNode(c *callCtx) ([]*Series, error) {
 	prefixes := map[string]bool{}
 	for _, s := range series {
 		parts := strings.Split(s.Name, ".")
-		end := node + 1
-		if end < 0 {
-			end += int64(len(parts))
-			if end < 0 {
-				end = 0
-			}
-		}
-		if end > int64(len(parts)) {
-			end = int64(len(parts))
-		}
-		prefixes[strings.Join(parts[:end], ".")] = true
+		prefixes[strings.Join(pySlice(parts, node+1), ".")] = true
 	}
 	sorted := make([]string, 0, len(prefixes))
 	for p := range prefixes {
@@ -600,11 +561,7 @@ func applyByNode(c *callCtx) ([]*Series, error) {
 	var out []*Series
 	for _, p := range sorted {
 		target := strings.ReplaceAll(tmpl, "%", p)
-		e, err := Parse(target)
-		if err != nil {
-			return nil, c.errf("templateFunction", "%s: %v", target, err)
-		}
-		v, err := c.ev.eval(e, c.from, c.until)
+		v, err := c.evalBuilt("templateFunction", target, target)
 		if err != nil {
 			return nil, err
 		}
@@ -711,21 +668,15 @@ func aggregateWithWildcards(c *callCtx, series []*Series, fn string, positions [
 			drop[int(x)] = true
 		}
 	}
-	var keys []string
-	groups := map[string][]*Series{}
-	for _, s := range series {
+	keys, groups := groupBy(series, func(s *Series) string {
 		var kept []string
 		for i, part := range strings.Split(s.Name, ".") {
 			if !drop[i] {
 				kept = append(kept, part)
 			}
 		}
-		k := strings.Join(kept, ".")
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], s)
-	}
+		return strings.Join(kept, ".")
+	})
 	out := make([]*Series, 0, len(keys))
 	for _, k := range keys {
 		r, err := aggregate([][]*Series{groups[k]}, fn, c.ev.xff)

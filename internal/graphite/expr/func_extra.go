@@ -274,16 +274,13 @@ func powSeries(c *callCtx) ([]*Series, error) {
 	for i, s := range nz.series {
 		names[i] = s.Name
 	}
-	values := make([]float64, nz.n)
-	row := make([]float64, 0, len(nz.series))
-	for i := range values {
-		row = nz.row(i, row)
+	values := nz.mapRows(func(row []float64) float64 {
 		v := row[0]
 		for _, e := range row[1:] {
 			v = safePow(v, e)
 		}
-		values[i] = v
-	}
+		return v
+	})
 	return []*Series{newSeries("powSeries("+strings.Join(names, ",")+")", nz.start, nz.step, values, c.ev.xff)}, nil
 }
 
@@ -315,12 +312,7 @@ func divideSeriesLists(c *callCtx) ([]*Series, error) {
 	out := make([]*Series, 0, len(a))
 	for i := range a {
 		nz := normalize([]*Series{a[i], b[i]})
-		values := make([]float64, nz.n)
-		row := make([]float64, 0, 2)
-		for j := range values {
-			row = nz.row(j, row)
-			values[j] = safeDiv(row[0], row[1])
-		}
+		values := nz.mapRows(func(row []float64) float64 { return safeDiv(row[0], row[1]) })
 		out = append(out, newSeries(fmt.Sprintf("divideSeries(%s,%s)", a[i].Name, b[i].Name), nz.start, nz.step, values, c.ev.xff))
 	}
 	return out, nil

@@ -122,7 +122,7 @@ func init() {
 }
 
 // pySlice is Python's list[:n].
-func pySlice(s []*Series, n int64) []*Series {
+func pySlice[T any](s []T, n int64) []T {
 	if n < 0 {
 		n += int64(len(s))
 		if n < 0 {

@@ -96,11 +96,7 @@ func aliasQuery(c *callCtx) ([]*Series, error) {
 	out := make([]*Series, 0, len(c.series(0)))
 	for _, s := range c.series(0) {
 		q := re.ReplaceAllString(s.Name, repl)
-		e, err := Parse(q)
-		if err != nil {
-			return nil, c.errf("replace", "query %s: %v", q, err)
-		}
-		v, err := c.ev.eval(e, c.from, c.until)
+		v, err := c.evalBuilt("replace", "query "+q, q)
 		if err != nil {
 			return nil, err
 		}
@@ -211,11 +207,7 @@ func useSeriesAbove(c *callCtx) ([]*Series, error) {
 		return nil, nil
 	}
 	target := "group(" + strings.Join(names, ",") + ")"
-	e, err := Parse(target)
-	if err != nil {
-		return nil, c.errf("replace", "target %s: %v", target, err)
-	}
-	v, err := c.ev.eval(e, c.from, c.until)
+	v, err := c.evalBuilt("replace", "target "+target, target)
 	if err != nil {
 		return nil, err
 	}
@@ -230,15 +222,8 @@ func useSeriesAbove(c *callCtx) ([]*Series, error) {
 }
 
 func mapSeriesFunc(c *callCtx) ([][]*Series, error) {
-	var keys []string
-	groups := map[string][]*Series{}
-	for _, s := range c.series(0) {
-		k := aggKey(s, c.multi(1))
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], s)
-	}
+	nodes := c.multi(1)
+	keys, groups := groupBy(c.series(0), func(s *Series) string { return aggKey(s, nodes) })
 	out := make([][]*Series, len(keys))
 	for i, k := range keys {
 		out[i] = groups[k]

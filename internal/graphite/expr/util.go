@@ -91,29 +91,33 @@ func mapValues(s *Series, f func(float64) float64) []float64 {
 	return out
 }
 
-// pyG formats a float as Python's "%g".
-func pyG(v float64) string {
+// pyNonFinite is Python's text of ±inf and nan; ok is false for a finite v.
+func pyNonFinite(v float64) (s string, ok bool) {
 	switch {
 	case math.IsInf(v, 1):
-		return "inf"
+		return "inf", true
 	case math.IsInf(v, -1):
-		return "-inf"
+		return "-inf", true
 	case v != v:
-		return "nan"
+		return "nan", true
+	}
+	return "", false
+}
+
+// pyG formats a float as Python's "%g".
+func pyG(v float64) string {
+	if s, ok := pyNonFinite(v); ok {
+		return s
 	}
 	return fmt.Sprintf("%.6g", v)
 }
 
 // pyFloat formats a float as Python's str(float).
 func pyFloat(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "inf"
-	case math.IsInf(v, -1):
-		return "-inf"
-	case v != v:
-		return "nan"
-	case v == 0:
+	if s, ok := pyNonFinite(v); ok {
+		return s
+	}
+	if v == 0 {
 		if math.Signbit(v) {
 			return "-0.0"
 		}
@@ -338,6 +342,18 @@ func (nz *normalized) row(i int, buf []float64) []float64 {
 		}
 	}
 	return buf
+}
+
+// mapRows returns f of each row of nz's values (a value of each series,
+// null where one ends early); row is reused from call to call.
+func (nz *normalized) mapRows(f func(row []float64) float64) []float64 {
+	values := make([]float64, nz.n)
+	row := make([]float64, 0, len(nz.values))
+	for i := range values {
+		row = nz.row(i, row)
+		values[i] = f(row)
+	}
+	return values
 }
 
 // formatPathExpressions joins the distinct path expressions in order.

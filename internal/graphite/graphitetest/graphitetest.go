@@ -14,10 +14,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aerie-db/aerie/internal/childproc"
 )
 
 const (
@@ -73,7 +73,7 @@ type Graphite struct {
 	python         string // Debian's Python interpreter
 	client         *http.Client
 
-	carbon, web *proc
+	carbon, web *childproc.Proc
 }
 
 // requireEnv names the environment variables under which a missing Graphite
@@ -158,7 +158,7 @@ func (g *Graphite) CarbonPID() int {
 	if g.carbon == nil {
 		return 0
 	}
-	return g.carbon.cmd.Process.Pid
+	return g.carbon.Cmd.Process.Pid
 }
 
 func start(dir, interp string, opts Options) (*Graphite, error) {
@@ -221,7 +221,7 @@ func start(dir, interp string, opts Options) (*Graphite, error) {
 	migrate.Env = webEnv
 	migrate.Dir = web
 	if out, err := migrate.CombinedOutput(); err != nil {
-		return g, fmt.Errorf("graphite-web: django-admin migrate: %v: %s", err, tail(string(out), 20))
+		return g, fmt.Errorf("graphite-web: django-admin migrate: %v: %s", err, childproc.Tail(string(out), 20))
 	}
 	g.web, err = startProc("graphite-web", dir, webEnv, "django-admin",
 		"runserver", fmt.Sprintf("127.0.0.1:%d", webPort), "--noreload")
@@ -546,9 +546,9 @@ func (g *Graphite) WaitPoints(target string, from, until int64, n int, timeout t
 // once.
 func (g *Graphite) Stop() error {
 	var errs []error
-	for _, p := range []*proc{g.web, g.carbon} {
+	for _, p := range []*childproc.Proc{g.web, g.carbon} {
 		if p != nil {
-			if err := p.stop(); err != nil {
+			if err := p.Stop(stopGrace); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -559,9 +559,9 @@ func (g *Graphite) Stop() error {
 // Logs returns the end of both processes' console logs.
 func (g *Graphite) Logs() string {
 	var b strings.Builder
-	for _, p := range []*proc{g.carbon, g.web} {
+	for _, p := range []*childproc.Proc{g.carbon, g.web} {
 		if p != nil {
-			fmt.Fprintf(&b, "--- %s (%s):\n%s\n", p.name, p.logPath, p.tail(logTailLines))
+			fmt.Fprintf(&b, "--- %s (%s):\n%s\n", p.Name, p.LogPath, p.Tail(logTailLines))
 		}
 	}
 	return b.String()
@@ -572,8 +572,8 @@ func (g *Graphite) waitWeb(timeout time.Duration) error {
 	c := &http.Client{Timeout: 2 * time.Second}
 	var last error
 	for {
-		if g.web.exited() {
-			return fmt.Errorf("graphite-web exited (%v) before it answered", g.web.waitErr)
+		if g.web.Exited() {
+			return fmt.Errorf("graphite-web exited (%v) before it answered", g.web.WaitErr())
 		}
 		if _, last = get(c, g.URL+"/metrics/find?query=*"); last == nil {
 			return nil
@@ -585,18 +585,18 @@ func (g *Graphite) waitWeb(timeout time.Duration) error {
 	}
 }
 
-func waitTCP(p *proc, addr string, timeout time.Duration) error {
+func waitTCP(p *childproc.Proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		if p.exited() {
-			return fmt.Errorf("%s exited (%v) before %s accepted connections", p.name, p.waitErr, addr)
+		if p.Exited() {
+			return fmt.Errorf("%s exited (%v) before %s accepted connections", p.Name, p.WaitErr(), addr)
 		}
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			return c.Close()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: %s did not accept connections within %s: %v", p.name, addr, timeout, err)
+			return fmt.Errorf("%s: %s did not accept connections within %s: %v", p.Name, addr, timeout, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -635,93 +635,16 @@ func debianVersions(pkgs ...string) string {
 	return strings.Join(parts, ", ")
 }
 
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("[... %d lines before]", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
-}
-
-// proc is one child process logging to <dir>/<name>.log.
-type proc struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{} // closed when the process has exited
-	waitErr error         // cmd.Wait's result, set before done is closed
-
-	stopOnce sync.Once
-	stopErr  error
-}
-
-func startProc(name, dir string, env []string, bin string, args ...string) (*proc, error) {
-	logPath := filepath.Join(dir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(f, "### %s %s\n", bin, strings.Join(args, " "))
+// startProc starts bin in dir, logging to dir/name.log. Dying of SIGTERM
+// is a normal exit (Django's development server has no handler for it).
+func startProc(name, dir string, env []string, bin string, args ...string) (*childproc.Proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = childSysProcAttr()
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM and, after stopGrace, SIGKILL. Dying of the SIGTERM is
-// a normal exit (Django's development server has no handler for it).
-func (p *proc) stop() error {
-	p.stopOnce.Do(func() {
-		if p.exited() {
-			p.stopErr = fmt.Errorf("%s had exited before it was stopped: %v (log: %s)", p.name, p.waitErr, p.logPath)
-			return
-		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-			var ee *exec.ExitError
-			if p.waitErr != nil && !(errors.As(p.waitErr, &ee) && signaled(ee, syscall.SIGTERM)) {
-				p.stopErr = fmt.Errorf("%s: after SIGTERM: %v", p.name, p.waitErr)
-			}
-		case <-time.After(stopGrace):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-			p.stopErr = fmt.Errorf("%s did not exit within %s of SIGTERM; killed", p.name, stopGrace)
-		}
-	})
-	return p.stopErr
-}
-
-func signaled(ee *exec.ExitError, sig syscall.Signal) bool {
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == sig
-}
-
-func (p *proc) tail(n int) string {
-	b, err := os.ReadFile(p.logPath)
+	p, err := childproc.Start(name, filepath.Join(dir, name+".log"), cmd)
 	if err != nil {
-		return err.Error()
+		return nil, err
 	}
-	return tail(string(b), n)
+	p.DiesOnTERM = true
+	return p, nil
 }

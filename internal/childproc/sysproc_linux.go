@@ -1,9 +1,9 @@
-package e2e
+package childproc
 
 import "syscall"
 
-// childSysProcAttr makes the kernel kill a child when the test binary dies
+// sysProcAttr makes the kernel kill a child when the test binary dies
 // without running its cleanups (a panic, go test's -timeout).
-func childSysProcAttr() *syscall.SysProcAttr {
+func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
