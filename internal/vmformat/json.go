@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/aerie-db/aerie/internal/jsonenc"
 )
 
 // Series is one line of JSON lines: a series and some of its samples.
@@ -24,9 +26,9 @@ func AppendJSONLine(dst []byte, lset labels.Labels, ts []int64, vs []float64) []
 	dst = append(dst, `{"metric":{`...)
 	n := 0
 	if name := lset.Get(labels.MetricName); name != "" {
-		dst = appendJSONString(dst, labels.MetricName)
+		dst = jsonenc.AppendString(dst, labels.MetricName)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, name)
+		dst = jsonenc.AppendString(dst, name)
 		n++
 	}
 	lset.Range(func(l labels.Label) {
@@ -36,9 +38,9 @@ func AppendJSONLine(dst []byte, lset labels.Labels, ts []int64, vs []float64) []
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, l.Name)
+		dst = jsonenc.AppendString(dst, l.Name)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, l.Value)
+		dst = jsonenc.AppendString(dst, l.Value)
 		n++
 	})
 	dst = append(dst, `},"values":[`...)
@@ -56,54 +58,6 @@ func AppendJSONLine(dst []byte, lset labels.Labels, ts []int64, vs []float64) []
 		dst = strconv.AppendInt(dst, t, 10)
 	}
 	return append(dst, "]}\n"...)
-}
-
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
-// U+FFFD, as in encoding/json; "<", ">" and "&" are left alone.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // JSONDecoder reads JSON lines. Next advances to the next non-blank line;
@@ -331,76 +285,42 @@ func (d *JSONDecoder) metric() {
 
 // values reads the values array.
 func (d *JSONDecoder) values() {
+	d.lx.array("values", func() error {
+		v, err := d.value()
+		if err == nil {
+			d.s.Values = append(d.s.Values, v)
+		}
+		return err
+	})
+}
+
+// value reads one element of the values array: a bare token or one of
+// the special forms in a string.
+func (d *JSONDecoder) value() (float64, error) {
 	l := &d.lx
-	l.expect('[')
-	l.ws()
-	if l.peek() == ']' {
-		l.i++
-		return
+	if l.peek() != '"' {
+		return parseJSONValue(l.token())
 	}
-	for i := 0; l.err == nil; i++ {
-		l.ws()
-		l.at("values", i, "")
-		at := l.i
-		var v float64
-		var err error
-		switch c := l.peek(); {
-		case c == '"':
-			s := l.str(32, "value")
-			if l.err != nil {
-				return
-			}
-			v, err = parseSpecial(s)
-			if err == errNotSpecial {
-				err = fmt.Errorf("string %q is not a value: want a number, null, \"Infinity\", \"-Infinity\", \"StaleNaN\" or \"NaN:0x<hex>\"", s)
-			}
-		default:
-			tok := l.token()
-			v, err = parseJSONValue(tok)
-		}
-		if err != nil {
-			l.fail(at, err.Error())
-			return
-		}
-		d.s.Values = append(d.s.Values, v)
-		l.ws()
-		if l.peek() == ',' {
-			l.i++
-			continue
-		}
-		l.expect(']')
-		return
+	s := l.str(32, "value")
+	if l.err != nil {
+		return 0, l.err
 	}
+	v, err := parseSpecial(s)
+	if err == errNotSpecial {
+		err = fmt.Errorf("string %q is not a value: want a number, null, \"Infinity\", \"-Infinity\", \"StaleNaN\" or \"NaN:0x<hex>\"", s)
+	}
+	return v, err
 }
 
 // timestamps reads the timestamps array.
 func (d *JSONDecoder) timestamps() {
-	l := &d.lx
-	l.expect('[')
-	l.ws()
-	if l.peek() == ']' {
-		l.i++
-		return
-	}
-	for i := 0; l.err == nil; i++ {
-		l.ws()
-		l.at("timestamps", i, "")
-		at := l.i
-		tok := l.token()
-		t, err := parseJSONInt(tok)
-		if err != nil {
-			l.fail(at, err.Error())
-			return
+	d.lx.array("timestamps", func() error {
+		t, err := parseJSONInt(d.lx.token())
+		if err == nil {
+			d.s.Timestamps = append(d.s.Timestamps, t)
 		}
-		d.s.Timestamps = append(d.s.Timestamps, t)
-		l.ws()
-		if l.peek() == ',' {
-			l.i++
-			continue
-		}
-		l.expect(']')
-		return
-	}
+		return err
+	})
 }
 
 // parseJSONValue reads a bare value token: a JSON number, null, or a
@@ -556,6 +476,34 @@ func (l *jsonLexer) expect(c byte) {
 		return
 	}
 	l.i++
+}
+
+// array reads a JSON array, calling elem with l.i at each element; field
+// names the elements in errors. A problem elem returns fails the line at
+// the element's first byte.
+func (l *jsonLexer) array(field string, elem func() error) {
+	l.expect('[')
+	l.ws()
+	if l.peek() == ']' {
+		l.i++
+		return
+	}
+	for i := 0; l.err == nil; i++ {
+		l.ws()
+		l.at(field, i, "")
+		at := l.i
+		if err := elem(); err != nil {
+			l.fail(at, err.Error())
+			return
+		}
+		l.ws()
+		if l.peek() == ',' {
+			l.i++
+			continue
+		}
+		l.expect(']')
+		return
+	}
 }
 
 // describe names the byte at l.i for an error message.

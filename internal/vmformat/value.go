@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/aerie-db/aerie/internal/jsonenc"
 )
 
 // Bit patterns of the NaNs with names of their own (doc.go).
@@ -23,7 +25,7 @@ func AppendJSONValue(dst []byte, v float64) []byte {
 	case math.IsInf(v, -1):
 		return append(dst, `"-Infinity"`...)
 	case !math.IsNaN(v):
-		return appendFloat(dst, v)
+		return jsonenc.AppendFloat(dst, v)
 	}
 	switch bits := math.Float64bits(v); bits {
 	case NormalNaNBits:
@@ -45,7 +47,7 @@ func AppendCSVValue(dst []byte, v float64) []byte {
 	case math.IsInf(v, -1):
 		return append(dst, "-Inf"...)
 	case !math.IsNaN(v):
-		return appendFloat(dst, v)
+		return jsonenc.AppendFloat(dst, v)
 	}
 	switch bits := math.Float64bits(v); bits {
 	case NormalNaNBits:
@@ -62,25 +64,6 @@ func appendNaNPayload(dst []byte, bits uint64) []byte {
 	dst = append(dst, "NaN:0x"...)
 	for i := 60; i >= 0; i -= 4 {
 		dst = append(dst, hex[bits>>uint(i)&0xf])
-	}
-	return dst
-}
-
-// appendFloat appends a finite v in the shortest form that parses back to
-// the same bits, choosing fixed or exponent notation as encoding/json
-// does (ECMAScript's rule), so -0 is "-0" and 1e21 is "1e+21".
-func appendFloat(dst []byte, v float64) []byte {
-	f := byte('f')
-	if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
-		f = 'e'
-	}
-	dst = strconv.AppendFloat(dst, v, f, -1, 64)
-	if f == 'e' {
-		// "1e-07" → "1e-7", as encoding/json writes it.
-		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-			dst[n-2] = dst[n-1]
-			dst = dst[:n-1]
-		}
 	}
 	return dst
 }

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/aerie-db/aerie/internal/jsonenc"
 )
 
 // csvEncoder writes CSV lines (doc.go). In a framed answer, every line
@@ -78,7 +80,7 @@ func (*jsonEncoder) contentType() string { return "application/json" }
 
 func (e *jsonEncoder) begin(dst []byte, l *Layout) []byte {
 	for _, c := range l.Columns {
-		k := appendJSONString([]byte{','}, c)
+		k := jsonenc.AppendString([]byte{','}, c)
 		e.keys = append(e.keys, append(k, ':'))
 	}
 	if l.Series {
@@ -98,9 +100,9 @@ func (*jsonEncoder) beginSeries(dst []byte, l *Layout, ls labels.Labels, first b
 			dst = append(dst, ',')
 		}
 		i++
-		dst = appendJSONString(dst, l.Name)
+		dst = jsonenc.AppendString(dst, l.Name)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, l.Value)
+		dst = jsonenc.AppendString(dst, l.Value)
 	})
 	dst = append(dst, `},"`...)
 	dst = append(dst, l.Shape.String()...)

@@ -616,21 +616,6 @@ func TestMsgpAppenders(t *testing.T) {
 	}
 }
 
-func TestJSONString(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"", `""`},
-		{"a<b>&", `"a<b>&"`},
-		{"q\"\\", `"q\"\\"`},
-		{"\n\r\t\x00\x1f", `"\n\r\t\u0000\u001f"`},
-		{"é\xffx", `"é\ufffdx"`},
-	} {
-		got := appendJSONString(nil, tc.in)
-		require.Equal(t, tc.want, string(got), "%q", tc.in)
-		var back string
-		require.NoError(t, json.Unmarshal(got, &back))
-	}
-}
-
 func TestWriterFlushError(t *testing.T) {
 	for _, format := range []string{"csv", "json", "msgp"} {
 		w, err := NewWriter(format, &failWriter{n: 3})
