@@ -6,12 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aerie-db/aerie/internal/crashtest"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
@@ -93,84 +90,36 @@ func TestUploadCrashKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	iterations := 12
-	if s := os.Getenv("AERIE_UPLOAD_CRASH_ITERATIONS"); s != "" {
-		iterations, _ = strconv.Atoi(s)
-	}
+	iterations := crashtest.Iterations("AERIE_UPLOAD_CRASH_ITERATIONS", 12)
 	dir := t.TempDir()
-	acked := map[int]map[int64]bool{}
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	acked := crashtest.Acks{}
 	moved := 0
-	for it := range iterations {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestUploadCrashChild$", "-test.v")
-		cmd.Env = append(os.Environ(), uploadCrashEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		lines := make(chan string, 1024)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		handle := func(l string) {
-			if strings.Contains(l, "error") {
-				t.Fatalf("child: %s", l)
-			}
-			if f := strings.Fields(l); len(f) == 3 && f[0] == "ack" {
-				g, _ := strconv.Atoi(f[1])
-				i, _ := strconv.ParseInt(f[2], 10, 64)
-				if acked[g] == nil {
-					acked[g] = map[int64]bool{}
+	crashtest.KillLoop(t, crashtest.Config{Child: "TestUploadCrashChild", Env: uploadCrashEnv, Dir: dir, Iterations: iterations, MinDelay: 300 * time.Millisecond, Spread: 900 * time.Millisecond},
+		func(l string) { acked.Add(l) },
+		func(it int) {
+			o, b, err := crashOpts(dir, false)
+			require.NoError(t, err)
+			db, err := tsdb.Open(dir, o)
+			require.NoError(t, err, "iteration %d: reopen", it)
+			for g, rows := range acked {
+				got := dbSamples(t, db, math.MinInt64, math.MaxInt64)[labels.FromStrings("__name__", "m", "job", "crash", "instance", strconv.Itoa(g)).String()]
+				have := map[int64]float64{}
+				for _, s := range got {
+					have[int64(s[0])] = s[1]
 				}
-				acked[g][i] = true
-			}
-		}
-		deadline := time.After(time.Duration(300+rng.Intn(900)) * time.Millisecond)
-	read:
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					break read
+				for i := range rows {
+					v, ok := have[i*1000]
+					require.True(t, ok, "iteration %d: target %d row %d acknowledged but lost", it, g, i)
+					require.Equal(t, uploadCrashValue(g, i), v)
 				}
-				handle(l)
-			case <-deadline:
-				break read
 			}
-		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		for l := range lines {
-			handle(l)
-		}
-		cmd.Wait()
-
-		o, b, err := crashOpts(dir, false)
-		require.NoError(t, err)
-		db, err := tsdb.Open(dir, o)
-		require.NoError(t, err, "iteration %d: reopen", it)
-		for g, rows := range acked {
-			got := dbSamples(t, db, math.MinInt64, math.MaxInt64)[labels.FromStrings("__name__", "m", "job", "crash", "instance", strconv.Itoa(g)).String()]
-			have := map[int64]float64{}
-			for _, s := range got {
-				have[int64(s[0])] = s[1]
-			}
-			for i := range rows {
-				v, ok := have[i*1000]
-				require.True(t, ok, "iteration %d: target %d row %d acknowledged but lost", it, g, i)
-				require.Equal(t, uploadCrashValue(g, i), v)
-			}
-		}
-		rep, err := Verify(context.Background(), b)
-		require.NoError(t, err)
-		require.Empty(t, rep.Problems, "iteration %d", it)
-		moved = rep.Blocks
-		require.NoError(t, db.Close())
-		require.NoError(t, b.Close())
-	}
+			rep, err := Verify(context.Background(), b)
+			require.NoError(t, err)
+			require.Empty(t, rep.Problems, "iteration %d", it)
+			moved = rep.Blocks
+			require.NoError(t, db.Close())
+			require.NoError(t, b.Close())
+		})
 	require.Positive(t, moved, "no block reached the bucket: the kills never met an upload")
 	t.Logf("%d kills; %d blocks in the bucket at the end", iterations, moved)
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/crashtest"
 )
 
 // TestCompactionFoldsBackfill: head blocks and overlapping backfill
@@ -195,21 +197,15 @@ func TestCompactionCrashKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	iterations := 20
-	if s := os.Getenv("AERIE_CRASH_ITERATIONS"); s != "" {
-		iterations, _ = strconv.Atoi(s)
-	}
+	iterations := crashtest.Iterations("AERIE_CRASH_ITERATIONS", 20)
 	dir := t.TempDir()
-	acked := map[int]map[int64]bool{}
+	acked := crashtest.Acks{}
 	compactions, iterMax, compacted := int64(0), int64(0), 0
-	killLoop(t, "TestCompactionCrashChild", compactCrashEnv, dir, iterations, 300, 1200, func(l string) {
-		f := strings.Fields(l)
-		switch {
-		case len(f) == 3 && f[0] == "ack":
-			g, _ := strconv.Atoi(f[1])
-			i, _ := strconv.ParseInt(f[2], 10, 64)
-			ackRow(acked, g, i)
-		case len(f) == 2 && f[0] == "compactions":
+	crashtest.KillLoop(t, crashtest.Config{Child: "TestCompactionCrashChild", Env: compactCrashEnv, Dir: dir, Iterations: iterations, MinDelay: 300 * time.Millisecond, Spread: 1200 * time.Millisecond}, func(l string) {
+		if acked.Add(l) {
+			return
+		}
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "compactions" {
 			n, _ := strconv.ParseInt(f[1], 10, 64)
 			iterMax = max(iterMax, n)
 		}
@@ -219,16 +215,12 @@ func TestCompactionCrashKill9(t *testing.T) {
 		compacted = max(compacted, verifyCompactionCrashDir(t, dir, acked, it))
 	})
 	require.Positive(t, compacted, "compacted blocks were found after a kill")
-	n := 0
-	for _, rows := range acked {
-		n += len(rows)
-	}
-	t.Logf("%d kills, %d acknowledged rows (current and backfilled) verified after each; the children reported %d compactions, up to %d compacted blocks open after a kill", iterations, n, compactions, compacted)
+	t.Logf("%d kills, %d acknowledged rows (current and backfilled) verified after each; the children reported %d compactions, up to %d compacted blocks open after a kill", iterations, acked.Rows(), compactions, compacted)
 }
 
 // verifyCompactionCrashDir checks the directory after a kill and returns
 // how many compacted blocks it holds.
-func verifyCompactionCrashDir(t *testing.T, dir string, acked map[int]map[int64]bool, it int) (compacted int) {
+func verifyCompactionCrashDir(t *testing.T, dir string, acked crashtest.Acks, it int) (compacted int) {
 	t.Helper()
 	db, err := Open(dir, compactCrashOptions(-1))
 	require.NoError(t, err, "iteration %d: reopen", it)

@@ -4,17 +4,15 @@ import (
 	"bufio"
 	"fmt"
 	"math"
-	"math/rand"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/crashtest"
 )
 
 const crashChildEnv = "AERIE_CRASH_CHILD_DIR"
@@ -72,82 +70,16 @@ func TestCrashKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	iterations := 20
-	if s := os.Getenv("AERIE_CRASH_ITERATIONS"); s != "" {
-		iterations, _ = strconv.Atoi(s)
-	}
+	iterations := crashtest.Iterations("AERIE_CRASH_ITERATIONS", 20)
 	dir := t.TempDir()
-	acked := map[int]map[int64]bool{} // target → acknowledged rows
-	killLoop(t, "TestCrashChild", crashChildEnv, dir, iterations, 50, 400, func(l string) {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "ack" {
-			g, _ := strconv.Atoi(f[1])
-			i, _ := strconv.ParseInt(f[2], 10, 64)
-			ackRow(acked, g, i)
-		}
-	}, func(it int) { verifyCrashDir(t, dir, acked, it) })
-	n := 0
-	for _, rows := range acked {
-		n += len(rows)
-	}
-	t.Logf("%d kills, %d acknowledged rows verified after each", iterations, n)
+	acked := crashtest.Acks{}
+	crashtest.KillLoop(t, crashtest.Config{Child: "TestCrashChild", Env: crashChildEnv, Dir: dir, Iterations: iterations, MinDelay: 50 * time.Millisecond, Spread: 400 * time.Millisecond},
+		func(l string) { acked.Add(l) },
+		func(it int) { verifyCrashDir(t, dir, acked, it) })
+	t.Logf("%d kills, %d acknowledged rows verified after each", iterations, acked.Rows())
 }
 
-// killLoop runs the test child (a TestXxx that skips unless env names its
-// data directory) iterations times: it hands every line the child prints
-// to handle, kills it with SIGKILL after a random [minMs, minMs+spreadMs)
-// ms, hands the lines printed before the kill too, and calls verify. A
-// line with "error" before the kill fails the test.
-func killLoop(t *testing.T, child, env, dir string, iterations, minMs, spreadMs int, handle func(string), verify func(it int)) {
-	t.Helper()
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
-	for it := 0; it < iterations; it++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
-		cmd.Env = append(os.Environ(), env+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		lines := make(chan string, 1024)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		deadline := time.After(time.Duration(minMs+rng.Intn(spreadMs)) * time.Millisecond)
-	read:
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					break read
-				}
-				if strings.Contains(l, "error") {
-					t.Fatalf("child: %s", l)
-				}
-				handle(l)
-			case <-deadline:
-				break read
-			}
-		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		for l := range lines { // lines printed before the kill count too
-			handle(l)
-		}
-		cmd.Wait()
-		verify(it)
-	}
-}
-
-func ackRow(acked map[int]map[int64]bool, g int, i int64) {
-	if acked[g] == nil {
-		acked[g] = map[int64]bool{}
-	}
-	acked[g][i] = true
-}
-
-func verifyCrashDir(t *testing.T, dir string, acked map[int]map[int64]bool, it int) {
+func verifyCrashDir(t *testing.T, dir string, acked crashtest.Acks, it int) {
 	t.Helper()
 	db, err := Open(dir, &Options{PartitionRange: 60_000, OOOWindow: 10_000, FlushCheckInterval: -1, WALSegmentSize: 64 << 10})
 	require.NoError(t, err, "iteration %d: reopen", it)
