@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/index"
+	"github.com/aerie-db/aerie/internal/mathx"
 )
 
 var update = flag.Bool("update", false, "rewrite the block fixtures under testdata/ (only the current index version)")
@@ -292,7 +293,7 @@ func checkMetricsOf(t testing.TB, ms []IntervalMetrics, interval int64, ts []int
 		if math.IsNaN(vs[i]) {
 			continue
 		}
-		k := floorDiv(tt, interval)
+		k := mathx.FloorDiv(tt, interval)
 		if _, ok := byIv[k]; !ok {
 			ivs = append(ivs, k)
 		}

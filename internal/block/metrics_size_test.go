@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/aerie-db/aerie/bench/workload"
+	"github.com/aerie-db/aerie/internal/mathx"
 )
 
 // sensorSpec is a simulated 1 Hz sensor: 20 plus a daily cycle of
@@ -150,7 +151,7 @@ func nodeMetrics(t testing.TB, iv int64) [][]IntervalMetrics {
 		var ms []IntervalMetrics
 		for i, tf := range s[0] {
 			ts := int64(tf)
-			k := floorDiv(ts, iv)
+			k := mathx.FloorDiv(ts, iv)
 			if len(ms) == 0 || ms[len(ms)-1].Interval != k {
 				ms = append(ms, IntervalMetrics{Interval: k})
 			}

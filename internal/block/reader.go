@@ -21,6 +21,7 @@ import (
 	"github.com/aerie-db/aerie/internal/checksum"
 	"github.com/aerie-db/aerie/internal/encoding"
 	"github.com/aerie-db/aerie/internal/index"
+	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
 
@@ -365,7 +366,7 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 	}
 	r.metrics, r.mAt = d.b, d.at
 	r.mOffs = make([]int, ns)
-	base := floorDiv(r.meta.MinTime, r.meta.MetricInterval)
+	base := mathx.FloorDiv(r.meta.MinTime, r.meta.MetricInterval)
 	var scratch []IntervalMetrics
 	for i := 0; i < ns && d.err == nil; i++ {
 		r.mOffs[i] = d.pos
@@ -424,7 +425,7 @@ func (r *Reader) AppendMetrics(dst []IntervalMetrics, id uint32) ([]IntervalMetr
 	if int(id) >= len(r.mOffs) {
 		return dst, fmt.Errorf("series %d out of range", id)
 	}
-	base := floorDiv(r.meta.MinTime, r.meta.MetricInterval)
+	base := mathx.FloorDiv(r.meta.MinTime, r.meta.MetricInterval)
 	var err error
 	if r.version == 1 {
 		var ms []IntervalMetrics

@@ -20,6 +20,7 @@ import (
 	"github.com/aerie-db/aerie/internal/encoding"
 	"github.com/aerie-db/aerie/internal/index"
 	"github.com/aerie-db/aerie/internal/invariants"
+	"github.com/aerie-db/aerie/internal/mathx"
 )
 
 // Meta is the content of meta.json.
@@ -245,7 +246,7 @@ func (w *Writer) addMetrics(id uint32, ts []int64, c Column) {
 			continue
 		}
 		w.samples++
-		k := floorDiv(t, iv)
+		k := mathx.FloorDiv(t, iv)
 		if j >= 0 && k == cur {
 			ms[j].add(t, c.Values[i])
 			continue
@@ -267,14 +268,6 @@ func (w *Writer) addMetrics(id uint32, ts []int64, c Column) {
 		ms[j].add(t, c.Values[i])
 	}
 	w.metrics[id] = ms
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && (a < 0) {
-		q--
-	}
-	return q
 }
 
 // Finish writes the index and meta, syncs, and renames the block into
@@ -389,7 +382,7 @@ func (w *Writer) appendIndex(dst []byte) []byte {
 	mark(SectionSeries, start)
 
 	start = len(dst)
-	base := floorDiv(w.mint, w.opts.MetricInterval)
+	base := mathx.FloorDiv(w.mint, w.opts.MetricInterval)
 	dst = binary.AppendUvarint(dst, uint64(w.opts.MetricInterval))
 	for _, ms := range w.metrics {
 		dst = AppendMetrics(dst, ms, base)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/mathx"
 )
 
 // Level range multipliers: the first level above the partition is six
@@ -95,7 +96,7 @@ func Plan(metas []block.Meta, ranges []int64, horizon int64) []Job {
 		r := ranges[k]
 		out := units[:0:0]
 		for i := 0; i < len(units); {
-			ws := floorDiv(units[i].mint, r) * r
+			ws := mathx.FloorDiv(units[i].mint, r) * r
 			we := ws + r
 			j := i
 			for j < len(units) && units[j].mint < we {
@@ -161,12 +162,4 @@ func Obsolete(metas []block.Meta) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && a < 0 {
-		q--
-	}
-	return q
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/cache"
 	"github.com/aerie-db/aerie/internal/graphite/archive"
+	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
@@ -191,11 +192,11 @@ func (s *Store) Points(ctx context.Context, lset labels.Labels, from, until, now
 func (s *Store) cacheable(g archive.Grid) (lo, hi int64) {
 	end := g.Start + int64(g.N)*g.Step
 	// buckets ending by the freshness horizon and starting before Stable
-	hi = min(end, floorDiv(s.opts.Now().Add(-s.opts.MaxFreshness).UnixMilli(), 1000), g.Stable)
+	hi = min(end, mathx.FloorDiv(s.opts.Now().Add(-s.opts.MaxFreshness).UnixMilli(), 1000), g.Stable)
 	oldest := g.Oldest
 	if g.Index == 0 && s.opts.MinTime != nil {
 		if mt := s.opts.MinTime(); mt != math.MinInt64 {
-			oldest = max(oldest, floorDiv(mt, 1000)+1)
+			oldest = max(oldest, mathx.FloorDiv(mt, 1000)+1)
 		}
 	}
 	lo = g.Start
@@ -206,7 +207,7 @@ func (s *Store) cacheable(g archive.Grid) (lo, hi int64) {
 		return 0, 0
 	}
 	span := Chunk * g.Step
-	lo, hi = ceilDiv(lo, span)*span, floorDiv(hi, span)*span
+	lo, hi = ceilDiv(lo, span)*span, mathx.FloorDiv(hi, span)*span
 	if lo >= hi {
 		return 0, 0
 	}
@@ -218,7 +219,7 @@ func (s *Store) cacheable(g archive.Grid) (lo, hi int64) {
 func (s *Store) fill(vals []float64, g archive.Grid, res cache.Result) (clo, chi int64) {
 	span := Chunk * g.Step
 	clo = ceilDiv(res.Start, span) * span
-	chi = floorDiv(res.End+1, span) * span // res.End = a chunk's end − 1
+	chi = mathx.FloorDiv(res.End+1, span) * span // res.End = a chunk's end − 1
 	if clo >= chi || len(res.Fields) != 1 {
 		return 0, 0
 	}
@@ -370,12 +371,4 @@ type Stats struct {
 	Invalidations, StoresSkipped, Keys uint64
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
-func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
+func ceilDiv(a, b int64) int64 { return -mathx.FloorDiv(-a, b) }

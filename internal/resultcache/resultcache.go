@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/prometheus/util/httputil"
 
 	"github.com/aerie-db/aerie/internal/cache"
+	"github.com/aerie-db/aerie/internal/mathx"
 )
 
 // Options configure the results cache. Zero values take the defaults in
@@ -185,7 +186,7 @@ func (rc *Cache) parse(r *http.Request) (*request, bool) {
 	if !cacheable {
 		return nil, false
 	}
-	req.fingerprint = fmt.Sprintf("query_range\x00%s\x00step=%d\x00phase=%d\x00lookback=%d", req.query, step, floorMod(start, step), lookback.Milliseconds())
+	req.fingerprint = fmt.Sprintf("query_range\x00%s\x00step=%d\x00phase=%d\x00lookback=%d", req.query, step, mathx.FloorMod(start, step), lookback.Milliseconds())
 	return req, true
 }
 
@@ -230,10 +231,10 @@ func (rc *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	split := rc.opts.SplitInterval.Milliseconds()
 	var parts []*part
 	for from := req.start; from <= req.end; {
-		dayEnd := floorDiv(from, split)*split + split - 1
+		dayEnd := mathx.FloorDiv(from, split)*split + split - 1
 		to := min(req.end, from+(dayEnd-from)/req.step*req.step)
-		p := &part{from: from, to: to, cacheTo: min(to, req.start+floorDiv(horizon-req.start, req.step)*req.step)}
-		day := floorDiv(from, split) * split
+		p := &part{from: from, to: to, cacheTo: min(to, req.start+mathx.FloorDiv(horizon-req.start, req.step)*req.step)}
+		day := mathx.FloorDiv(from, split) * split
 		p.winLo, p.winHi = req.window(day, day+split-1)
 		if p.winLo < minTime {
 			p.cacheTo = from - 1 // its data may be past the retention
@@ -678,22 +679,12 @@ func appendTime(dst []byte, t int64) []byte {
 	return dst
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
-func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
-
 // gridCeil is the first grid point (start + k·step) at or after t.
 func gridCeil(t, start, step int64) int64 {
-	return start + (floorDiv(t-start+step-1, step))*step
+	return start + (mathx.FloorDiv(t-start+step-1, step))*step
 }
 
 // gridFloor is the last grid point at or before t.
 func gridFloor(t, start, step int64) int64 {
-	return start + floorDiv(t-start, step)*step
+	return start + mathx.FloorDiv(t-start, step)*step
 }

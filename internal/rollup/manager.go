@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
@@ -418,7 +419,7 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 	for _, l := range m.levels {
 		step := l.Step.Milliseconds()
 		chunk := max(levelPartition(l.Step).Milliseconds()/step, 1) * step
-		end := floorDiv(settled, step) * step
+		end := mathx.FloorDiv(settled, step) * step
 		m.stMu.Lock()
 		done, ok := m.st.done[l.Name]
 		m.stMu.Unlock()
@@ -427,7 +428,7 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 			if first == math.MaxInt64 {
 				continue // nothing stored yet
 			}
-			done = floorDiv(first, step) * step
+			done = mathx.FloorDiv(first, step) * step
 		}
 		for done < end {
 			to := min(done+chunk, end)
@@ -494,8 +495,8 @@ func (m *Manager) redoDirty(ctx context.Context) error {
 		chunk := max(levelPartition(l.Step).Milliseconds()/step, 1) * step
 		done := m.Done(l.Name)
 		for _, iv := range dirty {
-			from := floorDiv(iv.Mint, step) * step
-			end := min(floorDiv(iv.Maxt, step)*step+step, done)
+			from := mathx.FloorDiv(iv.Mint, step) * step
+			end := min(mathx.FloorDiv(iv.Maxt, step)*step+step, done)
 			for ; from < end; from += chunk {
 				n, err := m.rollRange(ctx, l, from, min(from+chunk, end))
 				if err != nil {
@@ -634,12 +635,4 @@ func (m *Manager) rollRange(ctx context.Context, l *Level, from, to int64) (int,
 		return written, err
 	}
 	return written, flush()
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
 }

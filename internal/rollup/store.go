@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/aerie-db/aerie/internal/graphite/archive"
+	"github.com/aerie-db/aerie/internal/mathx"
 )
 
 var (
@@ -88,8 +89,8 @@ func (m *Manager) Grid(lset labels.Labels, from, until, now int64) archive.Grid 
 	}
 	rt, idx := m.Archive(name, from, now)
 	step := int64(rt.Step / time.Second)
-	start := from - floorMod(from, step) + step
-	end := until - floorMod(until, step) + step
+	start := from - mathx.FloorMod(from, step) + step
+	end := until - mathx.FloorMod(until, step) + step
 	if start == end {
 		end += step
 	}
@@ -109,7 +110,7 @@ func (m *Manager) Grid(lset labels.Labels, from, until, now int64) archive.Grid 
 	g.Stable = math.MinInt64
 	if l := m.levelOf(rt.Step); l != nil {
 		if done := m.Done(l.Name); done != math.MinInt64 {
-			g.Stable = floorDiv(done, step*1000) * step
+			g.Stable = mathx.FloorDiv(done, step*1000) * step
 		}
 	}
 	return g
@@ -129,7 +130,7 @@ func (m *Manager) levelOf(step time.Duration) *Level {
 func (m *Manager) ReadGrid(ctx context.Context, lset labels.Labels, g archive.Grid, start, end int64) ([]float64, error) {
 	s, agg := m.rules.Match(lset.Get(labels.MetricName))
 	step := g.Step
-	if step <= 0 || start > end || floorMod(start-g.Start, step) != 0 || floorMod(end-g.Start, step) != 0 {
+	if step <= 0 || start > end || mathx.FloorMod(start-g.Start, step) != 0 || mathx.FloorMod(end-g.Start, step) != 0 {
 		return nil, fmt.Errorf("read grid [%d, %d) of step %d from %d: not on the grid", start, end, step, g.Start)
 	}
 	n := int((end - start) / step)
@@ -216,8 +217,6 @@ func (m *Manager) read(ctx context.Context, q storage.Queryable, lset labels.Lab
 	}
 	return ts, vs, ss.Err()
 }
-
-func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
 
 // LabelNames returns the label names of the series matching ms in the raw
 // engine and every level, sorted (the Graphite API's tag index: /tags,

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/sensor/cond"
 	"github.com/aerie-db/aerie/internal/sensor/extract"
 	"github.com/aerie-db/aerie/internal/tsdb"
@@ -61,8 +62,8 @@ func (s *Service) search(ctx context.Context, q *tsdb.Querier, ms []*labels.Matc
 	}
 	// Whole windows: a coarse one reaching outside [from, to] is judged
 	// on all of its metric intervals.
-	from = floorDiv(from, resolution) * resolution
-	to = floorDiv(to, resolution)*resolution + resolution - 1
+	from = mathx.FloorDiv(from, resolution) * resolution
+	to = mathx.FloorDiv(to, resolution)*resolution + resolution - 1
 	sms, st, err := q.SeriesMetrics(ctx, from, to, ms...)
 	if err != nil {
 		return nil, st, err
@@ -90,7 +91,7 @@ func (s *Service) search(ctx context.Context, q *tsdb.Querier, ms []*labels.Matc
 			r.Intervals = append(r.Intervals, Interval{From: lo, To: hi})
 		}
 		for _, m := range sm.Intervals {
-			w := floorDiv(m.Interval*iv, resolution)
+			w := mathx.FloorDiv(m.Interval*iv, resolution)
 			if !have || w != cur {
 				flush()
 				win, cur, have = block.IntervalMetrics{Interval: w}, w, true
@@ -111,12 +112,4 @@ func (s *Service) search(ctx context.Context, q *tsdb.Querier, ms []*labels.Matc
 func metricValue(im block.IntervalMetrics, m cond.Metric) (float64, bool) {
 	a := extract.Agg{Count: im.Count, Min: im.Min, Max: im.Max, Sum: im.Sum, SumSq: im.SumSq, First: im.First, Last: im.Last}
 	return a.Value(m)
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b < 0 {
-		q--
-	}
-	return q
 }

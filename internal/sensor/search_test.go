@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/sensor/cond"
 )
 
@@ -37,7 +38,7 @@ func wantSearch(pts []pt, res int64, pred func(min, max, avg float64) bool) []In
 	by := map[int64]*agg{}
 	var keys []int64
 	for _, p := range pts {
-		w := floorDiv(p.t, res)
+		w := mathx.FloorDiv(p.t, res)
 		a := by[w]
 		if a == nil {
 			a = &agg{min: math.Inf(1), max: math.Inf(-1)}

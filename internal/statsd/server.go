@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/aerie-db/aerie/internal/listen"
+	"github.com/aerie-db/aerie/internal/mathx"
 )
 
 // Listener names, as in the metrics' listener label.
@@ -183,7 +184,7 @@ func (s *Server) loop(stop <-chan struct{}, done chan<- struct{}) {
 	iv := s.cfg.FlushInterval.Milliseconds()
 	for {
 		now := s.cfg.Clock.Now().UnixMilli()
-		next := (floorDiv(now, iv) + 1) * iv
+		next := (mathx.FloorDiv(now, iv) + 1) * iv
 		select {
 		case <-s.cfg.Clock.After(time.Duration(next-now) * time.Millisecond):
 			s.flushAt(next) // errors are logged and counted
@@ -191,14 +192,6 @@ func (s *Server) loop(stop <-chan struct{}, done chan<- struct{}) {
 			return
 		}
 	}
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
 }
 
 // flushAt sends the interval's statistics at ts (ms; moved past the

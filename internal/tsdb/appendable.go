@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/model"
 )
 
@@ -58,7 +59,7 @@ func (db *DB) HistoryAppender(ctx context.Context) storage.Appender {
 	if db.backfillOn() {
 		if b := db.head.InOrderBound(); b != math.MinInt64 {
 			pr := db.opts.PartitionRange
-			a.below = floorDiv(b, pr)*pr + pr
+			a.below = mathx.FloorDiv(b, pr)*pr + pr
 		}
 	}
 	return a

@@ -20,6 +20,7 @@ import (
 	"github.com/aerie-db/aerie/internal/block"
 	"github.com/aerie-db/aerie/internal/compact"
 	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/memory"
 	"github.com/aerie-db/aerie/internal/wal"
 )
@@ -420,7 +421,7 @@ type bfSample struct {
 func (db *DB) commitBackfill(ss []bfSample) error {
 	r := db.opts.BackfillPartitionRange
 	for i := range ss {
-		ss[i].pid = floorDiv(ss[i].t, r)
+		ss[i].pid = mathx.FloorDiv(ss[i].t, r)
 	}
 	sort.SliceStable(ss, func(i, j int) bool { return ss[i].pid < ss[j].pid })
 	total := &head.AppendError{}
@@ -584,7 +585,7 @@ func (db *DB) flushGeneration(g *generation) error {
 		// has moved past it, and never across a level window's edge.
 		pmin, pmax := g.head.PartitionBounds(pid)
 		if lo, hi, ok := g.head.PartitionTimeRange(pid); ok {
-			pmin, pmax = max(pmin, floorDiv(lo, r)*r), min(pmax, (floorDiv(hi, r)+1)*r)
+			pmin, pmax = max(pmin, mathx.FloorDiv(lo, r)*r), min(pmax, (mathx.FloorDiv(hi, r)+1)*r)
 		}
 		b, err := db.writePartition(g.head, pid, pmin, pmax, block.WriterOptions{Seq: g.n, Backfill: g.n})
 		if err != nil {
@@ -646,14 +647,6 @@ type BackfillStats struct {
 // BackfillStats returns the backfill counters.
 func (db *DB) BackfillStats() BackfillStats {
 	return BackfillStats{Generations: len(db.generations()), Flushed: db.bf.flushed.Load(), Samples: db.bf.samples.Load()}
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b < 0 {
-		q--
-	}
-	return q
 }
 
 func syncDir(dir string) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
 
@@ -50,7 +51,7 @@ func (db *DB) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*labels
 // metricSpan returns the first and the last time of the metric intervals
 // of iv ms that intersect [mint, maxt].
 func metricSpan(mint, maxt, iv int64) (amin, amax int64) {
-	return floorDiv(mint, iv) * iv, satAdd(floorDiv(maxt, iv)*iv, iv-1)
+	return mathx.FloorDiv(mint, iv) * iv, satAdd(mathx.FloorDiv(maxt, iv)*iv, iv-1)
 }
 
 // SeriesMetrics returns the block metrics of the series matching ms over
@@ -72,7 +73,7 @@ func (q *Querier) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*la
 	if maxt < mint {
 		return nil, st, nil
 	}
-	lo, hi := floorDiv(mint, iv), floorDiv(maxt, iv)
+	lo, hi := mathx.FloorDiv(mint, iv), mathx.FloorDiv(maxt, iv)
 	amin, amax := metricSpan(mint, maxt, iv)
 	if amin < q.mint || amax > q.maxt {
 		return nil, st, fmt.Errorf("series metrics over [%d, %d]: its metric intervals [%d, %d] reach outside the querier's range [%d, %d]", mint, maxt, amin, amax, q.mint, q.maxt)
@@ -151,7 +152,7 @@ func (q *Querier) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*la
 				continue // summed from the head's memory
 			}
 			if bm.MetricInterval != iv {
-				for k := max(lo, floorDiv(bm.MinTime, iv)); k <= min(hi, floorDiv(bm.MaxTime, iv)); k++ {
+				for k := max(lo, mathx.FloorDiv(bm.MinTime, iv)); k <= min(hi, mathx.FloorDiv(bm.MaxTime, iv)); k++ {
 					e.dirty = append(e.dirty, k)
 				}
 				continue
@@ -193,7 +194,7 @@ func (q *Querier) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*la
 			if d.Maxt < amin || d.Mint > amax {
 				continue
 			}
-			for k := max(lo, floorDiv(d.Mint, iv)); k <= min(hi, floorDiv(d.Maxt, iv)); k++ {
+			for k := max(lo, mathx.FloorDiv(d.Mint, iv)); k <= min(hi, mathx.FloorDiv(d.Maxt, iv)); k++ {
 				if n[k] > 0 {
 					dirty[k] = true
 				}
@@ -286,7 +287,7 @@ func metricsOf(it chunkenc.Iterator, iv, lo int64) ([]block.IntervalMetrics, err
 			continue // histograms carry no block metrics
 		}
 		t, v := it.At()
-		k := floorDiv(t, iv)
+		k := mathx.FloorDiv(t, iv)
 		if k < lo {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/mathx"
 )
 
 // wantMetrics computes block metrics from the samples a query returns,
@@ -46,7 +47,7 @@ func wantMetrics(got map[string][]smp, iv int64) map[string]map[int64]block.Inte
 func checkMetrics(t *testing.T, stage string, db *DB, mint, maxt int64, ms ...*labels.Matcher) MetricsStats {
 	t.Helper()
 	iv := db.MetricInterval()
-	lo, hi := floorDiv(mint, iv)*iv, floorDiv(maxt, iv)*iv+iv-1
+	lo, hi := mathx.FloorDiv(mint, iv)*iv, mathx.FloorDiv(maxt, iv)*iv+iv-1
 	want := wantMetrics(query(t, db, lo, hi, ms...), iv)
 	got, st, err := db.SeriesMetrics(context.Background(), mint, maxt, ms...)
 	require.NoError(t, err, stage)

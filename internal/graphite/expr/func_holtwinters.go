@@ -2,6 +2,8 @@ package expr
 
 import (
 	"math"
+
+	"github.com/aerie-db/aerie/internal/mathx"
 )
 
 func init() {
@@ -116,7 +118,7 @@ func holtWinters(c *callCtx, kind hwKind, bootParam, seasonParam int) ([]*Series
 	}
 	var out []*Series
 	for _, s := range previewList {
-		seasonLen := int(floorDivOnly(seasonality, s.Step))
+		seasonLen := int(mathx.FloorDiv(seasonality, s.Step))
 		preds, devs, ok := holtWintersAnalysis(s.Values, seasonLen)
 		if !ok {
 			return nil, c.errf("seasonality", "season %s is shorter than two points of %ds", pyRepr(c.str(seasonParam)), s.Step)
@@ -197,9 +199,4 @@ func holtWinters(c *callCtx, kind hwKind, bootParam, seasonParam int) ([]*Series
 		return res, nil
 	}
 	return out, nil
-}
-
-func floorDivOnly(a, b int64) int64 {
-	q, _ := floorDiv(a, b)
-	return q
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aerie-db/aerie/internal/mathx"
 )
 
 func init() {
@@ -451,14 +453,6 @@ func movingWindow(c *callCtx, fn string, xffParam int) ([]*Series, error) {
 	return out, nil
 }
 
-func floorMod(a, b int64) int64 {
-	m := a % b
-	if m != 0 && (m < 0) != (b < 0) {
-		m += b
-	}
-	return m
-}
-
 // summarizeValues is graphite-web's _summarizeValues: the buckets of
 // interval seconds from start until end, each aggregated with fn if the
 // series' xFilesFactor allows. It returns the values and the end of the
@@ -521,8 +515,8 @@ func summarize(c *callCtx) ([]*Series, error) {
 	for _, s := range c.series(0) {
 		start, end := s.Start, s.End
 		if !alignToFrom {
-			start = s.Start - floorMod(s.Start, interval)
-			end = s.End - floorMod(s.End, interval) + interval
+			start = s.Start - mathx.FloorMod(s.Start, interval)
+			end = s.End - mathx.FloorMod(s.End, interval) + interval
 		}
 		if err := checkBuckets(c, end-start, interval); err != nil {
 			return nil, err
@@ -698,7 +692,7 @@ func hitcount(c *callCtx) ([]*Series, error) {
 }
 
 func floorDiv(a, b int64) (q, m int64) {
-	m = floorMod(a, b)
+	m = mathx.FloorMod(a, b)
 	return (a - m) / b, m
 }
 
