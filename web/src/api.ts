@@ -26,19 +26,24 @@ export function apiURL(path: string, params?: Params): string {
   return u.pathname + u.search;
 }
 
-// get fetches path and unwraps the API envelope; every failure (network,
-// non-JSON answer such as a plain 404, an API error) becomes an APIError
-// whose message names the path.
-export async function get<T>(path: string, params?: Params, signal?: AbortSignal): Promise<Response<T>> {
-  const url = apiURL(path, params);
+// request fetches url and returns the answer and its text; a network
+// failure becomes an APIError whose message names path.
+async function request(path: string, url: string, accept: string, signal?: AbortSignal): Promise<[globalThis.Response, string]> {
   let resp: globalThis.Response;
   try {
-    resp = await fetch(url, { signal, headers: { Accept: 'application/json' } });
+    resp = await fetch(url, { signal, headers: { Accept: accept } });
   } catch (e) {
     if (e instanceof DOMException && e.name === 'AbortError') throw e;
     throw new APIError(`GET ${path}: ${e instanceof Error ? e.message : String(e)}`, 0);
   }
-  const text = await resp.text();
+  return [resp, await resp.text()];
+}
+
+// get fetches path and unwraps the API envelope; every failure (network,
+// non-JSON answer such as a plain 404, an API error) becomes an APIError
+// whose message names the path.
+export async function get<T>(path: string, params?: Params, signal?: AbortSignal): Promise<Response<T>> {
+  const [resp, text] = await request(path, apiURL(path, params), 'application/json', signal);
   let body: Response<T>;
   try {
     body = JSON.parse(text) as Response<T>;
@@ -51,16 +56,27 @@ export async function get<T>(path: string, params?: Params, signal?: AbortSignal
   return body;
 }
 
+// getBare fetches an endpoint that answers bare JSON, without the API
+// envelope, and its errors as text or {"error": …}: graphite-web's
+// /render, /metrics/find and /functions. Every failure becomes an
+// APIError whose message names the path.
+export async function getBare<T>(path: string, params?: Params, signal?: AbortSignal): Promise<T> {
+  const [resp, text] = await request(path, apiURL(path, params), 'application/json', signal);
+  if (!resp.ok) {
+    let msg = text.trim();
+    try { msg = (JSON.parse(text) as { error?: string }).error ?? msg; } catch { /* plain text */ }
+    throw new APIError(`GET ${path}: HTTP ${resp.status}: ${msg.slice(0, 300)}`, resp.status);
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new APIError(`GET ${path}: HTTP ${resp.status}: not JSON: ${text.trim().slice(0, 200)}`, resp.status);
+  }
+}
+
 // getText fetches a plain-text endpoint such as /metrics.
 export async function getText(path: string, signal?: AbortSignal): Promise<string> {
-  let resp: globalThis.Response;
-  try {
-    resp = await fetch(path, { signal, headers: { Accept: 'text/plain' } });
-  } catch (e) {
-    if (e instanceof DOMException && e.name === 'AbortError') throw e;
-    throw new APIError(`GET ${path}: ${e instanceof Error ? e.message : String(e)}`, 0);
-  }
-  const text = await resp.text();
+  const [resp, text] = await request(path, path, 'text/plain', signal);
   if (!resp.ok) throw new APIError(`GET ${path}: HTTP ${resp.status}: ${text.trim().slice(0, 200)}`, resp.status);
   return text;
 }

@@ -3,33 +3,13 @@
 // function names (from /functions) and metric paths (from /metrics/find).
 
 import type uPlot from 'uplot';
-import { apiURL, APIError } from '../api';
+import { getBare } from '../api';
 import { MatrixSeries, newChart } from '../chart';
 import { clear, errorBox, h } from '../dom';
 import type { Page } from '../main';
 
 interface Rendered { target: string; datapoints: [number | null, number][] }
 interface Found { text: string; id: string; leaf: number }
-
-// getJSON fetches one of graphite-web's endpoints, which answer bare JSON
-// (no envelope) and errors as text or {"error": …}.
-async function getJSON<T>(path: string, params: Record<string, string | string[]>, signal: AbortSignal): Promise<T> {
-  const url = apiURL(path, params);
-  let resp: Response;
-  try {
-    resp = await fetch(url, { signal, headers: { Accept: 'application/json' } });
-  } catch (e) {
-    if (e instanceof DOMException && e.name === 'AbortError') throw e;
-    throw new APIError(`GET ${path}: ${e instanceof Error ? e.message : String(e)}`, 0);
-  }
-  const text = await resp.text();
-  if (!resp.ok) {
-    let msg = text.trim();
-    try { msg = (JSON.parse(text) as { error?: string }).error ?? msg; } catch { /* plain text */ }
-    throw new APIError(`GET ${path}: HTTP ${resp.status}: ${msg.slice(0, 300)}`, resp.status);
-  }
-  return JSON.parse(text) as T;
-}
 
 // The word being typed at the cursor: a function name or a metric path.
 const wordChars = /[A-Za-z0-9_.*\-{}\[\]]/;
@@ -58,7 +38,7 @@ export const page: Page = {
 
     let plot: uPlot | null = null;
     let functions: string[] = [];
-    getJSON<Record<string, unknown>>('/functions', {}, ac.signal).then((f) => { functions = Object.keys(f).sort(); }, () => { /* completion without functions */ });
+    getBare<Record<string, unknown>>('/functions', undefined, ac.signal).then((f) => { functions = Object.keys(f).sort(); }, () => { /* completion without functions */ });
 
     let suggestGen = 0;
     let items: { text: string; replace: [number, number] }[] = [];
@@ -78,7 +58,7 @@ export const page: Page = {
       const fns = word.includes('.') ? [] : functions.filter((f) => f.startsWith(word)).slice(0, 10).map((f) => ({ text: f + '(', label: f + '(…)', kind: 'function' }));
       let paths: { text: string; label: string; kind: string }[] = [];
       try {
-        const found = await getJSON<Found[]>('/metrics/find', { query: word + '*' }, ac.signal);
+        const found = await getBare<Found[]>('/metrics/find', { query: word + '*' }, ac.signal);
         paths = found.slice(0, 20).map((f) => ({ text: f.id + (f.leaf ? '' : '.'), label: f.id + (f.leaf ? '' : '.'), kind: f.leaf ? 'metric' : 'node' }));
       } catch { /* no path completion */ }
       if (g !== suggestGen) return;
@@ -112,7 +92,7 @@ export const page: Page = {
       if (ts.length === 0) { clear(output, h('p', { class: 'hint' }, 'Type a target.')); return; }
       clear(output, h('p', { class: 'hint' }, 'Rendering…'));
       try {
-        const data = await getJSON<Rendered[]>('/render', { target: ts, from, until, format: 'json' }, ac.signal);
+        const data = await getBare<Rendered[]>('/render', { target: ts, from, until, format: 'json' }, ac.signal);
         if (g !== gen) return;
         if (data.length === 0) { clear(output, h('p', { class: 'hint' }, 'No series matched.')); return; }
         const series: MatrixSeries[] = data.map((d) => ({
