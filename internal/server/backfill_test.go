@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/server/servertest"
 )
 
 // tsbsFields are TSBS cpu-only's ten fields.
@@ -52,20 +53,9 @@ func TestBackfillOverHTTP(t *testing.T) {
 	if testing.Short() {
 		hosts, span = 4, 6*3600_000
 	}
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	base := "http://" + addr
-	run := func() (context.CancelFunc, chan error) {
-		s, err := New(Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, Logger: slog.New(slog.DiscardHandler)})
-		require.NoError(t, err)
-		require.NoError(t, s.Listen())
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx) }()
-		require.Eventually(t, func() bool { c, _ := get(t, base+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
-		return cancel, done
-	}
-	cancel, done := run()
+	opts := Options{DataDir: filepath.Join(t.TempDir(), "data"), HTTPAddr: servertest.FreeAddr(t), Logger: slog.New(slog.DiscardHandler)}
+	_, srv := serveForTest(t, opts)
+	base := srv.URL
 	end := time.Now().Add(-time.Hour).UnixMilli() / 10_000 * 10_000
 	from := end - span
 	var wg sync.WaitGroup
@@ -146,10 +136,8 @@ func TestBackfillOverHTTP(t *testing.T) {
 	require.Equal(t, exported, export(), "re-importing an export changes nothing")
 	require.Equal(t, want, count())
 
-	cancel()
-	require.NoError(t, <-done)
-	cancel, done = run()
-	defer func() { cancel(); <-done }()
+	srv.Stop()
+	serveForTest(t, opts) // the same address: base is its URL too
 	require.Equal(t, want, count(), "after a restart")
 	require.Equal(t, exported, export(), "after a restart")
 	t.Logf("%d hosts × %v × 10 fields: %d samples stored", hosts, time.Duration(span)*time.Millisecond, want)

@@ -1,14 +1,14 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/server/servertest"
 )
 
 // TestBucketConfig: `aerie: storage: bucket: {}` opens the filesystem
@@ -20,25 +20,18 @@ func TestBucketConfig(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "aerie.yml")
 	require.NoError(t, os.WriteFile(cfg, []byte("aerie:\n  storage:\n    bucket: {}\n    local_retention: 2h\n    cache_size: 16MiB\n"), 0o644))
-	addr := freeAddr(t)
-	s, err := New(Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	require.NoError(t, s.Listen())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	require.Eventually(t, func() bool { c, _ := get(t, "http://"+addr+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+	addr := servertest.FreeAddr(t)
+	s, srv := serveForTest(t, Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	st, err := os.Stat(filepath.Join(dir, "data", "bucket"))
 	require.NoError(t, err)
 	require.True(t, st.IsDir())
 	require.Equal(t, int64(2*3600_000), s.cfg.Aerie.EngineOptions().LocalRetention)
-	_, body := get(t, "http://"+addr+"/metrics")
+	_, body := get(t, srv.URL+"/metrics")
 	for _, m := range []string{"aerie_bucket_data_gets_total", "aerie_bucket_meta_gets_total", "aerie_bucket_query_needed_bytes_total", "aerie_bucket_blocks", "aerie_bucket_upload_lag_seconds", "aerie_bucket_requests_total"} {
 		require.Contains(t, body, m)
 	}
 	require.NotContains(t, body, `aerie_cache_slabs{cache="chunks"}`, "no chunk cache in front of the filesystem bucket by default")
-	cancel()
-	require.NoError(t, <-done)
+	srv.Stop()
 
 	// chunk_cache: true puts one in front of it anyway
 	require.NoError(t, os.WriteFile(cfg, []byte("aerie:\n  storage:\n    bucket: {}\n    chunk_cache: true\n    chunk_cache_size: 8MiB\n"), 0o644))
@@ -63,7 +56,7 @@ func TestBucketConfig(t *testing.T) {
 	} {
 		d := t.TempDir()
 		require.NoError(t, os.WriteFile(cfg, []byte(tc.config), 0o644))
-		s, err := New(Options{DataDir: d, HTTPAddr: freeAddr(t), ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
+		s, err := New(Options{DataDir: d, HTTPAddr: servertest.FreeAddr(t), ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
 		_, err = os.Stat(filepath.Join(d, "bucket"))
 		require.Equal(t, tc.tier, err == nil, "%q: %v", tc.config, err)

@@ -20,7 +20,8 @@ import (
 // range (through the backfill) is in the next answer.
 func TestServeResultsCache(t *testing.T) {
 	dir := t.TempDir()
-	_, base := serveForTest(t, Options{DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)})
+	_, srv := serveForTest(t, Options{DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)})
+	base := srv.URL
 
 	end := time.Now().Add(-2*time.Hour).UnixMilli() / 60_000 * 60_000
 	start := end - 6*3600_000
@@ -68,7 +69,8 @@ func TestServeRenderCache(t *testing.T) {
 				opts.ConfigFile = filepath.Join(dir, "aerie.yml")
 				require.NoError(t, os.WriteFile(opts.ConfigFile, []byte("aerie:\n  cache:\n    render: {enabled: false}\n"), 0o644))
 			}
-			_, base := serveForTest(t, opts)
+			_, srv := serveForTest(t, opts)
+			base := srv.URL
 
 			end := time.Now().Add(-2*time.Hour).Unix() / 60 * 60
 			start := end - 6*3600

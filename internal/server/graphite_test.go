@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -33,16 +32,8 @@ aerie:
     aggregations:
       - {name: avg, pattern: '.*', x_files_factor: 0.5}
 `), 0o644))
-	addr := freeAddr(t)
-	s, err := New(Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	require.NoError(t, s.Listen())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); require.NoError(t, <-done) }()
-	base := "http://" + addr
-	require.Eventually(t, func() bool { c, _ := get(t, base+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+	s, srv := serveForTest(t, Options{DataDir: filepath.Join(dir, "data"), ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
+	base := srv.URL
 
 	// Three hours of app.web.latency at 10 s, value = minutes since start.
 	now := time.Now().Unix() / 600 * 600
@@ -62,7 +53,7 @@ aerie:
 		return strings.Contains(body, fmt.Sprintf(`"%d"`, n))
 	}, 10*time.Second, 50*time.Millisecond)
 
-	require.NoError(t, s.rollups.RunOnce(ctx))
+	require.NoError(t, s.rollups.RunOnce(t.Context()))
 	require.NotEqual(t, int64(0), s.rollups.Done("1m"))
 
 	type series struct {

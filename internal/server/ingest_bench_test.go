@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,21 +25,7 @@ func BenchmarkHTTPIngest(b *testing.B) {
 	const benchTargets, benchSeries = 10, 200
 	for _, proto := range []string{"remote_write", "influx"} {
 		b.Run("protocol="+proto, func(b *testing.B) {
-			addr := freeAddr(b)
-			s, err := New(Options{DataDir: b.TempDir(), HTTPAddr: addr, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Listen(); err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- s.Run(ctx) }()
-			defer func() { cancel(); <-done }()
-			for !s.ready.Load() {
-				time.Sleep(10 * time.Millisecond)
-			}
+			_, srv := serveForTest(b, Options{DataDir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 			var row atomic.Int64
 			base := time.Now().UnixMilli()
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -52,9 +37,9 @@ func BenchmarkHTTPIngest(b *testing.B) {
 					ts := base + row.Add(1)*10
 					var req *http.Request
 					if proto == "remote_write" {
-						req = remoteWriteRequest(b, addr, ts, benchTargets, benchSeries)
+						req = remoteWriteRequest(b, srv.URL, ts, benchTargets, benchSeries)
 					} else {
-						req = influxRequest(b, addr, ts, benchTargets, benchSeries)
+						req = influxRequest(b, srv.URL, ts, benchTargets, benchSeries)
 					}
 					resp, err := client.Do(req)
 					if err != nil {
@@ -75,7 +60,7 @@ func BenchmarkHTTPIngest(b *testing.B) {
 	}
 }
 
-func remoteWriteRequest(b *testing.B, addr string, ts int64, targets, series int) *http.Request {
+func remoteWriteRequest(b *testing.B, base string, ts int64, targets, series int) *http.Request {
 	var wr prompb.WriteRequest
 	for t := 0; t < targets; t++ {
 		for s := 0; s < series; s++ {
@@ -93,14 +78,14 @@ func remoteWriteRequest(b *testing.B, addr string, ts int64, targets, series int
 	if err != nil {
 		b.Fatal(err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, raw)))
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, raw)))
 	req.Header.Set("Content-Encoding", "snappy")
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
 	return req
 }
 
-func influxRequest(b *testing.B, addr string, ts int64, targets, series int) *http.Request {
+func influxRequest(b *testing.B, base string, ts int64, targets, series int) *http.Request {
 	var sb strings.Builder
 	for t := 0; t < targets; t++ {
 		// One line per 20 fields, as Telegraf groups a plugin's fields.
@@ -115,6 +100,6 @@ func influxRequest(b *testing.B, addr string, ts int64, targets, series int) *ht
 			fmt.Fprintf(&sb, " %d\n", ts)
 		}
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/write?precision=ms", strings.NewReader(sb.String()))
+	req, _ := http.NewRequest(http.MethodPost, base+"/write?precision=ms", strings.NewReader(sb.String()))
 	return req
 }

@@ -41,16 +41,9 @@ aerie:
   archive:
     postgres: {dsn: %q, max_flushes_per_second: 50}
 `, dsn)), 0o644))
-	addr := freeAddr(t)
-	s, err := New(Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	require.NoError(t, s.Listen())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); require.NoError(t, <-done) }()
-	base := "http://" + addr
-	require.Eventually(t, func() bool { c, _ := get(t, base+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+	s, srv := serveForTest(t, Options{DataDir: filepath.Join(dir, "data"), ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
+	base := srv.URL
+	ctx := t.Context()
 
 	now := time.Now().Unix() / 600 * 600
 	send := func(from, to int64) {

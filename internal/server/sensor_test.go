@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,16 +14,8 @@ import (
 // TestServeSensorAPI: aerie serve answers Peregreen's endpoints, and PromQL
 // sees an uploaded sensor as the series of its name.
 func TestServeSensorAPI(t *testing.T) {
-	addr := freeAddr(t)
-	s, err := New(Options{DataDir: t.TempDir(), HTTPAddr: addr, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	require.NoError(t, s.Listen())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); require.NoError(t, <-done) }()
-	base := "http://" + addr
-	require.Eventually(t, func() bool { c, _ := get(t, base+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+	_, srv := serveForTest(t, Options{DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	base := srv.URL
 
 	now := time.Now().Add(-time.Hour).UnixMilli() / 1000 * 1000
 	var b strings.Builder

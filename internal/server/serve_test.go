@@ -1,29 +1,22 @@
 package server
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/server/servertest"
 )
 
 // serveForTest starts a server with opts (HTTPAddr free on 127.0.0.1 when
-// empty), waits until it is ready and stops it when the test ends. It
-// returns the server and its base URL.
-func serveForTest(t *testing.T, opts Options) (*Server, string) {
+// empty), waits until it is ready and stops it when the test ends, or when
+// the test calls Stop to restart it on the same data.
+func serveForTest(t testing.TB, opts Options) (*Server, *servertest.Running) {
 	t.Helper()
 	if opts.HTTPAddr == "" {
-		opts.HTTPAddr = freeAddr(t)
+		opts.HTTPAddr = servertest.FreeAddr(t)
 	}
 	s, err := New(opts)
 	require.NoError(t, err)
-	require.NoError(t, s.Listen())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-	base := "http://" + opts.HTTPAddr
-	require.Eventually(t, func() bool { c, _ := get(t, base+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
-	return s, base
+	return s, servertest.Start(t, s)
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,15 +16,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-)
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
-}
+	"github.com/aerie-db/aerie/internal/server/servertest"
+)
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
@@ -44,7 +37,7 @@ func TestServeScrapesAndAnswers(t *testing.T) {
 		t.Skip("short: waits for the scrape manager's first reload (5 s)")
 	}
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := servertest.FreeAddr(t)
 	cfg := filepath.Join(dir, "prometheus.yml")
 	// The same target found three ways: static, file and HTTP discovery.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "targets.json"), []byte(fmt.Sprintf(`[{"targets": [%q], "labels": {"sd": "file"}}]`, addr)), 0o644))
@@ -84,18 +77,9 @@ groups:
       - record: job:up:sum
         expr: sum by (job) (up)
 `), 0o644))
-	run := func() (context.CancelFunc, chan error) {
-		s, err := New(Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
-		require.NoError(t, err)
-		require.NoError(t, s.Listen())
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx) }()
-		require.Eventually(t, func() bool { c, _ := get(t, "http://"+addr+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
-		return cancel, done
-	}
-	cancel, done := run()
-	base := "http://" + addr
+	opts := Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)}
+	_, srv := serveForTest(t, opts)
+	base := srv.URL
 	code, body := get(t, base+"/-/healthy")
 	require.Equal(t, 200, code, body)
 
@@ -156,10 +140,8 @@ groups:
 	code, _ = get(t, base+"/debug/pprof/")
 	require.Equal(t, 200, code)
 
-	cancel()
-	require.NoError(t, <-done)
-	cancel, done = run()
-	defer func() { cancel(); <-done }()
+	srv.Stop()
+	serveForTest(t, opts) // the same address: base is its URL too
 	require.Equal(t, "21.5", value("weather_temp"), "data survive a graceful restart")
 }
 
@@ -245,27 +227,21 @@ func TestVictoriaMetricsStyleQuery(t *testing.T) {
 		off  bool
 		want string
 	}{{false, `"status":"success"`}, {true, "vector cannot contain metrics with the same labelset"}} {
-		addr := freeAddr(t)
-		s, err := New(Options{DataDir: dir, HTTPAddr: addr, NoDelayedNameRemoval: tc.off, Logger: slog.New(slog.DiscardHandler)})
-		require.NoError(t, err)
-		require.NoError(t, s.Listen())
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx) }()
-		require.Eventually(t, func() bool { c, _ := get(t, "http://"+addr+"/-/ready"); return c == 200 }, 10*time.Second, 50*time.Millisecond)
+		_, srv := serveForTest(t, Options{DataDir: dir, NoDelayedNameRemoval: tc.off, Logger: slog.New(slog.DiscardHandler)})
+		base := srv.URL
 		now := time.Now().UnixMilli()
 		if !tc.off {
 			var sb strings.Builder
 			for i := int64(0); i < 6; i++ {
 				fmt.Fprintf(&sb, "cpu,hostname=host_4 usage_user=%d,usage_system=%d,usage_idle=%d %d\n", i, 2*i, 100-i, now-60_000+i*10_000)
 			}
-			resp, err := http.Post("http://"+addr+"/write?precision=ms", "text/plain", strings.NewReader(sb.String()))
+			resp, err := http.Post(base+"/write?precision=ms", "text/plain", strings.NewReader(sb.String()))
 			require.NoError(t, err)
 			resp.Body.Close()
 			require.Equal(t, http.StatusNoContent, resp.StatusCode)
 		}
 		q := `max(max_over_time({__name__=~"cpu_(usage_user|usage_system|usage_idle)", hostname="host_4"}[1m])) by (__name__)`
-		code, body := get(t, fmt.Sprintf("http://%s/api/v1/query?time=%.3f&query=%s", addr, float64(now)/1000, url.QueryEscape(q)))
+		code, body := get(t, fmt.Sprintf("%s/api/v1/query?time=%.3f&query=%s", base, float64(now)/1000, url.QueryEscape(q)))
 		require.Contains(t, body, tc.want)
 		if !tc.off {
 			require.Equal(t, 200, code)
@@ -276,7 +252,6 @@ func TestVictoriaMetricsStyleQuery(t *testing.T) {
 		} else {
 			require.Equal(t, 422, code)
 		}
-		cancel()
-		require.NoError(t, <-done)
+		srv.Stop() // the next case opens the same directory
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/server"
+	"github.com/aerie-db/aerie/internal/server/servertest"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
@@ -86,10 +87,7 @@ func startServer(t *testing.T, end int64) string {
 	oldData(t, dir, end)
 	// Carbon's plaintext TCP listener on a free port; the other Graphite
 	// and statsd listeners off.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	carbonAddr := ln.Addr().String()
-	ln.Close()
+	carbonAddr := servertest.FreeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "aerie.yml")
 	require.NoError(t, os.WriteFile(cfg, []byte(`
 aerie:
@@ -98,20 +96,7 @@ aerie:
 `), 0o644))
 	s, err := server.New(server.Options{DataDir: dir, HTTPAddr: "127.0.0.1:0", ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	require.NoError(t, s.Listen())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-	base := "http://" + s.Addr()
-	require.Eventually(t, func() bool {
-		r, err := http.Get(base + "/-/ready")
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		return r.StatusCode == 200
-	}, 10*time.Second, 50*time.Millisecond)
+	base := servertest.Start(t, s).URL
 	var lines strings.Builder
 	for ts := end - 3600; ts <= end; ts += 60 {
 		fmt.Fprintf(&lines, "ui_test,city=paris temp=%g %d\n", pariValue(ts), ts)
