@@ -16,26 +16,19 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/aerie-db/aerie/bench/harness"
+	"github.com/aerie-db/aerie/internal/mathx"
 )
 
 // chunkStarts returns the starts of the fixed unit-second chunks that
 // [start, end] overlaps, chunks aligned to multiples of unit since the
 // epoch.
 func chunkStarts(start, end, unit int64) []int64 {
-	first := floorDiv(start, unit) * unit
+	first := mathx.FloorDiv(start, unit) * unit
 	var out []int64
 	for c := first; c <= end; c += unit {
 		out = append(out, c)
 	}
 	return out
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
 }
 
 // appendChunk encodes a chunk's answer: per field (in the key's order) a
