@@ -28,10 +28,10 @@
 //
 // Invariants:
 //
-//  1. A Peer is started with the kernel told to kill it if the benchmark
-//     process dies (Pdeathsig), and a Fleet stops every peer it started,
-//     even when the run fails or is interrupted: a benchmark leaves no
-//     server running.
+//  1. A Peer runs as an internal/childproc process, which the kernel kills
+//     if the benchmark process dies (Pdeathsig), and a Fleet stops every
+//     peer it started, even when the run fails or is interrupted: a
+//     benchmark leaves no server running.
 //  2. Stop sends SIGTERM, waits the peer's grace period, then SIGKILL; it
 //     reports an unclean exit or a kill as an error. Stopping a stopped
 //     peer is a no-op.

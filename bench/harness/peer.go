@@ -12,8 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/aerie-db/aerie/internal/childproc"
 )
 
 // PeerSpec is how to start one peer process.
@@ -40,9 +41,7 @@ type Peer struct {
 	Dir     string   // data directory, owned by the run
 	Addrs   []string // 127.0.0.1:port, Spec.Ports of them
 	LogPath string
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when the process has exited
-	waitErr error         // valid after exited is closed
+	proc    *childproc.Proc
 }
 
 // ErrExited marks a peer that exited before it was ready (a port taken
@@ -60,30 +59,18 @@ func StartPeer(ctx context.Context, spec PeerSpec, dataDir, logPath string) (*Pe
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
 	}
-	p := &Peer{Spec: spec, Dir: dataDir, Addrs: addrs, LogPath: logPath, exited: make(chan struct{})}
+	p := &Peer{Spec: spec, Dir: dataDir, Addrs: addrs, LogPath: logPath}
 	args, err := spec.Args(dataDir, addrs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", spec.Name, err)
 	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	p.cmd = exec.Command(spec.Bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	cmd := exec.Command(spec.Bin, args...)
 	if len(spec.Env) > 0 {
-		p.cmd.Env = append(os.Environ(), spec.Env...)
+		cmd.Env = append(os.Environ(), spec.Env...)
 	}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s (%s): %w", spec.Name, spec.Bin, err)
+	if p.proc, err = childproc.Start(spec.Name, logPath, cmd); err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, spec.Bin)
 	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
 	if err := p.waitReady(ctx); err != nil {
 		p.Stop()
 		return nil, err
@@ -113,10 +100,10 @@ func (p *Peer) Addr() string { return p.Addrs[0] }
 func (p *Peer) URL(path string) string { return "http://" + p.Addrs[0] + path }
 
 // PID is the peer's process id.
-func (p *Peer) PID() int { return p.cmd.Process.Pid }
+func (p *Peer) PID() int { return p.proc.Cmd.Process.Pid }
 
 // Args is the peer's command line, without the binary.
-func (p *Peer) Args() []string { return p.cmd.Args[1:] }
+func (p *Peer) Args() []string { return p.proc.Cmd.Args[1:] }
 
 // Stats reads the peer's CPU time and memory from /proc.
 func (p *Peer) Stats() (ProcStats, error) {
@@ -148,14 +135,14 @@ func (p *Peer) waitReady(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-p.exited:
-			return fmt.Errorf("%s %s: %w before it was ready (%v); its log ends:\n%s", p.Spec.Name, strings.Join(p.cmd.Args, " "), ErrExited, p.waitErr, p.LogTail())
+		case <-p.proc.Done():
+			return fmt.Errorf("%s %s: %w before it was ready (%v); its log ends:\n%s", p.Spec.Name, strings.Join(p.Args(), " "), ErrExited, p.proc.WaitErr(), p.LogTail())
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s %s: not ready after %v (%v); its log ends:\n%s", p.Spec.Name, strings.Join(p.cmd.Args, " "), timeout, last, p.LogTail())
+			return fmt.Errorf("%s %s: not ready after %v (%v); its log ends:\n%s", p.Spec.Name, strings.Join(p.Args(), " "), timeout, last, p.LogTail())
 		}
 	}
 }
@@ -197,58 +184,40 @@ func DialReady(n int) func(ctx context.Context, p *Peer) error {
 }
 
 // LogTail returns the last 15 lines of the peer's log.
-func (p *Peer) LogTail() string {
-	b, _ := os.ReadFile(p.LogPath)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-15):], "\n")
-}
+func (p *Peer) LogTail() string { return p.proc.Tail(15) }
 
 // Alive returns an error if the peer has exited.
 func (p *Peer) Alive() error {
-	select {
-	case <-p.exited:
-		return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.Spec.Name, p.waitErr, p.LogTail())
-	default:
+	if !p.proc.Exited() {
 		return nil
 	}
+	return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.Spec.Name, p.proc.WaitErr(), p.LogTail())
 }
 
 // Stop sends SIGTERM and, after the spec's grace, SIGKILL; it returns an
 // error if the peer did not exit cleanly. Stopping a stopped peer is a
 // no-op.
 func (p *Peer) Stop() error {
-	select {
-	case <-p.exited:
+	if p.proc.Exited() {
 		return nil
-	default:
 	}
 	grace := p.Spec.StopGrace
 	if grace == 0 {
 		grace = time.Minute
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		if p.waitErr != nil {
-			return fmt.Errorf("%s: %v after SIGTERM; its log ends:\n%s", p.Spec.Name, p.waitErr, p.LogTail())
-		}
-		return nil
-	case <-time.After(grace):
-		p.cmd.Process.Kill()
-		<-p.exited
-		return fmt.Errorf("%s did not stop within %v of SIGTERM and was killed", p.Spec.Name, grace)
+	if err := p.proc.Stop(grace); err != nil {
+		return fmt.Errorf("%w; its log ends:\n%s", err, p.LogTail())
 	}
+	return nil
 }
 
 // Kill sends SIGKILL and waits for the exit (a crash test's stop).
 func (p *Peer) Kill() {
-	select {
-	case <-p.exited:
+	if p.proc.Exited() {
 		return
-	default:
 	}
-	p.cmd.Process.Kill()
-	<-p.exited
+	p.proc.Cmd.Process.Kill()
+	<-p.proc.Done()
 }
 
 // Fleet starts the peers of a run, each with its log in the run's

@@ -125,7 +125,7 @@ func TestPeerNotReadyAndKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Stop(); err == nil || !strings.Contains(err.Error(), "was killed") {
+	if err := p.Stop(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("Stop of a peer ignoring SIGTERM: %v", err)
 	}
 }
