@@ -1,9 +1,7 @@
 package bucket
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -49,35 +47,21 @@ func TestUploadCrashChild(t *testing.T) {
 		t.Skip("run by TestUploadCrashKill9")
 	}
 	o, _, err := crashOpts(dir, true)
-	if err != nil {
-		fmt.Println("open error:", err)
-		os.Exit(2)
-	}
+	crashtest.Check("open", err)
 	db, err := tsdb.Open(dir, o)
-	if err != nil {
-		fmt.Println("open error:", err)
-		os.Exit(2)
-	}
+	crashtest.Check("open", err)
 	start := int64(0)
 	if mt := db.Head().MaxTime(); mt != math.MinInt64 {
 		start = mt/1000 + 1
 	} else if bs := db.Blocks(); len(bs) > 0 {
 		start = bs[len(bs)-1].MaxTime/1000 + 1
 	}
-	out := bufio.NewWriter(os.Stdout)
 	for i := start; ; i++ {
 		for g := range 4 {
 			app := db.RowAppender()
-			if err := app.Append(labels.FromStrings("__name__", "m", "job", "crash", "instance", strconv.Itoa(g)), i*1000, uploadCrashValue(g, i)); err != nil {
-				fmt.Println("append error:", err)
-				os.Exit(2)
-			}
-			if err := app.Commit(); err != nil {
-				fmt.Println("commit error:", err)
-				os.Exit(2)
-			}
-			fmt.Fprintf(out, "ack %d %d\n", g, i)
-			out.Flush()
+			crashtest.Check("append", app.Append(labels.FromStrings("__name__", "m", "job", "crash", "instance", strconv.Itoa(g)), i*1000, uploadCrashValue(g, i)))
+			crashtest.Check("commit", app.Commit())
+			crashtest.Ack(g, i)
 		}
 	}
 }

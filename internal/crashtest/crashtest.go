@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"bufio"
+	"fmt"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -94,6 +95,19 @@ read:
 		take(l)
 	}
 }
+
+// Check is for the child: when err is not nil it prints "what error:
+// err", a line that fails the parent's test, and exits with status 2.
+func Check(what string, err error) {
+	if err != nil {
+		fmt.Println(what+" error:", err)
+		os.Exit(2)
+	}
+}
+
+// Ack is for the child: it prints "ack g i", the line Acks reads, once
+// the write of row i of target g returned.
+func Ack(g int, i int64) { fmt.Printf("ack %d %d\n", g, i) }
 
 // Acks are the rows a child acknowledged, by target: row I of target G
 // for each line "ack G I".

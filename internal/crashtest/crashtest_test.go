@@ -24,14 +24,11 @@ func TestChild(t *testing.T) {
 		t.Skip("run by TestKillLoop")
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "runs"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		fmt.Println("open error:", err)
-		os.Exit(2)
-	}
+	Check("open", err)
 	fmt.Fprintln(f, "run")
 	f.Close()
 	for i := int64(0); ; i++ {
-		fmt.Printf("ack %d %d\n", i%2, i)
+		Ack(int(i%2), i)
 		time.Sleep(time.Millisecond)
 	}
 }

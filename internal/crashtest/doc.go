@@ -5,7 +5,9 @@
 // survived.
 //
 // The child is a TestXxx that skips unless an environment variable names
-// its data directory, so that `go test` alone runs only the parent.
+// its data directory, so that `go test` alone runs only the parent. It
+// prints its acknowledgements with Ack and stops on a failed write with
+// Check, whose line fails the parent's test.
 //
 // Invariants:
 //

@@ -1,7 +1,6 @@
 package tsdb
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
@@ -147,10 +146,7 @@ func TestCompactionCrashChild(t *testing.T) {
 		t.Skip("run by TestCompactionCrashKill9")
 	}
 	db, err := Open(dir, compactCrashOptions(20*time.Millisecond))
-	if err != nil {
-		fmt.Println("open error:", err)
-		os.Exit(2)
-	}
+	crashtest.Check("open", err)
 	start := int64(700)
 	if mt := db.Head().MaxTime(); mt != math.MinInt64 {
 		start = max(start, mt/1000+1)
@@ -158,33 +154,25 @@ func TestCompactionCrashChild(t *testing.T) {
 	for _, m := range db.Blocks() {
 		start = max(start, m.Stats.MaxSampleTime/1000+1)
 	}
-	out := bufio.NewWriter(os.Stdout)
 	for i := start; ; i++ {
 		app := db.Appender(context.Background())
+		old := i - 600
 		for g := 0; g < 4; g++ {
 			for s := 0; s < 10; s++ {
-				if _, err := app.Append(0, crashSeries(g, s), i*1000, crashValue(g, s, i)); err != nil {
-					fmt.Println("append error:", err)
-					os.Exit(2)
-				}
-				old := i - 600
-				if _, err := app.Append(0, crashSeries(g+10, s), old*1000, crashValue(g+10, s, old)); err != nil {
-					fmt.Println("append error:", err)
-					os.Exit(2)
-				}
+				_, err := app.Append(0, crashSeries(g, s), i*1000, crashValue(g, s, i))
+				crashtest.Check("append", err)
+				_, err = app.Append(0, crashSeries(g+10, s), old*1000, crashValue(g+10, s, old))
+				crashtest.Check("append", err)
 			}
 		}
-		if err := app.Commit(); err != nil {
-			fmt.Println("commit error:", err)
-			os.Exit(2)
-		}
+		crashtest.Check("commit", app.Commit())
 		for g := 0; g < 4; g++ {
-			fmt.Fprintf(out, "ack %d %d\nack %d %d\n", g, i, g+10, i-600)
+			crashtest.Ack(g, i)
+			crashtest.Ack(g+10, old)
 		}
 		if i%50 == 0 {
-			fmt.Fprintf(out, "compactions %d\n", db.CompactionStats().Compactions)
+			fmt.Printf("compactions %d\n", db.CompactionStats().Compactions)
 		}
-		out.Flush()
 	}
 }
 

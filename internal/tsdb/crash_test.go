@@ -1,7 +1,6 @@
 package tsdb
 
 import (
-	"bufio"
 	"fmt"
 	"math"
 	"os"
@@ -34,32 +33,21 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("run by TestCrashKill9")
 	}
 	db, err := Open(dir, &Options{PartitionRange: 60_000, OOOWindow: 10_000, FlushCheckInterval: 20 * time.Millisecond, WALSegmentSize: 64 << 10})
-	if err != nil {
-		fmt.Println("open error:", err)
-		os.Exit(2)
-	}
+	crashtest.Check("open", err)
 	start := int64(0)
 	if mt := db.Head().MaxTime(); mt != math.MinInt64 {
 		start = mt/1000 + 1
 	} else if bs := db.Blocks(); len(bs) > 0 {
 		start = bs[len(bs)-1].MaxTime/1000 + 1
 	}
-	out := bufio.NewWriter(os.Stdout)
 	for i := start; ; i++ {
 		for g := 0; g < 4; g++ {
 			app := db.RowAppender()
 			for s := 0; s < 10; s++ {
-				if err := app.Append(crashSeries(g, s), i*1000, crashValue(g, s, i)); err != nil {
-					fmt.Println("append error:", err)
-					os.Exit(2)
-				}
+				crashtest.Check("append", app.Append(crashSeries(g, s), i*1000, crashValue(g, s, i)))
 			}
-			if err := app.Commit(); err != nil {
-				fmt.Println("commit error:", err)
-				os.Exit(2)
-			}
-			fmt.Fprintf(out, "ack %d %d\n", g, i)
-			out.Flush()
+			crashtest.Check("commit", app.Commit())
+			crashtest.Ack(g, i)
 		}
 	}
 }
