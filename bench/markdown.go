@@ -98,7 +98,7 @@ func WriteDocument(w io.Writer, reports []harness.Report, command, notes string)
 		}
 	}
 	p("## Reproduce\n\n```sh\n%s\n```\n\n", command)
-	p("runs `scripts/benchmarks.sh`: `aerie bench WORKLOAD --scale=medium --json=bench/results/WORKLOAD-medium.json` for each workload of `aerie bench list` (node, random, tsbs and history in process against prometheus/tsdb; http, bucket, sensors, rollup, graphite, cache and dashboard against their peers), then `aerie bench report` over the JSON files. One workload at any scale: `go run ./cmd/aerie bench tsbs --scale=small`. `--input=FILE` runs the engine measurements on a remote-write dump or timestamped OpenMetrics text.\n\n")
+	p("runs `scripts/benchmarks.sh`: `aerie bench WORKLOAD --scale=medium --json=bench/results/WORKLOAD-medium.json` for each workload of `aerie bench list` (node, random, tsbs and history in process against prometheus/tsdb; http, bucket, sensors, rollup, graphite, cache and dashboard against their peers; codec in process against Prometheus' XOR chunks), then `aerie bench report` over the JSON files. One workload at any scale: `go run ./cmd/aerie bench tsbs --scale=small`. `--input=FILE` runs the engine measurements on a remote-write dump or timestamped OpenMetrics text.\n\n")
 	if notes != "" {
 		p("%s", notes)
 	}

@@ -316,8 +316,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 // WriteMarkdown writes the report's section of docs/BENCHMARKS.md.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "## Codec: the block codec against XOR chunks (%s scale)\n\n", r.Scale)
-	fmt.Fprintf(w, "`aerie bench codec` (bench/codecbench): %d series of `%s` (every %d. scrape), cut into %d target × 2 h windows, %d samples; the fastest of %d passes. Aerie: the group's timestamps once per window, a value column per series with its meta; Prometheus: XOR chunks of ≤ 120 samples; no file headers, indexes or CRCs. Commit `%s`, %s.\n\n",
-		r.Series, r.Input, r.Every, r.Windows, r.Samples, r.Runs, r.Commit, r.Date)
+	every := "every scrape"
+	if r.Every > 1 {
+		every = fmt.Sprintf("every %d-th scrape", r.Every)
+	}
+	fmt.Fprintf(w, "`aerie bench codec` (bench/codecbench): %d series of `%s` (%s), cut into %d target × 2 h windows, %d samples; the fastest of %d passes. Aerie: the group's timestamps once per window, a value column per series with its meta; Prometheus: XOR chunks of ≤ 120 samples; no file headers, indexes or CRCs. Commit `%s`, %s.\n\n",
+		r.Series, r.Input, every, r.Windows, r.Samples, r.Runs, r.Commit, r.Date)
 	fmt.Fprintf(w, "| name | unit | Aerie | Prometheus | ratio |\n|---|---|---:|---:|---:|\n")
 	for _, x := range r.Results {
 		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %.3f |\n", x.Name, x.Unit, harness.Num(x.Aerie), harness.Num(x.Prometheus), x.Ratio)
