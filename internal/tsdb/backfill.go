@@ -19,6 +19,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/block"
 	"github.com/aerie-db/aerie/internal/compact"
+	"github.com/aerie-db/aerie/internal/fileutil"
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/memory"
 	"github.com/aerie-db/aerie/internal/wal"
@@ -258,7 +259,7 @@ func (db *DB) openGeneration(n uint64) (*generation, error) {
 		g.parts[pid] = struct{}{}
 	}
 	g.lastWrite.Store(time.Now().UnixNano())
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := fileutil.SyncDir(filepath.Dir(dir)); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -656,15 +657,6 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
 // removeDir deletes a directory (a block, a generation's WAL) so that a
 // crash leaves it whole or renamed with block.TmpSuffix, which open
 // deletes; never a part of it, which would read as a block without its
@@ -675,7 +667,7 @@ func removeDir(dir string) error {
 	if err := os.Rename(dir, tmp); err != nil {
 		return err
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := fileutil.SyncDir(filepath.Dir(dir)); err != nil {
 		return err
 	}
 	return os.RemoveAll(tmp)
