@@ -18,6 +18,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/checksum"
 	"github.com/aerie-db/aerie/internal/encoding"
+	"github.com/aerie-db/aerie/internal/fileutil"
 	"github.com/aerie-db/aerie/internal/index"
 	"github.com/aerie-db/aerie/internal/invariants"
 	"github.com/aerie-db/aerie/internal/mathx"
@@ -319,14 +320,14 @@ func (w *Writer) Finish() (string, Meta, error) {
 	if err := writeFileSync(filepath.Join(w.tmp, MetaFilename), mb); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(w.tmp); err != nil {
+	if err := fileutil.SyncDir(w.tmp); err != nil {
 		return fail(err)
 	}
 	final := filepath.Join(w.parent, w.id)
 	if err := os.Rename(w.tmp, final); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(w.parent); err != nil {
+	if err := fileutil.SyncDir(w.parent); err != nil {
 		return "", Meta{}, err
 	}
 	return final, meta, nil
@@ -432,15 +433,6 @@ func writeFileSync(path string, b []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // checkColumn decodes a freshly encoded column and panics if it differs bit

@@ -65,26 +65,18 @@ type decbuf struct {
 	err error
 }
 
-func (d *decbuf) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errors.New("bad uvarint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *decbuf) uvarint() uint64 { return readVarint(d, binary.Uvarint, "uvarint") }
+func (d *decbuf) varint() int64   { return readVarint(d, binary.Varint, "varint") }
 
-func (d *decbuf) varint() int64 {
+// readVarint reads a varint with decode, binary.Uvarint or binary.Varint
+// (named what in the error).
+func readVarint[T uint64 | int64](d *decbuf, decode func([]byte) (T, int), what string) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := decode(d.b)
 	if n <= 0 {
-		d.err = errors.New("bad varint")
+		d.err = errors.New("bad " + what)
 		return 0
 	}
 	d.b = d.b[n:]

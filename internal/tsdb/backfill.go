@@ -19,6 +19,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/block"
 	"github.com/aerie-db/aerie/internal/compact"
+	"github.com/aerie-db/aerie/internal/fileutil"
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/memory"
@@ -259,7 +260,7 @@ func (db *DB) openGeneration(n uint64) (*generation, error) {
 		g.parts[pid] = struct{}{}
 	}
 	g.lastWrite.Store(time.Now().UnixNano())
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := fileutil.SyncDir(filepath.Dir(dir)); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -649,15 +650,6 @@ func (db *DB) BackfillStats() BackfillStats {
 	return BackfillStats{Generations: len(db.generations()), Flushed: db.bf.flushed.Load(), Samples: db.bf.samples.Load()}
 }
 
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
 // removeDir deletes a directory (a block, a generation's WAL) so that a
 // crash leaves it whole or renamed with block.TmpSuffix, which open
 // deletes; never a part of it, which would read as a block without its
@@ -668,7 +660,7 @@ func removeDir(dir string) error {
 	if err := os.Rename(dir, tmp); err != nil {
 		return err
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := fileutil.SyncDir(filepath.Dir(dir)); err != nil {
 		return err
 	}
 	return os.RemoveAll(tmp)

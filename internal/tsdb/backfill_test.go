@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,9 +114,7 @@ func TestBackfillHostAfterHost(t *testing.T) {
 		}
 	}
 	require.Greater(t, seqs, 0, "backfill blocks")
-	require.NoError(t, db.Close())
-	db, err = Open(dir, opts)
-	require.NoError(t, err)
+	reopen(t, &db, dir, opts)
 	defer db.Close()
 	requireSamples(t, db, want, "after restart")
 }
@@ -341,25 +338,7 @@ func TestBackfillYearBounded(t *testing.T) {
 	}
 	require.NoError(t, app.Commit())
 
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
+	stopPeak := sampleHeapPeak(20*time.Millisecond, func(m *runtime.MemStats) uint64 { return m.HeapInuse })
 	start := time.Now()
 	n := 0
 	for h := 0; h < hosts; h++ {
@@ -376,8 +355,7 @@ func TestBackfillYearBounded(t *testing.T) {
 	}
 	require.NoError(t, app.Commit())
 	require.NoError(t, db.FlushBackfill())
-	close(stop)
-	wg.Wait()
+	peak := stopPeak()
 	st := db.BackfillStats()
 	require.Zero(t, db.CommitRejections()[head.ErrPartitionLimit.Error()])
 	require.Greater(t, st.Samples, int64(n*9/10), "the past goes through the backfill (the last hour is the head's out-of-order window)")
@@ -395,6 +373,6 @@ func TestBackfillYearBounded(t *testing.T) {
 	require.NoError(t, q.Close())
 	require.Equal(t, n, got)
 	t.Logf("%d samples (a year of %d series every %v) in %v: %.0f samples/s, %d generations flushed, %d blocks, peak heap in use %d MiB",
-		n, hosts*fields, time.Duration(step)*time.Millisecond, time.Since(start), float64(n)/time.Since(start).Seconds(), st.Flushed, len(db.Blocks()), peak.Load()>>20)
-	require.Less(t, peak.Load(), uint64(512<<20), "the heap stays bounded by the generations in memory, not by the year")
+		n, hosts*fields, time.Duration(step)*time.Millisecond, time.Since(start), float64(n)/time.Since(start).Seconds(), st.Flushed, len(db.Blocks()), peak>>20)
+	require.Less(t, peak, uint64(512<<20), "the heap stays bounded by the generations in memory, not by the year")
 }

@@ -62,9 +62,7 @@ func TestCompactionFoldsBackfill(t *testing.T) {
 			}
 		}
 	}
-	require.NoError(t, db.Close())
-	db, err = Open(dir, opts)
-	require.NoError(t, err)
+	reopen(t, &db, dir, opts)
 	defer db.Close()
 	requireSamples(t, db, want, "after restart")
 }

@@ -94,9 +94,7 @@ func TestCorruptWALTailTruncated(t *testing.T) {
 	}
 	// Appending continues after the truncation point and survives.
 	fillDB(t, db, 100, 110)
-	require.NoError(t, db.Close())
-	db, err = Open(dir, opts)
-	require.NoError(t, err)
+	reopen(t, &db, dir, opts)
 	defer db.Close()
 	got = query(t, db, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "s", "a"))
 	for _, ss := range got {

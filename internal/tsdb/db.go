@@ -278,67 +278,54 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	db := &DB{dir: dir, opts: o, log: o.Logger, segMaxT: map[int]int64{}, headBlocks: map[int64]string{}, stop: make(chan struct{}), compactKick: make(chan struct{}, 1)}
 	db.newestBlockSample.Store(math.MinInt64)
+	// undo closes what Open has opened so far, last opened first, when a
+	// later step fails.
+	var undo []func()
+	fail := func(err error) (*DB, error) {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		return nil, err
+	}
 	var err error
 	if db.dict, err = index.OpenTagDict(filepath.Join(dir, tagDictFilename)); err != nil {
 		return nil, fmt.Errorf("open tag dictionary: %w", err)
 	}
+	undo = append(undo, func() { db.dict.Close() })
 	if db.tomb, err = openTombstones(filepath.Join(dir, tombstonesFilename)); err != nil {
-		db.dict.Close()
-		return nil, fmt.Errorf("open tombstones: %w", err)
+		return fail(fmt.Errorf("open tombstones: %w", err))
 	}
+	undo = append(undo, func() { db.tomb.close() })
 	if err := db.openBlocks(); err != nil {
-		db.tomb.close()
-		db.dict.Close()
-		return nil, err
+		return fail(err)
 	}
+	undo = append(undo, db.closeBlocks)
 	if err := db.deleteObsolete(); err != nil {
-		db.closeBlocks()
-		db.tomb.close()
-		db.dict.Close()
-		return nil, err
+		return fail(err)
 	}
+	undo = append(undo, db.closeBackfill) // also after a failed openBackfill
 	if err := db.openBackfill(); err != nil {
-		db.closeBackfill()
-		db.closeBlocks()
-		db.tomb.close()
-		db.dict.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := db.openRemote(context.Background()); err != nil {
-		db.closeBackfill()
-		db.closeBlocks()
-		db.tomb.close()
-		db.dict.Close()
-		return nil, err
+		return fail(err)
 	}
 	db.wal, err = wal.Open(filepath.Join(dir, walDirname), wal.Options{
 		SegmentSize: o.WALSegmentSize, Sync: o.WALSync, SyncInterval: o.WALSyncInterval, Logger: o.Logger,
 		OnFsync: o.OnWALFsync,
 	})
 	if err != nil {
-		db.closeBlocks()
-		db.tomb.close()
-		db.dict.Close()
-		return nil, fmt.Errorf("open WAL: %w", err)
+		return fail(fmt.Errorf("open WAL: %w", err))
 	}
+	undo = append(undo, func() { db.wal.Close() })
 	db.head, err = head.New(o.headOptions(), walLogger{db})
 	if err != nil {
-		db.closeBackfill()
-		db.wal.Close()
-		db.closeBlocks()
-		db.tomb.close()
-		db.dict.Close()
-		return nil, err
+		return fail(err)
 	}
 	db.opts.PartitionRange = db.head.Options().PartitionRange
 	db.head.SetMinValidTime(db.headCovered())
 	if err := db.replay(); err != nil {
-		db.closeBackfill()
-		db.wal.Close()
-		db.closeBlocks()
-		db.tomb.close()
-		db.dict.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := db.flush(false); err != nil {
 		db.log.Error("flush after replay", "err", err)

@@ -43,9 +43,19 @@ func collect(t *testing.T, ss storage.SeriesSet) map[string][]smp {
 	return out
 }
 
+// reopen closes *db and opens dir again in its place.
+func reopen(t *testing.T, db **DB, dir string, opts *Options) {
+	t.Helper()
+	require.NoError(t, (*db).Close())
+	var err error
+	*db, err = Open(dir, opts)
+	require.NoError(t, err)
+}
+
 func TestDBRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, &Options{FlushCheckInterval: -1, PartitionRange: 3600_000})
+	opts := &Options{FlushCheckInterval: -1, PartitionRange: 3600_000}
+	db, err := Open(dir, opts)
 	require.NoError(t, err)
 	want := map[string][]smp{}
 	stale := math.Float64frombits(value.StaleNaN)
@@ -92,16 +102,12 @@ func TestDBRoundTrip(t *testing.T) {
 		}
 	}
 	check("head")
-	require.NoError(t, db.Close())
-	db, err = Open(dir, &Options{FlushCheckInterval: -1, PartitionRange: 3600_000})
-	require.NoError(t, err)
+	reopen(t, &db, dir, opts)
 	check("replayed")
 	require.NoError(t, db.FlushHead())
 	require.NotZero(t, len(db.Blocks()))
 	check("blocks")
-	require.NoError(t, db.Close())
-	db, err = Open(dir, &Options{FlushCheckInterval: -1, PartitionRange: 3600_000})
-	require.NoError(t, err)
+	reopen(t, &db, dir, opts)
 	check("reopened blocks")
 	require.NoError(t, db.Close())
 }

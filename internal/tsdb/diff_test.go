@@ -23,30 +23,17 @@ func (e aerieEngine) NewAppender() difftest.Appender { return e.DB.RowAppender()
 // to blocks, and after reopening the blocks. Short mode uses the small
 // workload (CI runs the full one without -race).
 func TestDifferential(t *testing.T) {
-	cfg := difftest.Full()
-	selects := 400
+	cfg, selects := difftest.Full(), 400
 	if testing.Short() {
-		cfg = difftest.Small()
-		selects = 100
+		cfg, selects = difftest.Small(), 100
 	}
-	w := difftest.Generate(cfg)
-
-	prom, err := difftest.OpenProm(t.TempDir(), cfg.OOOWindow)
-	require.NoError(t, err)
-	defer prom.Close()
 	dir := t.TempDir()
 	opts := &Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1}
 	db, err := Open(dir, opts)
 	require.NoError(t, err)
-
-	start := time.Now()
-	ps := w.Write(t, prom)
-	t.Logf("prometheus/tsdb: %v in %v", ps, time.Since(start))
-	start = time.Now()
-	as := w.Write(t, aerieEngine{db})
-	t.Logf("aerie: %v in %v (%d series in %d groups)", as, time.Since(start), db.Head().NumSeries(), db.Head().NumGroups())
+	w, prom, ps, as := writeBoth(t, cfg, cfg.OOOWindow, aerieEngine{db})
+	t.Logf("aerie: %d series in %d groups", db.Head().NumSeries(), db.Head().NumGroups())
 	// Prometheus rejects at Append, Aerie at Commit: compare per sample.
-	require.Equal(t, ps.Accepted, as.Accepted)
 	require.Equal(t, len(ps.Outcome), len(as.Outcome))
 	for i := range ps.Outcome {
 		pa, aa := ps.Outcome[i] == difftest.OutcomeAccepted, as.Outcome[i] == difftest.OutcomeAccepted
@@ -56,21 +43,35 @@ func TestDifferential(t *testing.T) {
 	compare := stageCompare(t, w, prom, &db, selects)
 	compare("head")
 
-	require.NoError(t, db.Close())
-	db, err = Open(dir, opts)
-	require.NoError(t, err)
+	reopen(t, &db, dir, opts)
 	compare("wal-replay")
 
 	require.NoError(t, db.FlushHead())
 	require.NotEmpty(t, db.Blocks())
 	compare("blocks")
 
-	require.NoError(t, db.Close())
-	db, err = Open(dir, opts)
-	require.NoError(t, err)
+	reopen(t, &db, dir, opts)
 	defer db.Close()
 	require.NotEmpty(t, db.Blocks())
 	compare("blocks-reopened")
+}
+
+// writeBoth generates cfg's workload and writes it into a new
+// prometheus/tsdb with out-of-order window promOOO, closed in t's cleanup,
+// and into aerie; both must accept the same number of samples.
+func writeBoth(t *testing.T, cfg difftest.WorkloadConfig, promOOO int64, aerie difftest.Engine) (w *difftest.Workload, prom difftest.Engine, ps, as difftest.Stats) {
+	w = difftest.Generate(cfg)
+	prom, err := difftest.OpenProm(t.TempDir(), promOOO)
+	require.NoError(t, err)
+	t.Cleanup(func() { prom.Close() })
+	start := time.Now()
+	ps = w.Write(t, prom)
+	t.Logf("prometheus/tsdb: %v in %v", ps, time.Since(start))
+	start = time.Now()
+	as = w.Write(t, aerie)
+	t.Logf("aerie: %v in %v", as, time.Since(start))
+	require.Equal(t, ps.Accepted, as.Accepted)
+	return w, prom, ps, as
 }
 
 // stageCompare returns a function that compares *db with prom as a
@@ -119,36 +120,22 @@ func (a storageAppender) Rollback() error { return a.a.Rollback() }
 // is not defined (its appender says so), so this test cannot decide that
 // case; Aerie's first-write-wins rule is tested in backfill_test.go.
 func TestDifferentialHistory(t *testing.T) {
-	cfg := difftest.History()
-	selects := 300
+	cfg, selects := difftest.History(), 300
 	if testing.Short() {
-		cfg = difftest.SmallHistory()
-		selects = 100
+		cfg, selects = difftest.SmallHistory(), 100
 	}
-	w := difftest.Generate(cfg)
-	prom, err := difftest.OpenProm(t.TempDir(), difftest.HistoryOOOWindow)
-	require.NoError(t, err)
-	defer prom.Close()
 	dir := t.TempDir()
 	opts := &Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1, BackfillIdle: time.Hour}
 	db, err := Open(dir, opts)
 	require.NoError(t, err)
-
-	start := time.Now()
-	ps := w.Write(t, prom)
-	t.Logf("prometheus/tsdb: %v in %v", ps, time.Since(start))
-	start = time.Now()
-	as := w.Write(t, storageEngine{db})
-	t.Logf("aerie: %v in %v; backfill %+v", as, time.Since(start), db.BackfillStats())
-	require.Equal(t, ps.Accepted, as.Accepted)
+	w, prom, _, _ := writeBoth(t, cfg, difftest.HistoryOOOWindow, storageEngine{db})
+	t.Logf("aerie: backfill %+v", db.BackfillStats())
 	require.Positive(t, db.BackfillStats().Samples, "history went through the backfill")
 
 	compare := stageCompare(t, w, prom, &db, selects)
 	compare("written")
 
-	require.NoError(t, db.Close())
-	db, err = Open(dir, opts)
-	require.NoError(t, err)
+	reopen(t, &db, dir, opts)
 	compare("wal-replay")
 
 	require.NoError(t, db.FlushBackfill())
@@ -160,9 +147,7 @@ func TestDifferentialHistory(t *testing.T) {
 	require.Positive(t, db.CompactionStats().Compactions)
 	compare("compacted")
 
-	require.NoError(t, db.Close())
-	db, err = Open(dir, opts)
-	require.NoError(t, err)
+	reopen(t, &db, dir, opts)
 	defer db.Close()
 	compare("reopened")
 }

@@ -123,61 +123,62 @@ func testConcurrentAppendQueryFlush(t *testing.T, opts Options) {
 		}
 	}()
 	var bg sync.WaitGroup
-	bg.Add(2)
-	go func() { // readers
-		defer bg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			c := committed.Load()
-			q, err := db.Querier(math.MinInt64, math.MaxInt64)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m3"))
-			var it chunkenc.Iterator
-			for ss.Next() {
-				it = ss.At().Iterator(it)
-				prev := int64(math.MinInt64)
-				n := int64(0)
-				for it.Next() == chunkenc.ValFloat {
-					tt, v := it.At()
-					if tt <= prev || v != float64(tt/1000) {
-						t.Errorf("bad sample %d %v after %d", tt, v, prev)
-					}
-					if tt < c*1000 {
-						n++
-					}
-					prev = tt
+	// untilDone calls f in a goroutine of bg until done is closed or f
+	// returns false.
+	untilDone := func(f func() bool) {
+		bg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
 				}
-				if it.Err() != nil {
-					t.Error(it.Err())
-				}
-				if n != c {
-					t.Errorf("%s: %d samples of the %d rows committed before the query", ss.At().Labels(), n, c)
+				if !f() {
+					return
 				}
 			}
-			q.Close()
+		})
+	}
+	untilDone(func() bool { // readers
+		c := committed.Load()
+		q, err := db.Querier(math.MinInt64, math.MaxInt64)
+		if err != nil {
+			t.Error(err)
+			return false
 		}
-	}()
-	go func() { // flusher
-		defer bg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
+		defer q.Close()
+		ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m3"))
+		var it chunkenc.Iterator
+		for ss.Next() {
+			it = ss.At().Iterator(it)
+			prev := int64(math.MinInt64)
+			n := int64(0)
+			for it.Next() == chunkenc.ValFloat {
+				tt, v := it.At()
+				if tt <= prev || v != float64(tt/1000) {
+					t.Errorf("bad sample %d %v after %d", tt, v, prev)
+				}
+				if tt < c*1000 {
+					n++
+				}
+				prev = tt
 			}
-			if err := db.Compact(); err != nil {
-				t.Error(err)
-				return
+			if it.Err() != nil {
+				t.Error(it.Err())
+			}
+			if n != c {
+				t.Errorf("%s: %d samples of the %d rows committed before the query", ss.At().Labels(), n, c)
 			}
 		}
-	}()
+		return true
+	})
+	untilDone(func() bool { // flusher
+		if err := db.Compact(); err != nil {
+			t.Error(err)
+			return false
+		}
+		return true
+	})
 	wg.Wait()
 	close(done)
 	bg.Wait()

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,36 +50,44 @@ func TestReplayMemoryBounded(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	base := ms.HeapAlloc
 
-	var peak atomic.Uint64
-	stop := make(chan struct{})
+	stopPeak := sampleHeapPeak(2*time.Millisecond, func(m *runtime.MemStats) uint64 { return m.HeapAlloc })
+	db, err = Open(dir, opts)
+	require.NoError(t, err)
+	peak := stopPeak()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	live := ms.HeapAlloc - base
+	over := peak - base
+	t.Logf("%d samples replayed: head %.1f MiB live, replay peak %.1f MiB (%.2f×)", targets*width*rows,
+		float64(live)/(1<<20), float64(over)/(1<<20), float64(over)/float64(live))
+	require.Less(t, float64(over), 1.5*float64(live)+4<<20, "replay used much more memory than the head it built")
+	require.Equal(t, targets*width, db.Head().NumSeries())
+	require.NoError(t, db.Close())
+}
+
+// sampleHeapPeak reads the heap's statistics every interval until stop is
+// called, which returns the greatest value of stat seen.
+func sampleHeapPeak(every time.Duration, stat func(*runtime.MemStats) uint64) (stop func() uint64) {
+	var peak uint64
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		var m runtime.MemStats
 		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
 			runtime.ReadMemStats(&m)
-			if m.HeapAlloc > peak.Load() {
-				peak.Store(m.HeapAlloc)
+			peak = max(peak, stat(&m))
+			select {
+			case <-done:
+				return
+			case <-time.After(every):
 			}
 		}
 	}()
-	db, err = Open(dir, opts)
-	require.NoError(t, err)
-	close(stop)
-	wg.Wait()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	live := ms.HeapAlloc - base
-	over := peak.Load() - base
-	t.Logf("%d samples replayed: head %.1f MiB live, replay peak %.1f MiB (%.2f×)", targets*width*rows,
-		float64(live)/(1<<20), float64(over)/(1<<20), float64(over)/float64(live))
-	require.Less(t, float64(over), 1.5*float64(live)+4<<20, "replay used much more memory than the head it built")
-	require.Equal(t, targets*width, db.Head().NumSeries())
-	require.NoError(t, db.Close())
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return peak
+	}
 }

@@ -30,9 +30,7 @@ func TestDeleteHonouredEverywhere(t *testing.T) {
 		require.Len(t, got[labels.FromStrings("__name__", "m", "job", "j", "s", "c").String()], 480, stage)
 	}
 	check("head")
-	require.NoError(t, db.Close())
-	db, err = Open(dir, opts)
-	require.NoError(t, err)
+	reopen(t, &db, dir, opts)
 	check("reopened")
 	require.NoError(t, db.FlushHead())
 	check("blocks")

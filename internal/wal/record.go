@@ -344,28 +344,15 @@ func (d *decbuf) recordType(want Type) {
 	d.b = d.b[1:]
 }
 
-func (d *decbuf) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		if n == 0 {
-			d.err = errShortRecord
-		} else {
-			d.err = errVarint
-		}
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *decbuf) uvarint() uint64 { return readVarint(d, binary.Uvarint) }
+func (d *decbuf) varint() int64   { return readVarint(d, binary.Varint) }
 
-func (d *decbuf) varint() int64 {
+// readVarint reads a varint with decode, binary.Uvarint or binary.Varint.
+func readVarint[T uint64 | int64](d *decbuf, decode func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := decode(d.b)
 	if n <= 0 {
 		if n == 0 {
 			d.err = errShortRecord

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	crc "github.com/aerie-db/aerie/internal/checksum"
+	"github.com/aerie-db/aerie/internal/fileutil"
 )
 
 // On-disk format constants. docs/format/wal.md lists them; keep both in step.
@@ -158,15 +159,7 @@ func listDir(dir string) (dirListing, error) {
 }
 
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := fileutil.SyncDir(dir); err != nil {
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
