@@ -8,33 +8,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/promql/parser"
+
 	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/tsbs"
-	"github.com/prometheus/prometheus/promql/parser"
 )
-
-func TestPercentile(t *testing.T) {
-	ds := []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
-	for _, tc := range []struct {
-		q    float64
-		want time.Duration
-	}{{0, 1}, {0.1, 1}, {0.5, 5}, {0.55, 6}, {0.99, 10}, {0.9999, 10}, {1, 10}} {
-		if got := harness.Percentile(ds, tc.q); got != tc.want {
-			t.Errorf("harness.Percentile(%v) = %v, want %v", tc.q, got, tc.want)
-		}
-	}
-	if harness.Percentile(nil, 0.5) != 0 {
-		t.Error("percentile of nothing")
-	}
-	if !slices.Equal(ds, []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}) {
-		t.Error("percentile reordered its input")
-	}
-}
 
 func TestGoals(t *testing.T) {
 	for _, tc := range []struct {

@@ -44,11 +44,7 @@ func engineWorkload(name, compares string) *harness.Workload {
 			f.IntVar(&cfg.QueryRuns, "query-runs", 0, "instances of each TSBS pattern (default: the scale's)")
 			return func(_ context.Context, o harness.Options) (harness.Report, error) {
 				cfg.Scale, cfg.Dir, cfg.Seed, cfg.Log = o.Scale, o.Dir, o.Seed, o.Log
-				rep, err := Run(cfg)
-				if rep == nil {
-					return nil, err
-				}
-				return rep, err
+				return harness.Returned(Run(cfg))
 			}
 		},
 		Read: func(path string, b []byte) (harness.Report, error) {

@@ -28,11 +28,7 @@ bench/bucketbench/doc.go.`,
 		f.DurationVar(&cfg.Latency, "latency", 0, "added to every bucket request (default 30ms)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
 			cfg.Scale, cfg.Dir, cfg.Log = o.Scale, o.Dir, o.Log
-			rep, err := Run(ctx, cfg)
-			if rep == nil {
-				return nil, err
-			}
-			return rep, err
+			return harness.Returned(Run(ctx, cfg))
 		}
 	},
 }

@@ -33,11 +33,7 @@ answer differs from InfluxDB's own. See bench/cachebench/doc.go.`,
 		f.IntVar(&cfg.CheckEvery, "check-every", 0, "compare every Nth answer with InfluxDB's (default 50)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
 			cfg.Scale, cfg.Dir, cfg.Seed, cfg.Log = o.Scale, o.Dir, uint64(o.Seed), o.Log
-			rep, err := Run(ctx, cfg)
-			if rep == nil {
-				return nil, err
-			}
-			return rep, err
+			return harness.Returned(Run(ctx, cfg))
 		}
 	},
 }

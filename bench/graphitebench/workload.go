@@ -35,11 +35,7 @@ bench/graphitebench/doc.go.`,
 		f.DurationVar(&cfg.ProfileAfter, "profile-after", 0, "start that profile this long after the ingest's first dial (its first seconds create the series)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
 			cfg.Options = o
-			rep, err := Run(ctx, cfg)
-			if rep == nil {
-				return nil, err
-			}
-			return rep, err
+			return harness.Returned(Run(ctx, cfg))
 		}
 	},
 }

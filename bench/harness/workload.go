@@ -112,3 +112,16 @@ func ReadAs[T any, P interface {
 		return P(&v), nil
 	}
 }
+
+// Returned is a Run's return of a workload's Run(ctx, cfg): its report,
+// or a nil Report (not a typed nil) where there is none, and the error,
+// which may come with a report (answers that differ, after the figures).
+func Returned[P interface {
+	*T
+	Report
+}, T any](rep P, err error) (Report, error) {
+	if rep == nil {
+		return nil, err
+	}
+	return rep, err
+}

@@ -29,11 +29,7 @@ give. See bench/rollupbench/doc.go.`,
 			if o.Log != nil {
 				cfg.Log = slog.New(slog.NewTextHandler(o.Log, nil))
 			}
-			rep, err := Run(ctx, cfg)
-			if rep == nil {
-				return nil, err
-			}
-			return rep, err
+			return harness.Returned(Run(ctx, cfg))
 		}
 	},
 }

@@ -28,11 +28,7 @@ record with the ratios against the goals. See bench/sensorbench/doc.go.`,
 		f.StringVar(&cfg.VM, "vm", "", "the victoria-metrics binary (default: victoria-metrics in --peers)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
 			cfg.Options = o
-			rep, err := Run(ctx, cfg)
-			if rep == nil {
-				return nil, err
-			}
-			return rep, err
+			return harness.Returned(Run(ctx, cfg))
 		}
 	},
 }
