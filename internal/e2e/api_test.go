@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -43,20 +42,15 @@ func apiGet(base, path string, params url.Values) (*apiResponse, error) {
 	if len(params) > 0 {
 		u += "?" + params.Encode()
 	}
-	resp, err := httpClient.Get(u)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	status, body, err := getBytes(u)
 	if err != nil {
 		return nil, err
 	}
 	var r apiResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("GET %s: HTTP %d, not an API answer (%v): %.300s", u, resp.StatusCode, err, body)
+		return nil, fmt.Errorf("GET %s: HTTP %d, not an API answer (%v): %.300s", u, status, err, body)
 	}
-	r.HTTPStatus = resp.StatusCode
+	r.HTTPStatus = status
 	return &r, nil
 }
 

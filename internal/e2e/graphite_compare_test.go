@@ -67,16 +67,10 @@ func (r *gRender) nonNull() int {
 	return n
 }
 
-// gHTTP fetches url and returns its status and body.
-func gHTTP(u string) (int, []byte, error) {
-	status, body, err := get(u)
-	return status, []byte(body), err
-}
-
 // get200 fetches u. Unless the answer is a 200, errText says what went
 // wrong, after prefix, for a gRender's or gFind's Err.
 func get200(u, prefix string) (status int, body []byte, errText string) {
-	status, body, err := gHTTP(u)
+	status, body, err := getBytes(u)
 	switch {
 	case err != nil:
 		return status, nil, prefix + err.Error()

@@ -885,7 +885,7 @@ func aerieGraphiteConfig(plaintextPort int) (string, error) {
 // level got, and the Graphite listeners' counters.
 func aerieGraphiteState(base string) string {
 	var b strings.Builder
-	if status, body, err := gHTTP(base + "/api/v1/status/tsdb"); err == nil && status == 200 {
+	if status, body, err := getBytes(base + "/api/v1/status/tsdb"); err == nil && status == 200 {
 		if i := bytes.Index(body, []byte(`"headStats"`)); i >= 0 {
 			if j := bytes.IndexByte(body[i:], '}'); j >= 0 {
 				b.Write(body[i : i+j+1])
@@ -893,7 +893,7 @@ func aerieGraphiteState(base string) string {
 			}
 		}
 	}
-	status, body, err := gHTTP(base + "/metrics")
+	status, body, err := getBytes(base + "/metrics")
 	if err != nil || status != 200 {
 		return b.String() + fmt.Sprintf("/metrics: HTTP %d %v\n", status, err)
 	}

@@ -28,6 +28,12 @@ func get(url string) (int, string, error) {
 	return do(req)
 }
 
+// getBytes fetches url and returns its status and body.
+func getBytes(u string) (int, []byte, error) {
+	status, body, err := get(u)
+	return status, []byte(body), err
+}
+
 // TestMetricsAndHealth checks the operational endpoints: health, readiness,
 // Aerie's own metrics in the text format, and pprof.
 func TestMetricsAndHealth(t *testing.T) {
