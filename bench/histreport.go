@@ -3,8 +3,6 @@ package bench
 import (
 	"fmt"
 	"io"
-
-	"github.com/aerie-db/aerie/bench/harness"
 )
 
 // writeHistoryMarkdown writes the section of a --workload=history report.
@@ -18,13 +16,6 @@ func writeHistoryMarkdown(w io.Writer, r *Report) {
 		c["batch"], c["prometheus_ooo"])
 	p("A fresh pair of engines takes every host-day in a random order (`…_shuffled`), another one import per host, each ending with the flush (`…_imports`). On the latter, both heads are flushed (`backfilled_*`), the long-range queries run (both results must agree), each engine compacts while one goroutine queries it (`compaction_query_*`, against `idle_query_*` just before; Aerie `CompactBlocks`, Prometheus `Compact`), and the queries run again (`…_compacted`). ")
 	p("Commit `%s`, %s; the run took %.0f s; load averages (1, 5, 15 min) %s at the start, %s at the end.\n\n", r.Commit, r.Date, r.Seconds, c["loadavg_start"], c["loadavg_end"])
-	p("| name | unit | Aerie | Prometheus | ratio | better | goal | note |\n|---|---|---:|---:|---:|---|---|---|\n")
-	for _, res := range r.Results {
-		goal := ""
-		if g, ok := goalOf(res.Name, r.Workload); ok {
-			goal = g.String()
-		}
-		p("| `%s` | %s | %s | %s | %.3f | %s | %s | %s |\n", res.Name, res.Unit, harness.Num(res.Aerie), harness.Num(res.Prometheus), res.Ratio, res.Better, goal, res.Note)
-	}
+	writeResults(w, r)
 	p("\n")
 }
