@@ -15,6 +15,21 @@ import (
 // peerClient asks peers for their metrics and control endpoints.
 var peerClient = &http.Client{Timeout: 10 * time.Minute}
 
+// NewClient is the HTTP client a workload's load goroutines share: up to
+// conns idle keep-alive connections to each peer (any number of peers),
+// and no transparent gzip, so that answers are measured as the servers
+// send them. Every request stops after timeout.
+func NewClient(conns int, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			MaxIdleConnsPerHost: conns,
+			DisableCompression:  true,
+			IdleConnTimeout:     time.Minute,
+		},
+		Timeout: timeout,
+	}
+}
+
 // Get fetches path from the peer's first address and returns the body of
 // a 200 answer; any other answer is an error naming the peer.
 func (p *Peer) Get(ctx context.Context, path string) ([]byte, error) {

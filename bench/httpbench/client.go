@@ -15,17 +15,8 @@ import (
 	"github.com/aerie-db/aerie/bench/harness"
 )
 
-// httpClient is shared by every client goroutine: keep-alive connections,
-// no transparent gzip (the servers' answers are measured as sent).
-var httpClient = &http.Client{
-	Transport: &http.Transport{
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 64,
-		DisableCompression:  true,
-		IdleConnTimeout:     time.Minute,
-	},
-	Timeout: 10 * time.Minute,
-}
+// httpClient is shared by every client goroutine.
+var httpClient = harness.NewClient(64, 10*time.Minute)
 
 // maxRetries bounds the retries of a write answered 429 or 503.
 const maxRetries = 20

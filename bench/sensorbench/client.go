@@ -16,17 +16,8 @@ import (
 	"github.com/aerie-db/aerie/bench/harness"
 )
 
-// httpClient is shared by every client goroutine: keep-alive connections,
-// no transparent gzip (answers are measured as sent).
-var httpClient = &http.Client{
-	Transport: &http.Transport{
-		MaxIdleConns:        64,
-		MaxIdleConnsPerHost: 64,
-		DisableCompression:  true,
-		IdleConnTimeout:     time.Minute,
-	},
-	Timeout: 30 * time.Minute,
-}
+// httpClient is shared by every client goroutine.
+var httpClient = harness.NewClient(64, 30*time.Minute)
 
 // send sends a request to s and hands the body of a 2xx answer to read
 // as it arrives; it returns the time from sending to the last byte.
