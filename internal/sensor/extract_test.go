@@ -131,11 +131,8 @@ func decodePoints(t *testing.T, f, body string) []pt {
 func TestExtract(t *testing.T) {
 	e := newEnv(t, Options{})
 	rng := rand.New(rand.NewPCG(5, 6))
-	const hour = int64(3600_000)
-	t0 := int64(1_700_000_000_000) / hour * hour
 	pts, body := walk(rng, t0+7_000, 60_000, 30*60) // 30 h at 1 min
-	code, msg := e.do("POST", "/upload/x/csv/0-1-,/float64", body)
-	require.Equal(t, http.StatusOK, code, msg)
+	e.upload("x", body)
 	e.reopen(Options{})
 
 	in := func(from, to int64) []pt {

@@ -2,6 +2,7 @@ package sensor
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -103,6 +104,23 @@ func (e *env) do(method, path, body string) (int, string) {
 	require.NoError(e.t, err)
 	return resp.StatusCode, string(b)
 }
+
+// The tests' data start at t0, a whole hour (ms).
+const (
+	hour = int64(3600_000)
+	t0   = 1_700_000_000_000 / hour * hour
+)
+
+// upload stores body, CSV of format 0-1-, (as walk writes it), as the
+// float64 sensor name.
+func (e *env) upload(name, body string) {
+	e.t.Helper()
+	code, msg := e.do("POST", "/upload/"+name+"/csv/0-1-,/float64", body)
+	require.Equal(e.t, http.StatusOK, code, msg)
+}
+
+// sec writes a time in ms as the native API's start and end take it.
+func sec(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 
 type pt struct {
 	t int64
