@@ -282,39 +282,27 @@ func (p *parser) next() {
 }
 
 // parseOr parses and { "|" and }.
-func (p *parser) parseOr() (*Expr, error) {
-	start := p.tok.off
-	var kids []*Expr
-	for {
-		e, err := p.parseAnd()
-		if err != nil {
-			return nil, err
-		}
-		kids = append(kids, e)
-		if p.tok.kind != tokOr {
-			break
-		}
-		p.next()
-	}
-	return p.group(kindOr, kids, start)
-}
+func (p *parser) parseOr() (*Expr, error) { return p.parseList(kindOr, tokOr, p.parseAnd) }
 
 // parseAnd parses primary { "&" primary }.
-func (p *parser) parseAnd() (*Expr, error) {
+func (p *parser) parseAnd() (*Expr, error) { return p.parseList(kindAnd, tokAnd, p.parsePrimary) }
+
+// parseList parses operand { sep operand } and groups the operands with k.
+func (p *parser) parseList(k kind, sep tokKind, operand func() (*Expr, error)) (*Expr, error) {
 	start := p.tok.off
 	var kids []*Expr
 	for {
-		e, err := p.parsePrimary()
+		e, err := operand()
 		if err != nil {
 			return nil, err
 		}
 		kids = append(kids, e)
-		if p.tok.kind != tokAnd {
+		if p.tok.kind != sep {
 			break
 		}
 		p.next()
 	}
-	return p.group(kindAnd, kids, start)
+	return p.group(k, kids, start)
 }
 
 // group joins kids with k, splicing in kids of the same kind (invariant 2),
