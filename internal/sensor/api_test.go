@@ -69,6 +69,9 @@ func getOK(t *testing.T, e *env, path string) string {
 	return body
 }
 
+// sec writes a time in ms as the native API's start and end take it.
+func sec(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
+
 // TestNative checks the many-series endpoints against the per-sensor ones.
 func TestNative(t *testing.T) {
 	e := newEnv(t, Options{})

@@ -2,7 +2,6 @@ package sensor
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -118,9 +117,6 @@ func (e *env) upload(name, body string) {
 	code, msg := e.do("POST", "/upload/"+name+"/csv/0-1-,/float64", body)
 	require.Equal(e.t, http.StatusOK, code, msg)
 }
-
-// sec writes a time in ms as the native API's start and end take it.
-func sec(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 
 type pt struct {
 	t int64
