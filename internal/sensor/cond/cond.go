@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/aerie-db/aerie/internal/sensor/enum"
 )
 
 // Limits on a condition (invariant 5).
@@ -42,14 +44,7 @@ const (
 
 var opNames = [...]string{opLt: "lt", opLte: "lte", opGt: "gt", opGte: "gte", opEq: "eq", opNe: "ne"}
 
-func parseOp(s string) (op, bool) {
-	for o := opLt; o <= opNe; o++ {
-		if opNames[o] == s {
-			return o, true
-		}
-	}
-	return 0, false
-}
+func parseOp(s string) (op, bool) { return enum.Parse[op](opNames[:], s) }
 
 // compare applies o with IEEE semantics: NaN on either side makes every
 // operator false except ne.

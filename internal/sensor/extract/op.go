@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/aerie-db/aerie/internal/sensor/cond"
+	"github.com/aerie-db/aerie/internal/sensor/enum"
 )
 
 // Mode is one of Peregreen's four kinds of extraction (paper §3.1), chosen
@@ -21,19 +22,9 @@ const (
 )
 
 // String returns "full", "sampling", "aggregation" or "transformation".
-func (m Mode) String() string {
-	switch m {
-	case ModeFull:
-		return "full"
-	case ModeSampling:
-		return "sampling"
-	case ModeAggregation:
-		return "aggregation"
-	case ModeTransformation:
-		return "transformation"
-	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
-}
+func (m Mode) String() string { return enum.Name(modeNames[:], m, "Mode") }
+
+var modeNames = [...]string{ModeFull: "full", ModeSampling: "sampling", ModeAggregation: "aggregation", ModeTransformation: "transformation"}
 
 // Params describe one extraction of one series.
 type Params struct {
