@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aerie-db/aerie/internal/graphite/attime"
 )
 
 // Version is what /version answers: the graphite-web release whose API
@@ -339,7 +341,7 @@ func (a *API) location(q url.Values) *time.Location {
 func (a *API) timeRange(q url.Values, loc *time.Location, defFrom string) (from, until, now int64, err error) {
 	nowT := a.opts.Now()
 	if s := q.Get("now"); s != "" {
-		n, err := ParseTime(s, nowT, loc)
+		n, err := attime.Parse(s, nowT, loc)
 		if err != nil {
 			return 0, 0, 0, &paramError{param: "now", err: err}
 		}
@@ -348,7 +350,7 @@ func (a *API) timeRange(q url.Values, loc *time.Location, defFrom string) (from,
 	now = nowT.Unix()
 	until = now
 	if s := q.Get("until"); s != "" {
-		if until, err = ParseTime(s, nowT, loc); err != nil {
+		if until, err = attime.Parse(s, nowT, loc); err != nil {
 			return 0, 0, 0, &paramError{param: "until", err: err}
 		}
 	}
@@ -359,7 +361,7 @@ func (a *API) timeRange(q url.Values, loc *time.Location, defFrom string) (from,
 	if s == "" {
 		s = defFrom
 	}
-	if from, err = ParseTime(s, nowT, loc); err != nil {
+	if from, err = attime.Parse(s, nowT, loc); err != nil {
 		return 0, 0, 0, &paramError{param: "from", err: err}
 	}
 	if from > until {

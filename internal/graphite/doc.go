@@ -34,12 +34,13 @@
 //
 // # Time
 //
-// ParseTime follows attime.py: epoch seconds, offsets ("-1h", "now-5min";
-// units s, min, h, d, w, mon = 30 d, y = 365 d), times of day ("noon",
-// "midnight", "teatime", "HH:MM", "9am") and days ("today", "yesterday",
-// "YYYYMMDD", "MM/DD/YY", "jan15", "monday") in the request's tz or
-// Options.Location; Options.Now is the clock. /render's from defaults to
-// -1d, until to now; they are swapped when reversed and may not be equal.
+// Package attime reads times as attime.py does: epoch seconds, offsets
+// ("-1h", "now-5min"; units s, min, h, d, w, mon = 30 d, y = 365 d),
+// times of day ("noon", "midnight", "teatime", "HH:MM", "9am") and days
+// ("today", "yesterday", "YYYYMMDD", "MM/DD/YY", "jan15", "monday") in
+// the request's tz or Options.Location; Options.Now is the clock.
+// /render's from defaults to -1d, until to now; they are swapped when
+// reversed and may not be equal.
 //
 // # Render
 //

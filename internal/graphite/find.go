@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/aerie-db/aerie/internal/graphite/attime"
 )
 
 // Node is one answer of a find: a path that the query's components match,
@@ -132,7 +134,7 @@ func (a *API) findRange(q url.Values) (from, until int64, err error) {
 		if s == "" || s == "-1" {
 			continue
 		}
-		t, err := ParseTime(s, time.Unix(now, 0), loc)
+		t, err := attime.Parse(s, time.Unix(now, 0), loc)
 		if err != nil {
 			return 0, 0, &paramError{param: p.name, err: err}
 		}

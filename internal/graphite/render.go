@@ -69,7 +69,7 @@ func (a *API) ParseRenderRequest(q url.Values) (*RenderRequest, error) {
 	case !slices.Contains(renderFormats, rr.Format):
 		return nil, badParam("format", "%.32q is not supported (want json, csv, raw or pickle)", rr.Format)
 	}
-	if s := q.Get("maxDataPoints"); s != "" && isDigits(s) {
+	if s := q.Get("maxDataPoints"); s != "" && strings.TrimLeft(s, "0123456789") == "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || (a.opts.MaxDataPoints > 0 && n > a.opts.MaxDataPoints) {
 			n = a.opts.MaxDataPoints

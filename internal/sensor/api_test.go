@@ -15,8 +15,6 @@ import (
 func TestMetaListDelete(t *testing.T) {
 	e := newEnv(t, Options{})
 	rng := rand.New(rand.NewPCG(7, 8))
-	const hour = int64(3600_000)
-	t0 := int64(1_700_000_000_000) / hour * hour
 	pts, body := walk(rng, t0+5_000, 10_000, 6*360) // 6 h at 10 s
 	code, msg := e.do("POST", "/upload/m1/csv/0-1-,/float32", body)
 	require.Equal(t, http.StatusOK, code, msg)
@@ -71,19 +69,18 @@ func getOK(t *testing.T, e *env, path string) string {
 	return body
 }
 
+// sec writes a time in ms as the native API's start and end take it.
+func sec(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
+
 // TestNative checks the many-series endpoints against the per-sensor ones.
 func TestNative(t *testing.T) {
 	e := newEnv(t, Options{})
 	rng := rand.New(rand.NewPCG(9, 10))
-	const hour = int64(3600_000)
-	t0 := int64(1_700_000_000_000) / hour * hour
 	for _, s := range []string{"room_a", "room_b", "other"} {
 		_, body := walk(rng, t0, 60_000, 12*60)
-		code, msg := e.do("POST", "/upload/"+s+"/csv/0-1-,/float64", body)
-		require.Equal(t, http.StatusOK, code, msg)
+		e.upload(s, body)
 	}
 	e.reopen(Options{})
-	sec := func(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 	q := url.Values{"match[]": {`{__name__=~"room_.*"}`}, "start": {sec(t0)}, "end": {sec(t0 + 12*hour - 1)}, "cond": {"max gte 100"}}
 	code, msg := e.do("GET", "/api/v1/sensor/search?"+q.Encode(), "")
 	require.Equal(t, http.StatusOK, code, msg)
@@ -140,17 +137,12 @@ func TestNative(t *testing.T) {
 func TestOneQuerierPerRequest(t *testing.T) {
 	e := newEnv(t, Options{})
 	rng := rand.New(rand.NewPCG(11, 12))
-	const hour = int64(3600_000)
-	t0 := int64(1_700_000_000_000) / hour * hour
 	_, body := walk(rng, t0, 60_000, 6*60)
-	code, msg := e.do("POST", "/upload/m1/csv/0-1-,/float64", body)
-	require.Equal(t, http.StatusOK, code, msg)
+	e.upload("m1", body)
 	e.reopen(Options{})
 	_, body = walk(rng, t0+6*hour, 60_000, 60) // and an hour in the head
-	code, msg = e.do("POST", "/upload/m1/csv/0-1-,/float64", body)
-	require.Equal(t, http.StatusOK, code, msg)
+	e.upload("m1", body)
 
-	sec := func(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 	native := url.Values{"match[]": {"m1"}, "start": {sec(t0)}, "end": {sec(t0 + 7*hour - 1)}, "resolution": {"1h"}}
 	search, extract := url.Values{"cond": {"max gte 0"}}, url.Values{"func": {"min,max"}}
 	for k, v := range native {

@@ -403,23 +403,16 @@ func (s *Service) handleNativeSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", pw.ContentType())
-	err = pw.Begin(pointio.Layout{Shape: pointio.Intervals, Series: true})
-	for _, sr := range all {
-		if err == nil {
-			err = pw.BeginSeries(sr.Labels)
-		}
-		for _, iv := range sr.Intervals {
-			if err == nil {
-				err = pw.Interval(iv.From, iv.To)
+	err = writeSeriesList(pw, pointio.Layout{Shape: pointio.Intervals, Series: true}, len(all),
+		func(i int) labels.Labels { return all[i].Labels },
+		func(i int) error {
+			for _, iv := range all[i].Intervals {
+				if err := pw.Interval(iv.From, iv.To); err != nil {
+					return err
+				}
 			}
-		}
-		if err == nil {
-			err = pw.EndSeries()
-		}
-	}
-	if err == nil {
-		err = pw.Close()
-	}
+			return nil
+		})
 	if err != nil {
 		s.opts.Logger.Warn("search answer not sent", "err", err)
 	}
@@ -458,15 +451,25 @@ func (s *Service) handleNativeExtract(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", pw.ContentType())
-	err = pw.Begin(layoutOf(fn, true))
 	var st ExtractStats
 	defer func() { s.m.extractPoints.Add(float64(st.Points)); s.m.extractIndex.Add(float64(st.IndexIntervals)) }()
-	for _, ls := range series {
-		if err == nil {
-			err = pw.BeginSeries(ls)
-		}
-		if err == nil {
-			err = s.extractSeries(r.Context(), q, ls, p, emitter{pw}, &st)
+	err = writeSeriesList(pw, layoutOf(fn, true), len(series),
+		func(i int) labels.Labels { return series[i] },
+		func(i int) error { return s.extractSeries(r.Context(), q, series[i], p, emitter{pw}, &st) })
+	if err != nil {
+		s.opts.Logger.Warn("extraction stopped", "err", err)
+		_ = pw.Flush()
+	}
+}
+
+// writeSeriesList answers n series through pw in layout: series i between
+// BeginSeries(labelsOf(i)) and EndSeries, its body written by body(i),
+// then Close. It stops at the first error.
+func writeSeriesList(pw pointio.Writer, layout pointio.Layout, n int, labelsOf func(i int) labels.Labels, body func(i int) error) error {
+	err := pw.Begin(layout)
+	for i := 0; i < n && err == nil; i++ {
+		if err = pw.BeginSeries(labelsOf(i)); err == nil {
+			err = body(i)
 		}
 		if err == nil {
 			err = pw.EndSeries()
@@ -475,8 +478,5 @@ func (s *Service) handleNativeExtract(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = pw.Close()
 	}
-	if err != nil {
-		s.opts.Logger.Warn("extraction stopped", "err", err)
-		_ = pw.Flush()
-	}
+	return err
 }

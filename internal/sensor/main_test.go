@@ -104,6 +104,20 @@ func (e *env) do(method, path, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// The tests' data start at t0, a whole hour (ms).
+const (
+	hour = int64(3600_000)
+	t0   = 1_700_000_000_000 / hour * hour
+)
+
+// upload stores body, CSV of format 0-1-, (as walk writes it), as the
+// float64 sensor name.
+func (e *env) upload(name, body string) {
+	e.t.Helper()
+	code, msg := e.do("POST", "/upload/"+name+"/csv/0-1-,/float64", body)
+	require.Equal(e.t, http.StatusOK, code, msg)
+}
+
 type pt struct {
 	t int64
 	v float64

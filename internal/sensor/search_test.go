@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -68,14 +67,11 @@ func wantSearch(pts []pt, res int64, pred func(min, max, avg float64) bool) []In
 func TestSearchIndexOnly(t *testing.T) {
 	e := newTierEnv(t, Options{})
 	rng := rand.New(rand.NewPCG(3, 4))
-	const hour = int64(3600_000)
-	t0 := int64(1_700_000_000_000) / hour * hour
 	data := map[string][]pt{}
 	for _, s := range []string{"s1", "s2"} {
 		pts, body := walk(rng, t0+17_000, 60_000, 3*24*60) // 3 days at 1 min
 		data[s] = pts
-		code, msg := e.do("POST", "/upload/"+s+"/csv/0-1-,/float64", body)
-		require.Equal(t, http.StatusOK, code, msg)
+		e.upload(s, body)
 	}
 	const condition = "min lte 95 & max gte 90 | avg gt 110"
 	pred := func(mn, mx, avg float64) bool { return mn <= 95 && mx >= 90 || avg > 110 }
@@ -111,8 +107,7 @@ func TestSearchIndexOnly(t *testing.T) {
 	check("local blocks", true)
 	// A later point, beyond the largest compacted block, so the searched
 	// blocks are old enough for the bucket.
-	code, msg := e.do("POST", "/upload/late/csv/0-1-,/float64", fmt.Sprintf("%d,1\n", t0+40*24*hour))
-	require.Equal(t, http.StatusOK, code, msg)
+	e.upload("late", fmt.Sprintf("%d,1\n", t0+40*24*hour))
 	e.reopen(Options{})
 	e.ship()
 	check("bucket blocks", true)

@@ -11,14 +11,12 @@ import (
 
 func TestUpload(t *testing.T) {
 	e := newEnv(t, Options{SpoolPoints: 3, BatchPoints: 2})
-	hour := int64(3600_000)
-	base := int64(1_700_000_000_000) / hour * hour
 
 	// CSV, value first, ';' separated, out of order, with a header.
 	var b strings.Builder
 	b.WriteString("value;ts\n")
 	for _, i := range []int64{5, 1, 3, 0, 2, 4} {
-		fmt.Fprintf(&b, "%d;%d\n", i*10, base+i*1000)
+		fmt.Fprintf(&b, "%d;%d\n", i*10, t0+i*1000)
 	}
 	code, body := e.do("POST", "/upload/temp/csv/1-0-;/int16", b.String())
 	require.Equal(t, http.StatusOK, code, body)
@@ -26,11 +24,11 @@ func TestUpload(t *testing.T) {
 	got := e.points("temp")
 	require.Len(t, got, 6)
 	for i, p := range got {
-		require.Equal(t, pt{base + int64(i)*1000, float64(i * 10)}, p)
+		require.Equal(t, pt{t0 + int64(i)*1000, float64(i * 10)}, p)
 	}
 
 	// A value that does not fit: 400 naming row, field and offset; nothing stored.
-	code, body = e.do("POST", "/upload/temp/csv/0-1-,/int16", fmt.Sprintf("%d,1\n%d,2\n%d,40000\n", base+10_000, base+11_000, base+12_000))
+	code, body = e.do("POST", "/upload/temp/csv/0-1-,/int16", fmt.Sprintf("%d,1\n%d,2\n%d,40000\n", t0+10_000, t0+11_000, t0+12_000))
 	require.Equal(t, http.StatusBadRequest, code, body)
 	require.Contains(t, body, "nothing stored")
 	require.Contains(t, body, "row 3")
@@ -38,11 +36,11 @@ func TestUpload(t *testing.T) {
 	require.Len(t, e.points("temp"), 6)
 
 	// Another type for the same sensor: 409.
-	code, body = e.do("POST", "/upload/temp/csv/0-1-,/float64", fmt.Sprintf("%d,1.5\n", base+10_000))
+	code, body = e.do("POST", "/upload/temp/csv/0-1-,/float64", fmt.Sprintf("%d,1.5\n", t0+10_000))
 	require.Equal(t, http.StatusConflict, code, body)
 
 	// JSON points, merged into the existing range; a bad type name.
-	code, body = e.do("POST", "/upload/temp/json/default/int16", fmt.Sprintf(`[{"t":%d,"v":7},{"t":%d,"v":8}]`, base+500, base+20_000))
+	code, body = e.do("POST", "/upload/temp/json/default/int16", fmt.Sprintf(`[{"t":%d,"v":7},{"t":%d,"v":8}]`, t0+500, t0+20_000))
 	require.Equal(t, http.StatusOK, code, body)
 	require.Len(t, e.points("temp"), 8)
 	code, body = e.do("POST", "/upload/other/json/default/int9", `[]`)

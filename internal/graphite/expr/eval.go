@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aerie-db/aerie/internal/graphite/attime"
 )
 
 // Evaluation limits, on top of the parser's.
@@ -518,6 +520,12 @@ func (c *callCtx) float(i int) float64 {
 		return float64(x)
 	}
 	return null
+}
+
+// timeArg reads argument i as a time, the way the request's from and
+// until are read, relative to the request's now.
+func (c *callCtx) timeArg(i int) (int64, error) {
+	return attime.Parse(c.str(i), time.Unix(c.ev.now, 0), c.ev.loc)
 }
 
 func (c *callCtx) int(i int) int64 {

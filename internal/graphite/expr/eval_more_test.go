@@ -302,40 +302,6 @@ func TestFunctions(t *testing.T) {
 	_ = math.Inf
 }
 
-func TestParseATTime(t *testing.T) {
-	now := int64(1700000000) // 2023-11-14 22:13:20 UTC, a Tuesday
-	for _, tc := range []struct {
-		in   string
-		want int64
-	}{
-		{"now", now},
-		{"", now},
-		{"-1h", now - 3600},
-		{"now-1d", now - 86400},
-		{"1600000000", 1600000000},
-		{"midnight", 1699920000},
-		{"midnight+2h", 1699920000 + 7200},
-		{"yesterday", 1699920000 - 86400},
-		{"20231101", 1698796800},
-		{"12:30_20231101", 1698796800 + 12*3600 + 1800},
-		{"noon tomorrow", 1699920000 + 86400 + 12*3600},
-		{"11/01/2023", 1698796800},
-		{"nov1", 1698796800},
-		{"monday", 1699920000 - 86400},
-		{"3pm", 1699920000 + 15*3600},
-	} {
-		got, err := ParseATTime(tc.in, now, nil)
-		if err != nil || got != tc.want {
-			t.Errorf("ParseATTime(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{"blah", "13/45/2023", "-1x", "25:00"} {
-		if _, err := ParseATTime(bad, now, nil); err == nil {
-			t.Errorf("ParseATTime(%q) succeeded", bad)
-		}
-	}
-}
-
 func TestEvalOptions(t *testing.T) {
 	e, err := Parse("sumSeries(a.b.*)")
 	if err != nil {

@@ -7,12 +7,16 @@ import (
 	"strings"
 )
 
+// seriesAggregations are the series functions that combine their series
+// point by point with an aggregation function, fn.
+var seriesAggregations = []struct{ name, fn string }{
+	{"sumSeries", "sum"}, {"sum", "sum"}, {"averageSeries", "average"}, {"avg", "average"},
+	{"maxSeries", "max"}, {"minSeries", "min"}, {"diffSeries", "diff"}, {"stddevSeries", "stddev"},
+	{"rangeOfSeries", "rangeOf"},
+}
+
 func init() {
-	for _, a := range []struct{ name, fn string }{
-		{"sumSeries", "sum"}, {"sum", "sum"}, {"averageSeries", "average"}, {"avg", "average"},
-		{"maxSeries", "max"}, {"minSeries", "min"}, {"diffSeries", "diff"}, {"stddevSeries", "stddev"},
-		{"rangeOfSeries", "rangeOf"},
-	} {
+	for _, a := range seriesAggregations {
 		fn := a.fn
 		register(a.name, "Combine", func(c *callCtx) ([]*Series, error) {
 			return aggregate(c.seriesLists(0), fn, c.ev.xff)
@@ -86,13 +90,7 @@ func aggOrSeriesFuncParam(name string, def any) ParamInfo {
 		}
 	}
 	sort.Strings(opts)
-	p := withOptions(ParamInfo{Name: name, Type: "aggOrSeriesFunc"}, opts...)
-	if def == nil {
-		p.Required = true
-	} else {
-		p.Default = def
-	}
-	return p
+	return choiceParam(name, "aggOrSeriesFunc", def, opts...)
 }
 
 // aggregate combines the series point by point with an aggregation
@@ -425,20 +423,6 @@ func applyCallback(c *callCtx, callback string, group []*Series) (*Series, error
 	var out []*Series
 	var err error
 	switch callback {
-	case "sumSeries", "sum":
-		out, err = aggregate([][]*Series{group}, "sum", c.ev.xff)
-	case "averageSeries", "avg":
-		out, err = aggregate([][]*Series{group}, "average", c.ev.xff)
-	case "maxSeries":
-		out, err = aggregate([][]*Series{group}, "max", c.ev.xff)
-	case "minSeries":
-		out, err = aggregate([][]*Series{group}, "min", c.ev.xff)
-	case "diffSeries":
-		out, err = aggregate([][]*Series{group}, "diff", c.ev.xff)
-	case "stddevSeries":
-		out, err = aggregate([][]*Series{group}, "stddev", c.ev.xff)
-	case "rangeOfSeries":
-		out, err = aggregate([][]*Series{group}, "rangeOf", c.ev.xff)
 	case "multiplySeries":
 		if len(group) == 1 {
 			out = group
@@ -457,7 +441,13 @@ func applyCallback(c *callCtx, callback string, group []*Series) (*Series, error
 			vals: []any{group, nil, nil}, set: []bool{true, false, false}}
 		out, err = asPercent(sub)
 	default:
-		out, err = aggregate([][]*Series{group}, callback, c.ev.xff)
+		fn := callback // an aggregation function
+		for _, a := range seriesAggregations {
+			if a.name == callback {
+				fn = a.fn
+			}
+		}
+		out, err = aggregate([][]*Series{group}, fn, c.ev.xff)
 	}
 	if err != nil {
 		return nil, err

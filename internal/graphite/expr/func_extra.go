@@ -512,12 +512,12 @@ func linearRegression(c *callCtx) ([]*Series, error) {
 	from, until := c.from, c.until
 	var err error
 	if c.has(1) {
-		if from, err = ParseATTime(c.str(1), c.ev.now, c.ev.loc); err != nil {
+		if from, err = c.timeArg(1); err != nil {
 			return nil, c.errf("startSourceAt", "%v", err)
 		}
 	}
 	if c.has(2) {
-		if until, err = ParseATTime(c.str(2), c.ev.now, c.ev.loc); err != nil {
+		if until, err = c.timeArg(2); err != nil {
 			return nil, c.errf("endSourceAt", "%v", err)
 		}
 	}

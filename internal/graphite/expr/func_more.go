@@ -118,7 +118,7 @@ func aliasQuery(c *callCtx) ([]*Series, error) {
 }
 
 func verticalLine(c *callCtx) ([]*Series, error) {
-	ts, err := ParseATTime(c.str(0), c.ev.now, c.ev.loc)
+	ts, err := c.timeArg(0)
 	if err != nil {
 		return nil, c.errf("ts", "%v", err)
 	}

@@ -764,11 +764,11 @@ func timeStack(c *callCtx) ([]*Series, error) {
 }
 
 func timeSlice(c *callCtx) ([]*Series, error) {
-	start, err := ParseATTime(c.str(1), c.ev.now, c.ev.loc)
+	start, err := c.timeArg(1)
 	if err != nil {
 		return nil, c.errf("startSliceAt", "%v", err)
 	}
-	end, err := ParseATTime(c.str(2), c.ev.now, c.ev.loc)
+	end, err := c.timeArg(2)
 	if err != nil {
 		return nil, c.errf("endSliceAt", "%v", err)
 	}

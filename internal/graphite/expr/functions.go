@@ -113,13 +113,13 @@ var (
 )
 
 func aggFuncParam(name string, def any) ParamInfo {
-	p := withOptions(ParamInfo{Name: name, Type: "aggFunc"}, aggFuncNames...)
-	if def == nil {
-		p.Required = true
-	} else {
-		p.Default = def
-	}
-	return p
+	return choiceParam(name, "aggFunc", def, aggFuncNames...)
+}
+
+// choiceParam is a parameter taking one of options: def by default, or
+// required if def is nil.
+func choiceParam(name, typ string, def any, options ...string) ParamInfo {
+	return withOptions(ParamInfo{Name: name, Type: typ, Default: def, Required: def == nil}, options...)
 }
 
 var intervalSuggestions = []any{"10min", "1h", "1d"}

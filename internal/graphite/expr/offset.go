@@ -2,7 +2,8 @@ package expr
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/aerie-db/aerie/internal/graphite/attime"
 )
 
 // MaxOffsetLen bounds the length of an offset or interval string.
@@ -66,7 +67,7 @@ func ParseOffset(s string) (seconds int64, err error) {
 		for i < len(s) && isAlpha(s[i]) {
 			i++
 		}
-		unit, ok := offsetUnit(s[ustart:i])
+		unit, ok := attime.UnitSeconds(s[ustart:i])
 		if !ok {
 			return 0, &OffsetError{Input: s, Offset: ustart, Msg: fmt.Sprintf("invalid unit %q (want s, min, h, d, w, mon or y)", s[ustart:i])}
 		}
@@ -79,28 +80,6 @@ func ParseOffset(s string) (seconds int64, err error) {
 		}
 	}
 	return sign * total, nil
-}
-
-// offsetUnit maps a unit word to seconds by graphite-web's prefix rules,
-// checked in its order.
-func offsetUnit(u string) (int64, bool) {
-	switch {
-	case strings.HasPrefix(u, "s"):
-		return 1, true
-	case strings.HasPrefix(u, "min"):
-		return 60, true
-	case strings.HasPrefix(u, "h"):
-		return 3600, true
-	case strings.HasPrefix(u, "d"):
-		return 86400, true
-	case strings.HasPrefix(u, "w"):
-		return 7 * 86400, true
-	case strings.HasPrefix(u, "mon"):
-		return 30 * 86400, true
-	case strings.HasPrefix(u, "y"):
-		return 365 * 86400, true
-	}
-	return 0, false
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/aerie-db/aerie/internal/sensor/enum"
 )
 
 // Limits on a condition (invariant 5).
@@ -42,14 +44,7 @@ const (
 
 var opNames = [...]string{opLt: "lt", opLte: "lte", opGt: "gt", opGte: "gte", opEq: "eq", opNe: "ne"}
 
-func parseOp(s string) (op, bool) {
-	for o := opLt; o <= opNe; o++ {
-		if opNames[o] == s {
-			return o, true
-		}
-	}
-	return 0, false
-}
+func parseOp(s string) (op, bool) { return enum.Parse[op](opNames[:], s) }
 
 // compare applies o with IEEE semantics: NaN on either side makes every
 // operator false except ne.
@@ -282,39 +277,27 @@ func (p *parser) next() {
 }
 
 // parseOr parses and { "|" and }.
-func (p *parser) parseOr() (*Expr, error) {
-	start := p.tok.off
-	var kids []*Expr
-	for {
-		e, err := p.parseAnd()
-		if err != nil {
-			return nil, err
-		}
-		kids = append(kids, e)
-		if p.tok.kind != tokOr {
-			break
-		}
-		p.next()
-	}
-	return p.group(kindOr, kids, start)
-}
+func (p *parser) parseOr() (*Expr, error) { return p.parseList(kindOr, tokOr, p.parseAnd) }
 
 // parseAnd parses primary { "&" primary }.
-func (p *parser) parseAnd() (*Expr, error) {
+func (p *parser) parseAnd() (*Expr, error) { return p.parseList(kindAnd, tokAnd, p.parsePrimary) }
+
+// parseList parses operand { sep operand } and groups the operands with k.
+func (p *parser) parseList(k kind, sep tokKind, operand func() (*Expr, error)) (*Expr, error) {
 	start := p.tok.off
 	var kids []*Expr
 	for {
-		e, err := p.parsePrimary()
+		e, err := operand()
 		if err != nil {
 			return nil, err
 		}
 		kids = append(kids, e)
-		if p.tok.kind != tokAnd {
+		if p.tok.kind != sep {
 			break
 		}
 		p.next()
 	}
-	return p.group(kindAnd, kids, start)
+	return p.group(k, kids, start)
 }
 
 // group joins kids with k, splicing in kids of the same kind (invariant 2),

@@ -3,6 +3,8 @@ package cond
 import (
 	"fmt"
 	"strings"
+
+	"github.com/aerie-db/aerie/internal/sensor/enum"
 )
 
 // Metric names a block metric a condition or an aggregation can use. The
@@ -57,12 +59,7 @@ func (m Metric) Valid() bool { return m >= Count && m <= P99 }
 
 // String returns the metric's name as written in conditions ("p50"), or
 // "Metric(N)" for an invalid m.
-func (m Metric) String() string {
-	if !m.Valid() {
-		return fmt.Sprintf("Metric(%d)", uint8(m))
-	}
-	return metricNames[m]
-}
+func (m Metric) String() string { return enum.Name(metricNames[:], m, "Metric") }
 
 // Quantile returns the quantile a percentile metric stands for (0.5 for
 // p50) and true, or 0 and false for the other metrics. A metric with a
@@ -82,10 +79,8 @@ func (m Metric) Quantile() (q float64, ok bool) {
 // ParseMetric returns the metric named s (lower case, as String prints it).
 // The error lists the valid names.
 func ParseMetric(s string) (Metric, error) {
-	for m := Count; m <= P99; m++ {
-		if metricNames[m] == s {
-			return m, nil
-		}
+	if m, ok := enum.Parse[Metric](metricNames[:], s); ok {
+		return m, nil
 	}
 	if lower := strings.ToLower(s); lower != s {
 		if m, err := ParseMetric(lower); err == nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/aerie-db/aerie/internal/sensor/cond"
+	"github.com/aerie-db/aerie/internal/sensor/enum"
 )
 
 // Limits on a function (ParseFunc).
@@ -32,17 +33,9 @@ const (
 )
 
 // String returns "none", "aggregate" or "transform".
-func (k FuncKind) String() string {
-	switch k {
-	case FuncNone:
-		return "none"
-	case FuncAggregate:
-		return "aggregate"
-	case FuncTransform:
-		return "transform"
-	}
-	return fmt.Sprintf("FuncKind(%d)", uint8(k))
-}
+func (k FuncKind) String() string { return enum.Name(funcKindNames[:], k, "FuncKind") }
+
+var funcKindNames = [...]string{FuncNone: "none", FuncAggregate: "aggregate", FuncTransform: "transform"}
 
 // Func is a parsed extraction function: none, a list of aggregation
 // metrics, or a chain of transformations. The zero Func is none. A Func is
@@ -257,11 +250,7 @@ func parseStep(name, arg string, hasArg bool, argOff int) (step, error) {
 	}
 	nameOff := argOff - len(name) - 1
 	var st step
-	for k := stepAbs; k <= stepMovavg; k++ {
-		if stepNames[k] == name {
-			st.kind = k
-		}
-	}
+	st.kind, _ = enum.Parse[stepKind](stepNames[:], name)
 	switch st.kind {
 	case 0:
 		return st, nil

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/aerie-db/aerie/internal/sensor/cond"
+	"github.com/aerie-db/aerie/internal/sensor/enum"
 )
 
 // Mode is one of Peregreen's four kinds of extraction (paper §3.1), chosen
@@ -21,19 +22,9 @@ const (
 )
 
 // String returns "full", "sampling", "aggregation" or "transformation".
-func (m Mode) String() string {
-	switch m {
-	case ModeFull:
-		return "full"
-	case ModeSampling:
-		return "sampling"
-	case ModeAggregation:
-		return "aggregation"
-	case ModeTransformation:
-		return "transformation"
-	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
-}
+func (m Mode) String() string { return enum.Name(modeNames[:], m, "Mode") }
+
+var modeNames = [...]string{ModeFull: "full", ModeSampling: "sampling", ModeAggregation: "aggregation", ModeTransformation: "transformation"}
 
 // Params describe one extraction of one series.
 type Params struct {
@@ -159,17 +150,33 @@ type order struct {
 
 func newOrder(p Params) order { return order{p: p, minT: p.From, minSpan: p.From} }
 
+// fail ends the operator if err is not nil: every later call returns
+// errClosed. It returns err.
+func (o *order) fail(err error) error {
+	if err != nil {
+		o.done = true
+	}
+	return err
+}
+
+// close ends the operator, or returns errClosed if it had ended.
+func (o *order) close() error {
+	if o.done {
+		return errClosed
+	}
+	o.done = true
+	return nil
+}
+
 func (o *order) point(t int64) error {
 	if o.done {
 		return errClosed
 	}
 	if t < o.p.From || t > o.p.To {
-		o.done = true
-		return fmt.Errorf("extract: point at %d outside [%d, %d]", t, o.p.From, o.p.To)
+		return o.fail(fmt.Errorf("extract: point at %d outside [%d, %d]", t, o.p.From, o.p.To))
 	}
 	if t < o.minT {
-		o.done = true
-		return fmt.Errorf("extract: point at %d before %d: points must arrive in time order", t, o.minT)
+		return o.fail(fmt.Errorf("extract: point at %d before %d: points must arrive in time order", t, o.minT))
 	}
 	o.minT, o.minSpan = t, t+1
 	return nil
@@ -198,20 +205,10 @@ func (o *pointOp) Push(t int64, v float64) error {
 	if !ok {
 		return nil
 	}
-	if err := o.out.Point(t, v); err != nil {
-		o.done = true
-		return err
-	}
-	return nil
+	return o.fail(o.out.Point(t, v))
 }
 
-func (o *pointOp) Close() error {
-	if o.done {
-		return errClosed
-	}
-	o.done = true
-	return nil
-}
+func (o *pointOp) Close() error { return o.close() }
 
 // Aggregator is the operator of ModeAggregation. Besides points it accepts
 // pre-computed aggregates of spans inside one window (PushAgg), such as the
@@ -279,16 +276,13 @@ func (a *Aggregator) PushAgg(start, end int64, agg Agg) error {
 		return errClosed
 	}
 	if !a.p.WindowContains(start, end) {
-		a.done = true
-		return fmt.Errorf("extract: span [%d, %d) is not inside one window of [%d, %d] by %d ms; aggregate its points instead", start, end, a.p.From, a.p.To, a.p.Interval)
+		return a.fail(fmt.Errorf("extract: span [%d, %d) is not inside one window of [%d, %d] by %d ms; aggregate its points instead", start, end, a.p.From, a.p.To, a.p.Interval))
 	}
 	if start < a.minSpan {
-		a.done = true
-		return fmt.Errorf("extract: span [%d, %d) starts before %d: spans and points must arrive in time order", start, end, a.minSpan)
+		return a.fail(fmt.Errorf("extract: span [%d, %d) starts before %d: spans and points must arrive in time order", start, end, a.minSpan))
 	}
 	if a.sketch && agg.Count > 0 && agg.sketch == nil {
-		a.done = true
-		return fmt.Errorf("extract: span [%d, %d) has no sketch for %s; aggregate its points instead", start, end, a.p.Func.String())
+		return a.fail(fmt.Errorf("extract: span [%d, %d) has no sketch for %s; aggregate its points instead", start, end, a.p.Func.String()))
 	}
 	a.minT, a.minSpan = end, end
 	if start >= a.winEnd {
@@ -322,18 +316,13 @@ func (a *Aggregator) flush() error {
 		}
 		a.row[i] = v
 	}
-	if err := a.out.Row(a.win, a.row); err != nil {
-		a.done = true
-		return err
-	}
-	return nil
+	return a.fail(a.out.Row(a.win, a.row))
 }
 
 // Close emits the last window's row.
 func (a *Aggregator) Close() error {
-	if a.done {
-		return errClosed
+	if err := a.close(); err != nil {
+		return err
 	}
-	a.done = true
 	return a.flush()
 }

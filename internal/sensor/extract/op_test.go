@@ -187,16 +187,24 @@ func checkRows(t *testing.T, what string, f Func, got []row, want []refWindow, t
 	}
 }
 
+// randFuncCase draws case seed of a property test from stream: random
+// params with one of funcs, which must make them of mode, and a series.
+func randFuncCase(t *testing.T, seed, stream uint64, funcs []string, mode Mode) (Params, []pt) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, stream))
+	p := randParams(rng)
+	p.Func = mustParseFunc(t, funcs[rng.IntN(len(funcs))])
+	ps := genSeries(rng, p.From, p.To, randLen(rng), 0.1, false)
+	if p.Mode() != mode {
+		t.Fatalf("mode %v, want %v", p.Mode(), mode)
+	}
+	return p, ps
+}
+
 func TestAggregation(t *testing.T) {
 	f := func(seed uint64) {
 		t.Helper()
-		rng := rand.New(rand.NewPCG(seed, 3))
-		p := randParams(rng)
-		p.Func = mustParseFunc(t, aggFuncs[rng.IntN(len(aggFuncs))])
-		ps := genSeries(rng, p.From, p.To, randLen(rng), 0.1, false)
-		if p.Mode() != ModeAggregation {
-			t.Fatalf("mode %v, want aggregation", p.Mode())
-		}
+		p, ps := randFuncCase(t, seed, 3, aggFuncs, ModeAggregation)
 		what := fmt.Sprintf("seed %d %+v", seed, p)
 		checkRows(t, what, p.Func, run(t, p, ps).rows, refAggRows(p.From, p.To, p.Interval, ps), 1e-9)
 	}
@@ -213,13 +221,7 @@ var transformFuncs = []string{
 func TestTransformation(t *testing.T) {
 	f := func(seed uint64) {
 		t.Helper()
-		rng := rand.New(rand.NewPCG(seed, 4))
-		p := randParams(rng)
-		p.Func = mustParseFunc(t, transformFuncs[rng.IntN(len(transformFuncs))])
-		ps := genSeries(rng, p.From, p.To, randLen(rng), 0.1, false)
-		if p.Mode() != ModeTransformation {
-			t.Fatalf("mode %v, want transformation", p.Mode())
-		}
+		p, ps := randFuncCase(t, seed, 4, transformFuncs, ModeTransformation)
 		input := ps
 		if p.Interval > 0 {
 			input = refSample(p.From, p.To, p.Interval, ps)

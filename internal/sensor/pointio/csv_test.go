@@ -186,26 +186,12 @@ func TestCSVReader(t *testing.T) {
 func TestCSVReaderLimitsAndReadErrors(t *testing.T) {
 	// A line over MaxLine is refused before it is read to its end: the
 	// body is endless.
-	r, err := NewReader(FormatCSV, "0-1-,", Float64, io.MultiReader(strings.NewReader("1,2\n"), endless('9')), Limits{MaxLine: 100})
-	require.NoError(t, err)
-	require.True(t, r.Next())
-	require.False(t, r.Next())
-	requireInputError(t, r.Err(), 2, "", 4, "line is longer than MaxLine (100 bytes)")
-	require.ErrorIs(t, r.Err(), ErrLimit)
+	err := requireEndlessRefused(t, FormatCSV, "0-1-,", "1,2\n", '9', Limits{MaxLine: 100}, 4, "line is longer than MaxLine (100 bytes)")
+	require.ErrorIs(t, err, ErrLimit)
 
 	// A failure of the body's reader is wrapped, at the offset reached.
 	_, err = readAll(t, FormatCSV, "0-1-,", Float64, &errReader{"1,1\n2,", io.ErrClosedPipe}, Limits{})
 	requireInputError(t, err, 2, "", 6, "read body: io: read/write on closed pipe")
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 	require.NotErrorIs(t, err, ErrLimit)
-}
-
-// endless is a body of one byte repeated forever.
-type endless byte
-
-func (e endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(e)
-	}
-	return len(p), nil
 }

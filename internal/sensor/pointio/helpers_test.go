@@ -60,6 +60,29 @@ func requireSamePoints(t testing.TB, want, got []pt, exactNaN bool) {
 	}
 }
 
+// requireEndlessRefused reads head and then fill forever: the first
+// point is read, and the second refused (row 2) at offset off saying msg
+// before the body's end. It returns the error.
+func requireEndlessRefused(t *testing.T, reader, format, head string, fill byte, lim Limits, off int64, msg string) error {
+	t.Helper()
+	r, err := NewReader(reader, format, Float64, io.MultiReader(strings.NewReader(head), endless(fill)), lim)
+	require.NoError(t, err)
+	require.True(t, r.Next())
+	require.False(t, r.Next())
+	requireInputError(t, r.Err(), 2, "", off, msg)
+	return r.Err()
+}
+
+// endless is a body of one byte repeated forever.
+type endless byte
+
+func (e endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(e)
+	}
+	return len(p), nil
+}
+
 // errReader returns its data, then err.
 type errReader struct {
 	data string

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"unicode/utf8"
 )
 
 // jsonReader reads one JSON array of points or a stream of point objects
@@ -112,7 +111,7 @@ func (r *jsonReader) point(row int, c byte) bool {
 	r.src.discard(1)
 	var t int64
 	var v float64
-	var haveT, haveV bool
+	var keys pointKeys
 	c, err := r.ws()
 	if err != nil {
 		return r.pointFail(row, err, start)
@@ -140,22 +139,17 @@ func (r *jsonReader) point(row int, c byte) bool {
 				return r.pointFail(row, err, start)
 			}
 			valAt := r.src.pos
-			isT, isV := string(key) == "t", string(key) == "v"
-			switch {
-			case isT && haveT, isV && haveV:
-				return r.fail(row, string(key), keyAt, fmt.Errorf("key %q appears twice", key))
-			case isT:
-				haveT = true
-				if t, err = r.timestamp(c); err != nil {
-					return r.fieldFail(row, "t", valAt, start, err)
-				}
-			case isV:
-				haveV = true
-				if v, err = r.value(c); err != nil {
-					return r.fieldFail(row, "v", valAt, start, err)
-				}
-			default:
-				return r.fail(row, truncKey(string(key)), keyAt, fmt.Errorf(`unknown key %s: a point has the keys "t" (timestamp) and "v" (value)`, quoteText(key)))
+			field, err := keys.add(key)
+			if err != nil {
+				return r.fail(row, field, keyAt, err)
+			}
+			if field == "t" {
+				t, err = r.timestamp(c)
+			} else {
+				v, err = r.value(c)
+			}
+			if err != nil {
+				return r.fieldFail(row, field, valAt, start, err)
 			}
 			if c, err = r.ws(); err != nil {
 				return r.pointFail(row, err, start)
@@ -173,11 +167,8 @@ func (r *jsonReader) point(row int, c byte) bool {
 		}
 	}
 	r.src.endPoint()
-	switch {
-	case !haveT:
-		return r.fail(row, "t", start, errors.New(`missing key "t" (timestamp)`))
-	case !haveV:
-		return r.fail(row, "v", start, errors.New(`missing key "v" (value)`))
+	if field, err := keys.missing(); err != nil {
+		return r.fail(row, field, start, err)
 	}
 	return r.emit(row, start, t, v)
 }
@@ -451,17 +442,4 @@ func isJSONNumber(b []byte) bool {
 		i = j
 	}
 	return i == len(b)
-}
-
-// truncKey cuts an unknown key for InputError.Field.
-func truncKey(k string) string {
-	const max = 64
-	if len(k) <= max {
-		return k
-	}
-	k = k[:max]
-	for len(k) > 0 && !utf8.ValidString(k) {
-		k = k[:len(k)-1]
-	}
-	return k + "…"
 }

@@ -141,15 +141,11 @@ func TestJSONReaderLimitsAndReadErrors(t *testing.T) {
 	requireInputError(t, err, 1, "", 0, "read body: multiple Read calls return no data or error")
 
 	// A point over MaxPoint is refused before it is read to its end.
-	r, err := NewReader(FormatJSON, "default", Float64, io.MultiReader(strings.NewReader(`{"t":1,"v":2} {"t":`), endless('1')), Limits{MaxPoint: 1000})
-	require.NoError(t, err)
-	require.True(t, r.Next())
-	require.False(t, r.Next())
-	requireInputError(t, r.Err(), 2, "", 14, "point is longer than MaxPoint (1000 bytes)")
-	require.ErrorIs(t, r.Err(), ErrLimit)
+	err = requireEndlessRefused(t, FormatJSON, "default", `{"t":1,"v":2} {"t":`, '1', Limits{MaxPoint: 1000}, 14, "point is longer than MaxPoint (1000 bytes)")
+	require.ErrorIs(t, err, ErrLimit)
 
 	// Whitespace between points is not part of a point and not held.
-	r, err = NewReader(FormatJSON, "default", Float64, io.MultiReader(strings.NewReader(`{"t":1,"v":2}`), io.LimitReader(endless(' '), 1<<20), strings.NewReader(`{"t":2,"v":3}`)), Limits{MaxPoint: 16})
+	r, err := NewReader(FormatJSON, "default", Float64, io.MultiReader(strings.NewReader(`{"t":1,"v":2}`), io.LimitReader(endless(' '), 1<<20), strings.NewReader(`{"t":2,"v":3}`)), Limits{MaxPoint: 16})
 	require.NoError(t, err)
 	require.True(t, r.Next())
 	require.True(t, r.Next())

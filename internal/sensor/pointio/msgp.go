@@ -116,7 +116,7 @@ func (r *msgpReader) point(row int, c byte) bool {
 		if err != nil {
 			return r.srcFail(row, "", start, err)
 		}
-		var haveT, haveV bool
+		var keys pointKeys
 		for range n {
 			keyAt := r.src.pos
 			key, err := r.readKey()
@@ -124,29 +124,21 @@ func (r *msgpReader) point(row int, c byte) bool {
 				return r.fieldFail(row, "", keyAt, start, err)
 			}
 			valAt := r.src.pos
-			isT, isV := string(key) == "t", string(key) == "v"
-			switch {
-			case isT && haveT, isV && haveV:
-				return r.fail(row, string(key), keyAt, fmt.Errorf("key %q appears twice", key))
-			case isT:
-				haveT = true
-				if t, err = r.timestamp(); err != nil {
-					return r.fieldFail(row, "t", valAt, start, err)
-				}
-			case isV:
-				haveV = true
-				if v, err = r.value(); err != nil {
-					return r.fieldFail(row, "v", valAt, start, err)
-				}
-			default:
-				return r.fail(row, truncKey(string(key)), keyAt, fmt.Errorf(`unknown key %s: a point has the keys "t" (timestamp) and "v" (value)`, quoteText(key)))
+			field, err := keys.add(key)
+			if err != nil {
+				return r.fail(row, field, keyAt, err)
+			}
+			if field == "t" {
+				t, err = r.timestamp()
+			} else {
+				v, err = r.value()
+			}
+			if err != nil {
+				return r.fieldFail(row, field, valAt, start, err)
 			}
 		}
-		switch {
-		case !haveT:
-			return r.fail(row, "t", start, errors.New(`missing key "t" (timestamp)`))
-		case !haveV:
-			return r.fail(row, "v", start, errors.New(`missing key "v" (value)`))
+		if field, err := keys.missing(); err != nil {
+			return r.fail(row, field, start, err)
 		}
 	case isMsgpArray(c):
 		n, err := r.dec.DecodeArrayLen()

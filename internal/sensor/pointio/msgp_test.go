@@ -170,11 +170,7 @@ func TestMsgpReader(t *testing.T) {
 func TestMsgpReaderLimitsAndReadErrors(t *testing.T) {
 	// A point over MaxPoint is refused before it is read to its end: a map
 	// of four billion entries is unknown or duplicate keys by its third.
-	r, err := NewReader(FormatMsgp, "default", Float64, io.MultiReader(strings.NewReader("\x82\xa1t\x01\xa1v\x02\xdb\x7f\xff\xff\xff"), endless('k')), Limits{MaxPoint: 1000})
-	require.NoError(t, err)
-	require.True(t, r.Next())
-	require.False(t, r.Next())
-	requireInputError(t, r.Err(), 2, "", 7, "want a point (a map {\"t\", \"v\"} or an array [t, v]), got a string")
+	requireEndlessRefused(t, FormatMsgp, "default", "\x82\xa1t\x01\xa1v\x02\xdb\x7f\xff\xff\xff", 'k', Limits{MaxPoint: 1000}, 7, "want a point (a map {\"t\", \"v\"} or an array [t, v]), got a string")
 
 	for _, tc := range []struct {
 		body  string

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -229,6 +230,53 @@ func parseInt(b []byte) (i int64, ok, isInt bool) {
 		return int64(u), true, true
 	}
 	return 0, false, true
+}
+
+// pointKeys checks the keys of a point written as a JSON object or a
+// MessagePack map: "t" and "v", each once.
+type pointKeys struct{ haveT, haveV bool }
+
+// add takes the next key of the point and returns the field it names, "t"
+// or "v"; or, for a key repeated or unknown, the field to report (the
+// key, cut) and why.
+func (k *pointKeys) add(key []byte) (field string, err error) {
+	isT, isV := string(key) == "t", string(key) == "v"
+	switch {
+	case isT && k.haveT, isV && k.haveV:
+		return string(key), fmt.Errorf("key %q appears twice", key)
+	case isT:
+		k.haveT = true
+	case isV:
+		k.haveV = true
+	default:
+		return truncKey(string(key)), fmt.Errorf(`unknown key %s: a point has the keys "t" (timestamp) and "v" (value)`, quoteText(key))
+	}
+	return string(key), nil
+}
+
+// missing returns the field of a key the point lacks and the error that
+// says so, or nil when it has both.
+func (k *pointKeys) missing() (field string, err error) {
+	switch {
+	case !k.haveT:
+		return "t", errors.New(`missing key "t" (timestamp)`)
+	case !k.haveV:
+		return "v", errors.New(`missing key "v" (value)`)
+	}
+	return "", nil
+}
+
+// truncKey cuts an unknown key for InputError.Field.
+func truncKey(k string) string {
+	const max = 64
+	if len(k) <= max {
+		return k
+	}
+	k = k[:max]
+	for len(k) > 0 && !utf8.ValidString(k) {
+		k = k[:len(k)-1]
+	}
+	return k + "…"
 }
 
 // quoteText quotes input text for an error message, cut to 64 bytes.

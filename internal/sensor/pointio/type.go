@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/aerie-db/aerie/internal/sensor/enum"
 )
 
 // Type is the value type of a sensor, named in the upload URL. Every type
@@ -26,21 +28,14 @@ var typeNames = [...]string{Int8: "int8", Int16: "int16", Int32: "int32", Int64:
 // ParseType returns the Type named s: int8, int16, int32, int64, float32
 // or float64.
 func ParseType(s string) (Type, error) {
-	for t, name := range typeNames {
-		if name != "" && name == s {
-			return Type(t), nil
-		}
+	if t, ok := enum.Parse[Type](typeNames[:], s); ok {
+		return t, nil
 	}
 	return 0, fmt.Errorf("unknown value type %q: want int8, int16, int32, int64, float32 or float64", s)
 }
 
 // String returns the name ParseType reads.
-func (t Type) String() string {
-	if t.valid() {
-		return typeNames[t]
-	}
-	return "Type(" + strconv.Itoa(int(t)) + ")"
-}
+func (t Type) String() string { return enum.Name(typeNames[:], t, "Type") }
 
 func (t Type) valid() bool { return t >= Int8 && t <= Float64 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/aerie-db/aerie/internal/sensor/enum"
 )
 
 // Shape is what the items of an answer are.
@@ -20,17 +22,9 @@ const (
 
 // String returns the shape's key in framed JSON: points, rows or
 // intervals.
-func (s Shape) String() string {
-	switch s {
-	case Points:
-		return "points"
-	case Rows:
-		return "rows"
-	case Intervals:
-		return "intervals"
-	}
-	return fmt.Sprintf("Shape(%d)", uint8(s))
-}
+func (s Shape) String() string { return enum.Name(shapeNames[:], s, "Shape") }
+
+var shapeNames = [...]string{Points: "points", Rows: "rows", Intervals: "intervals"}
 
 // Layout is what a Writer writes; Begin takes it.
 type Layout struct {

@@ -1,4 +1,4 @@
-package graphite
+package attime
 
 import (
 	"fmt"
@@ -23,8 +23,8 @@ var (
 	attimeWeekdays = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
 )
 
-// ParseTime parses a from/until/now value the way graphite-web's
-// parseATTime does (render/attime.py) and returns Unix seconds: epoch
+// Parse parses a from/until/now value, or a time argument of a render
+// function, the way graphite-web's parseATTime does (render/attime.py) and returns Unix seconds: epoch
 // seconds, "now", relative offsets ("-1h", "now-5min", "+2d3h"), times of
 // day ("noon", "midnight", "teatime", "HH:MM", "9am", "12:30pm"), day
 // references ("today", "yesterday", "tomorrow", "YYYYMMDD", "MM/DD/YY[YY]",
@@ -35,7 +35,7 @@ var (
 //
 // Offset units are graphite-web's: s…, min…, h…, d…, w…, mon… (30 days),
 // y… (365 days); "m" alone is an error, as there.
-func ParseTime(s string, now time.Time, loc *time.Location) (int64, error) {
+func Parse(s string, now time.Time, loc *time.Location) (int64, error) {
 	if len(s) > maxTimeLen {
 		return 0, fmt.Errorf("time %.32q…: longer than %d bytes", s, maxTimeLen)
 	}
@@ -298,24 +298,34 @@ func parseTimeOffset(s string) (int64, error) {
 	return sign * total, nil
 }
 
-// offsetUnit is attime.py's getUnitString, in seconds: prefixes, checked
-// in its order (so "m" and "mo" are errors but "mon" is a month).
+// offsetUnit is attime.py's getUnitString, in seconds.
 func offsetUnit(u string) (int64, error) {
-	switch {
-	case strings.HasPrefix(u, "s"):
-		return 1, nil
-	case strings.HasPrefix(u, "min"):
-		return 60, nil
-	case strings.HasPrefix(u, "h"):
-		return 3600, nil
-	case strings.HasPrefix(u, "d"):
-		return 86400, nil
-	case strings.HasPrefix(u, "w"):
-		return 7 * 86400, nil
-	case strings.HasPrefix(u, "mon"):
-		return 30 * 86400, nil
-	case strings.HasPrefix(u, "y"):
-		return 365 * 86400, nil
+	if sec, ok := UnitSeconds(u); ok {
+		return sec, nil
 	}
 	return 0, fmt.Errorf("invalid offset unit %q (want s, min, h, d, w, mon or y)", u)
+}
+
+// UnitSeconds is the length in seconds of an offset unit by attime.py's
+// prefix rules, checked in its order (so "m" and "mo" are not units but
+// "mon" is a month): s… seconds, min… minutes, h… hours, d… days, w…
+// weeks, mon… months (30 days), y… years (365 days).
+func UnitSeconds(u string) (int64, bool) {
+	switch {
+	case strings.HasPrefix(u, "s"):
+		return 1, true
+	case strings.HasPrefix(u, "min"):
+		return 60, true
+	case strings.HasPrefix(u, "h"):
+		return 3600, true
+	case strings.HasPrefix(u, "d"):
+		return 86400, true
+	case strings.HasPrefix(u, "w"):
+		return 7 * 86400, true
+	case strings.HasPrefix(u, "mon"):
+		return 30 * 86400, true
+	case strings.HasPrefix(u, "y"):
+		return 365 * 86400, true
+	}
+	return 0, false
 }

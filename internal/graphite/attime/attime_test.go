@@ -1,4 +1,4 @@
-package graphite
+package attime
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 // attimeNow is Friday 2024-03-15 10:30:45 UTC.
 var attimeNow = time.Date(2024, 3, 15, 10, 30, 45, 0, time.UTC)
 
-func TestParseTime(t *testing.T) {
+func TestParse(t *testing.T) {
 	utc := func(y int, mo time.Month, d, h, mi int) int64 {
 		return time.Date(y, mo, d, h, mi, 0, 0, time.UTC).Unix()
 	}
@@ -76,18 +76,18 @@ func TestParseTime(t *testing.T) {
 		{"sat", utc(2024, 3, 9, 0, 0)},
 		{"thursday", utc(2024, 3, 14, 0, 0)},
 	} {
-		got, err := ParseTime(tc.in, attimeNow, time.UTC)
+		got, err := Parse(tc.in, attimeNow, time.UTC)
 		if err != nil {
-			t.Errorf("ParseTime(%q): %v", tc.in, err)
+			t.Errorf("Parse(%q): %v", tc.in, err)
 			continue
 		}
 		if got != tc.want {
-			t.Errorf("ParseTime(%q) = %d (%s), want %d (%s)", tc.in, got, time.Unix(got, 0).UTC(), tc.want, time.Unix(tc.want, 0).UTC())
+			t.Errorf("Parse(%q) = %d (%s), want %d (%s)", tc.in, got, time.Unix(got, 0).UTC(), tc.want, time.Unix(tc.want, 0).UTC())
 		}
 	}
 }
 
-func TestParseTimeLocation(t *testing.T) {
+func TestParseLocation(t *testing.T) {
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Skip("no tzdata:", err)
@@ -101,14 +101,50 @@ func TestParseTimeLocation(t *testing.T) {
 		{"20240101", time.Date(2024, 1, 1, 5, 0, 0, 0, time.UTC)}, // EST
 		{"-1h", attimeNow.Add(-time.Hour)},
 	} {
-		got, err := ParseTime(tc.in, attimeNow, ny)
+		got, err := Parse(tc.in, attimeNow, ny)
 		if err != nil || got != tc.want.Unix() {
-			t.Errorf("ParseTime(%q, New York) = %d, %v; want %d", tc.in, got, err, tc.want.Unix())
+			t.Errorf("Parse(%q, New York) = %d, %v; want %d", tc.in, got, err, tc.want.Unix())
 		}
 	}
 }
 
-func TestParseTimeErrors(t *testing.T) {
+// TestParseNilLocation parses against another now (a Tuesday), with a
+// nil location, which is UTC.
+func TestParseNilLocation(t *testing.T) {
+	now := time.Unix(1700000000, 0) // 2023-11-14 22:13:20 UTC
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"now", now.Unix()},
+		{"", now.Unix()},
+		{"-1h", now.Unix() - 3600},
+		{"now-1d", now.Unix() - 86400},
+		{"1600000000", 1600000000},
+		{"midnight", 1699920000},
+		{"midnight+2h", 1699920000 + 7200},
+		{"yesterday", 1699920000 - 86400},
+		{"20231101", 1698796800},
+		{"12:30_20231101", 1698796800 + 12*3600 + 1800},
+		{"noon tomorrow", 1699920000 + 86400 + 12*3600},
+		{"11/01/2023", 1698796800},
+		{"nov1", 1698796800},
+		{"monday", 1699920000 - 86400},
+		{"3pm", 1699920000 + 15*3600},
+	} {
+		got, err := Parse(tc.in, now, nil)
+		if err != nil || got != tc.want {
+			t.Errorf("Parse(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"blah", "13/45/2023", "-1x", "25:00"} {
+		if _, err := Parse(bad, now, nil); err == nil {
+			t.Errorf("Parse(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"bogus", `unknown day reference "bogus"`},
 		{"-1m", `invalid offset unit "m"`},
@@ -127,33 +163,33 @@ func TestParseTimeErrors(t *testing.T) {
 		{"x:00", "hour"},
 		{strings.Repeat("1", 300), "longer than"},
 	} {
-		_, err := ParseTime(tc.in, attimeNow, time.UTC)
+		_, err := Parse(tc.in, attimeNow, time.UTC)
 		if err == nil {
-			t.Errorf("ParseTime(%q): no error, want %q", tc.in, tc.want)
+			t.Errorf("Parse(%q): no error, want %q", tc.in, tc.want)
 			continue
 		}
 		if !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParseTime(%q) = %v, want it to say %q", tc.in, err, tc.want)
+			t.Errorf("Parse(%q) = %v, want it to say %q", tc.in, err, tc.want)
 		}
 	}
 }
 
-func FuzzParseTime(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{"now", "-1h", "now-5min", "04:00_20240101", "12:30pm_tomorrow+1y2mon3w4d5h6min7s",
 		"01/02/24", "jan15", "monday", "noon", "1700000000", "20240101", "-99999999999y", "9am", "x:", "1:", "::", "am", "0am"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		a, err := ParseTime(s, attimeNow, time.UTC)
+		a, err := Parse(s, attimeNow, time.UTC)
 		if err != nil {
 			return
 		}
 		if a < minUnix || a > maxUnix {
-			t.Fatalf("ParseTime(%q) = %d: outside the representable range", s, a)
+			t.Fatalf("Parse(%q) = %d: outside the representable range", s, a)
 		}
-		b, err := ParseTime(s, attimeNow, time.UTC)
+		b, err := Parse(s, attimeNow, time.UTC)
 		if err != nil || a != b {
-			t.Fatalf("ParseTime(%q) not deterministic: %d then %d, %v", s, a, b, err)
+			t.Fatalf("Parse(%q) not deterministic: %d then %d, %v", s, a, b, err)
 		}
 	})
 }
