@@ -111,7 +111,19 @@ func Expressions(w *Workload) []string {
 		add("topk(5, %s)", g)
 		add("sort_desc(%s)", g)
 		add("max_over_time(%s[30m:1m])", g)
+		// Aggregations of range functions by labels: what Aerie's
+		// evaluator (internal/queryeval) runs over arrays.
+		add("avg by (job) (avg_over_time(%s[1h]))", g)
+		add("max by (instance) (max_over_time(%s[5m])) - min by (instance) (min_over_time(%s[5m]))", g, g)
+		add("sum(sum_over_time(%s[10m]))", g)
+		add("count by (job) (count_over_time(%s[90s]))", g)
+		add("stddev by (job) (stddev_over_time(%s[20m]))", g)
+		add("max by (metric, job) (label_replace(last_over_time(%s[10m]), \"metric\", \"$1\", \"__name__\", \"(.+)\"))", g)
 	}
+	add(`avg by (instance) (avg_over_time({__name__=~"node_load1|node_memory_MemAvailable_bytes|go_goroutines"}[1h]))`)
+	add(`max by (metric, instance) (label_replace(max_over_time({__name__=~"node_load1|go_goroutines"}[30m]), "metric", "$1", "__name__", "(.+)"))`)
+	add(`group by (job) (present_over_time(node_systemd_unit_state[5m]))`)
+	add(`sum by (job) (increase(node_load1[5m]))`)
 	for _, q := range []string{"0", "0.5", "0.9", "0.99", "1", "1.5", "-1"} {
 		add("histogram_quantile(%s, sum by (le) (rate(http_request_duration_seconds_bucket[5m])))", q)
 	}
@@ -357,7 +369,23 @@ func CompareQueries(t testing.TB, w *Workload, want, got storage.Queryable) Quer
 	exprs := Expressions(w)
 	ng := NewPromQLEngine()
 	defer ng.Close()
-	results := compareExpressions(w, exprs, ng, ng, sortedQueryable{want}, sortedQueryable{got})
+	return report(t, w, exprs, compareExpressions(w, exprs, ng, ng, sortedQueryable{want}, sortedQueryable{got}))
+}
+
+// CompareEngines is CompareQueries of one storage through two engines:
+// Prometheus' (NewPromQLEngine) and what wrap makes of it.
+func CompareEngines(t testing.TB, w *Workload, q storage.Queryable, wrap func(*promql.Engine) promql.QueryEngine) QueryStats {
+	t.Helper()
+	exprs := Expressions(w)
+	ng := NewPromQLEngine()
+	defer ng.Close()
+	sq := sortedQueryable{q}
+	return report(t, w, exprs, compareExpressions(w, exprs, ng, wrap(ng), sq, sq))
+}
+
+// report counts and reports the differences of results.
+func report(t testing.TB, w *Workload, exprs []string, results []exprResult) QueryStats {
+	t.Helper()
 	st := QueryStats{Expressions: len(exprs), Queries: len(exprs) * (len(w.queryTimes()) + len(w.queryRanges())) * 2}
 	for i, r := range results {
 		st.Errors += r.errs

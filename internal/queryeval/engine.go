@@ -1,0 +1,145 @@
+package queryeval
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/annotations"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// MaxSamples bounds the points a rollup may produce (the engine's
+	// own limit; promql.ErrTooManySamples past it) [50,000,000].
+	MaxSamples int
+	// DelayedNameRemoval must be what the wrapped engine does.
+	DelayedNameRemoval bool
+	// Concurrency is the number of series a query's rollups evaluate at
+	// once [GOMAXPROCS].
+	Concurrency int
+}
+
+// Engine evaluates range functions itself and the rest of each query
+// through the engine it wraps (see the package comment).
+//
+// Locking: an Engine is immutable and safe for concurrent use; each query
+// owns its state.
+type Engine struct {
+	next promql.QueryEngine
+	opts Options
+	// Stats count the queries by how they ran.
+	Stats Stats
+}
+
+// Stats count an Engine's queries.
+type Stats struct {
+	Planned   atomic.Int64 // queries with at least one rollup
+	Rollups   atomic.Int64 // rollups evaluated
+	Fallbacks atomic.Int64 // planned queries run again by the wrapped engine (native histograms)
+}
+
+var _ promql.QueryEngine = (*Engine)(nil)
+
+// New returns an Engine over next, which runs what is not a rollup and
+// every query the planner cannot take.
+func New(next promql.QueryEngine, opts Options) *Engine {
+	if opts.MaxSamples <= 0 {
+		opts.MaxSamples = 50_000_000
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = runtime.GOMAXPROCS(0)
+	}
+	return &Engine{next: next, opts: opts}
+}
+
+// NewInstantQuery implements promql.QueryEngine.
+func (e *Engine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, ts time.Time) (promql.Query, error) {
+	return e.newQuery(ctx, q, opts, qs, ts, ts, 0)
+}
+
+// NewRangeQuery implements promql.QueryEngine.
+func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration) (promql.Query, error) {
+	return e.newQuery(ctx, q, opts, qs, start, end, step)
+}
+
+// original makes the query as the wrapped engine alone would.
+func (e *Engine) original(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration) (promql.Query, error) {
+	if step == 0 {
+		return e.next.NewInstantQuery(ctx, q, opts, qs, start)
+	}
+	return e.next.NewRangeQuery(ctx, q, opts, qs, start, end, step)
+}
+
+func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration) (promql.Query, error) {
+	expr, err := parser.ParseExpr(qs)
+	if err != nil {
+		return e.original(ctx, q, opts, qs, start, end, step)
+	}
+	rs := plan(expr, e.opts.DelayedNameRemoval)
+	if len(rs) == 0 {
+		return e.original(ctx, q, opts, qs, start, end, step)
+	}
+	rq := &rollupQueryable{
+		Queryable: q, rollups: rs, opts: e.opts,
+		start: start.UnixMilli(), end: end.UnixMilli(), step: step.Milliseconds(),
+		results: make([]*result, len(rs)),
+	}
+	inner, err := e.original(ctx, rq, opts, expr.String(), start, end, step)
+	if err != nil {
+		// The rewritten query should parse wherever the original did;
+		// if it does not, the original is the answer.
+		return e.original(ctx, q, opts, qs, start, end, step)
+	}
+	e.Stats.Planned.Add(1)
+	return &query{Query: inner, qs: qs, rq: rq, stats: &e.Stats, redo: func() (promql.Query, error) {
+		return e.original(ctx, q, opts, qs, start, end, step)
+	}}, nil
+}
+
+// errFallback marks data a rollup cannot evaluate exactly (native
+// histograms): the query is run again by the wrapped engine alone.
+var errFallback = errors.New("queryeval: run by Prometheus' engine")
+
+// query is a planned query: the wrapped engine's query of the rewritten
+// expression, with the rollups' annotations added to its result.
+type query struct {
+	promql.Query
+	qs    string
+	rq    *rollupQueryable
+	stats *Stats
+	redo  func() (promql.Query, error)
+}
+
+func (q *query) Exec(ctx context.Context) *promql.Result {
+	res := q.Query.Exec(ctx)
+	if res.Err != nil && errors.Is(res.Err, errFallback) {
+		q.stats.Fallbacks.Add(1)
+		orig, err := q.redo()
+		if err != nil {
+			return &promql.Result{Err: err}
+		}
+		q.Query.Close()
+		q.Query = orig
+		return orig.Exec(ctx)
+	}
+	if res.Err == nil {
+		var annos annotations.Annotations
+		for _, r := range q.rq.results {
+			if r != nil {
+				annos.Merge(r.annos)
+				q.stats.Rollups.Add(1)
+			}
+		}
+		res.Warnings = res.Warnings.Merge(annos)
+	}
+	return res
+}
+
+// String is the query as it was asked.
+func (q *query) String() string { return q.qs }

@@ -1,0 +1,64 @@
+package queryeval_test
+
+import (
+	"testing"
+
+	"github.com/prometheus/prometheus/promql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/difftest"
+	"github.com/aerie-db/aerie/internal/queryeval"
+	"github.com/aerie-db/aerie/internal/tsdb"
+)
+
+type aerieEngine struct{ *tsdb.DB }
+
+func (e aerieEngine) NewAppender() difftest.Appender { return e.DB.RowAppender() }
+
+// engines wraps difftest's Prometheus engines and keeps the wrappers.
+type engines []*queryeval.Engine
+
+func (es *engines) wrap(ng *promql.Engine) promql.QueryEngine {
+	// difftest's engine removes names late, as aerie serve does.
+	e := queryeval.New(ng, queryeval.Options{DelayedNameRemoval: true})
+	*es = append(*es, e)
+	return e
+}
+
+func (es engines) rollups() (planned, rollups, fallbacks int64) {
+	for _, e := range es {
+		planned += e.Stats.Planned.Load()
+		rollups += e.Stats.Rollups.Load()
+		fallbacks += e.Stats.Fallbacks.Load()
+	}
+	return
+}
+
+// TestSameAnswers runs the differential suite's expressions through
+// Prometheus' engine and through queryeval's over the same storage —
+// Aerie's head, its blocks, and prometheus/tsdb — and requires the same
+// answers bit for bit, with the same annotations and errors.
+func TestSameAnswers(t *testing.T) {
+	cfg := difftest.Full()
+	if testing.Short() {
+		cfg = difftest.Small()
+	}
+	w := difftest.Generate(cfg)
+	prom, err := difftest.OpenProm(t.TempDir(), cfg.OOOWindow)
+	require.NoError(t, err)
+	defer prom.Close()
+	w.Write(t, prom)
+	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	w.Write(t, aerieEngine{db})
+
+	var es engines
+	t.Run("prometheus-tsdb", func(t *testing.T) { difftest.CompareEngines(t, w, prom, es.wrap) })
+	t.Run("head", func(t *testing.T) { difftest.CompareEngines(t, w, db, es.wrap) })
+	require.NoError(t, db.FlushHead())
+	t.Run("blocks", func(t *testing.T) { difftest.CompareEngines(t, w, db, es.wrap) })
+	planned, rollups, fallbacks := es.rollups()
+	t.Logf("%d queries planned, %d rollups evaluated, %d fallbacks", planned, rollups, fallbacks)
+	require.Positive(t, rollups)
+}

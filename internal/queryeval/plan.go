@@ -1,0 +1,112 @@
+package queryeval
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// Labels of the synthetic series. They never reach a result: a rollup is
+// planned only under an aggregation that keeps its `by` labels alone.
+const (
+	rollupLabel = "__aerie_rollup__" // matcher of a rollup's selector: its index
+	seriesLabel = "__aerie_series__" // a series' index in its rollup: no two collide
+)
+
+// rollupFuncs are the range functions a rollup evaluates: those whose only
+// argument is the matrix, with Prometheus' handling of the metric name
+// (keepName: the function keeps it).
+var rollupFuncs = map[string]struct{ keepName bool }{
+	"avg_over_time": {}, "min_over_time": {}, "max_over_time": {}, "sum_over_time": {},
+	"count_over_time": {}, "stddev_over_time": {}, "stdvar_over_time": {},
+	"present_over_time": {}, "last_over_time": {keepName: true}, "first_over_time": {keepName: true},
+	"changes": {}, "resets": {}, "deriv": {},
+	"rate": {}, "increase": {}, "delta": {}, "irate": {}, "idelta": {},
+}
+
+// keepsByLabels are the aggregations whose output series carry their
+// grouping labels and nothing else.
+var keepsByLabels = map[parser.ItemType]bool{
+	parser.SUM: true, parser.AVG: true, parser.MIN: true, parser.MAX: true, parser.COUNT: true,
+	parser.GROUP: true, parser.STDDEV: true, parser.STDVAR: true,
+}
+
+// rollup is one planned range-function call.
+type rollup struct {
+	call     *parser.Call // the original call (its args give annotations their positions)
+	sel      *parser.VectorSelector
+	rangeMs  int64
+	keepName bool // the synthetic series keep __name__
+}
+
+// plan finds the rollups of expr and replaces each, in expr, by the vector
+// selector of its synthetic series. expr must be the caller's own copy.
+// delayed says whether the engine removes names late (label_replace and
+// label_join may then see __name__ after a range function).
+func plan(expr parser.Expr, delayed bool) []*rollup {
+	var rs []*rollup
+	var walk func(e parser.Expr, agg bool, labelFns bool) parser.Expr
+	// walk returns what replaces e. agg: an aggregation that keeps only
+	// `by` labels without __name__ is the nearest ancestor that is not a
+	// parenthesis (or, labelFns, not a label function either).
+	walk = func(e parser.Expr, agg, labelFns bool) parser.Expr {
+		switch n := e.(type) {
+		case *parser.AggregateExpr:
+			ok := keepsByLabels[n.Op] && !n.Without && n.Param == nil &&
+				!slices.Contains(n.Grouping, labels.MetricName) &&
+				!slices.Contains(n.Grouping, rollupLabel) && !slices.Contains(n.Grouping, seriesLabel)
+			n.Expr = walk(n.Expr, ok, ok)
+		case *parser.ParenExpr:
+			n.Expr = walk(n.Expr, agg, labelFns)
+		case *parser.Call:
+			if r := planCall(n, delayed); r != nil && agg {
+				rs = append(rs, r)
+				return &parser.VectorSelector{
+					LabelMatchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, rollupLabel, strconv.Itoa(len(rs)-1))},
+					PosRange:      n.PosRange,
+				}
+			}
+			through := delayed && labelFns && (n.Func.Name == "label_replace" || n.Func.Name == "label_join")
+			for i, a := range n.Args {
+				n.Args[i] = walk(a, through && i == 0, through && i == 0)
+			}
+		case *parser.BinaryExpr:
+			n.LHS = walk(n.LHS, false, false)
+			n.RHS = walk(n.RHS, false, false)
+		case *parser.UnaryExpr:
+			n.Expr = walk(n.Expr, false, false)
+		case *parser.StepInvariantExpr:
+			n.Expr = walk(n.Expr, false, false)
+		case *parser.SubqueryExpr, *parser.MatrixSelector, *parser.VectorSelector,
+			*parser.NumberLiteral, *parser.StringLiteral:
+			// A subquery steps at its own times: nothing below it is planned.
+		}
+		return e
+	}
+	walk(expr, false, false)
+	return rs
+}
+
+// planCall returns the rollup of a call, or nil if it is not one.
+func planCall(c *parser.Call, delayed bool) *rollup {
+	f, ok := rollupFuncs[c.Func.Name]
+	if !ok || len(c.Args) != 1 {
+		return nil
+	}
+	ms, ok := c.Args[0].(*parser.MatrixSelector)
+	if !ok {
+		return nil
+	}
+	vs, ok := ms.VectorSelector.(*parser.VectorSelector)
+	if !ok || vs.Offset != 0 || vs.OriginalOffset != 0 || vs.Timestamp != nil || vs.StartOrEnd != 0 || vs.Anchored || vs.Smoothed {
+		return nil
+	}
+	for _, m := range vs.LabelMatchers {
+		if m.Name == rollupLabel || m.Name == seriesLabel {
+			return nil
+		}
+	}
+	return &rollup{call: c, sel: vs, rangeMs: ms.Range.Milliseconds(), keepName: f.keepName || delayed}
+}

@@ -1,0 +1,52 @@
+package queryeval
+
+import (
+	"testing"
+
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPlan(t *testing.T) {
+	for _, tc := range []struct {
+		expr    string
+		delayed bool
+		want    string // the rewritten expression; "" = no rollup
+	}{
+		{expr: `avg by (hostname) (avg_over_time(cpu_usage_user[1h]))`,
+			want: `avg by (hostname) ({__aerie_rollup__="0"})`},
+		{expr: `sum(rate(x_total{a="b"}[5m]))`, want: `sum({__aerie_rollup__="0"})`},
+		{expr: `max by (i) (max_over_time(x[5m])) - min by (i) ((min_over_time(x[5m])))`,
+			want: `max by (i) ({__aerie_rollup__="0"}) - min by (i) (({__aerie_rollup__="1"}))`},
+		{expr: `histogram_quantile(0.9, sum by (le) (rate(b[5m])))`,
+			want: `histogram_quantile(0.9, sum by (le) ({__aerie_rollup__="0"}))`},
+		// With delayed name removal, label functions may stand between.
+		{expr: `max by (metric) (label_replace(max_over_time({__name__=~"a|b"}[1h]), "metric", "$1", "__name__", "(.+)"))`, delayed: true,
+			want: `max by (metric) (label_replace({__aerie_rollup__="0"}, "metric", "$1", "__name__", "(.+)"))`},
+		{expr: `max by (metric) (label_replace(max_over_time({__name__=~"a|b"}[1h]), "metric", "$1", "__name__", "(.+)"))`},
+		// Not rollups: the series' labels reach the answer, or the
+		// function or selector is not one a rollup evaluates.
+		{expr: `rate(x[5m])`},
+		{expr: `sum without (i) (rate(x[5m]))`},
+		{expr: `sum by (__name__) (rate(x[5m]))`},
+		{expr: `topk(3, rate(x[5m]))`},
+		{expr: `sum by (i) (rate(x[5m] offset 1m))`},
+		{expr: `sum by (i) (rate(x[5m] @ 100))`},
+		{expr: `sum by (i) (quantile_over_time(0.5, x[5m]))`},
+		{expr: `sum by (i) (predict_linear(x[5m], 60))`},
+		{expr: `sum by (i) (absent_over_time(x[5m]))`},
+		{expr: `max_over_time(sum by (i) (rate(x[5m]))[30m:1m])`},
+		{expr: `sum by (i) (rate(x[5m]) * 2)`},
+		{expr: `sum by (i) (abs(rate(x[5m])))`},
+	} {
+		e, err := parser.ParseExpr(tc.expr)
+		require.NoError(t, err)
+		rs := plan(e, tc.delayed)
+		if tc.want == "" {
+			require.Empty(t, rs, tc.expr)
+			continue
+		}
+		require.NotEmpty(t, rs, tc.expr)
+		require.Equal(t, tc.want, e.String(), tc.expr)
+	}
+}

@@ -1,0 +1,289 @@
+package queryeval
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/schema"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/util/annotations"
+)
+
+// rollupQueryable answers the rollups' synthetic selectors and passes
+// every other selector to the storage.
+type rollupQueryable struct {
+	storage.Queryable
+	rollups          []*rollup
+	opts             Options
+	start, end, step int64      // ms; step 0: an instant query at start
+	mu               sync.Mutex // guards results
+	results          []*result
+}
+
+// result is a rollup's output: one synthetic series per input series
+// that has a point at some step, in the storage's order.
+type result struct {
+	series []*synthSeries
+	annos  annotations.Annotations
+}
+
+func (rq *rollupQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
+	inner, err := rq.Queryable.Querier(mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	return &rollupQuerier{Querier: inner, rq: rq}, nil
+}
+
+type rollupQuerier struct {
+	storage.Querier
+	rq *rollupQueryable
+}
+
+func (q *rollupQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	for _, m := range ms {
+		if m.Name != rollupLabel {
+			continue
+		}
+		i, err := strconv.Atoi(m.Value)
+		if err != nil || i < 0 || i >= len(q.rq.rollups) || len(ms) != 1 {
+			return storage.ErrSeriesSet(errors.New("queryeval: bad rollup selector"))
+		}
+		res, err := q.rq.result(ctx, i)
+		if err != nil {
+			return storage.ErrSeriesSet(err)
+		}
+		return &synthSet{series: res.series, i: -1}
+	}
+	return q.Querier.Select(ctx, sortSeries, hints, ms...)
+}
+
+// result evaluates rollup i once.
+func (rq *rollupQueryable) result(ctx context.Context, i int) (*result, error) {
+	rq.mu.Lock()
+	defer rq.mu.Unlock()
+	if rq.results[i] != nil {
+		return rq.results[i], nil
+	}
+	res, err := rq.evaluate(ctx, rq.rollups[i])
+	if err != nil {
+		return nil, err
+	}
+	rq.results[i] = res
+	return res, nil
+}
+
+// contextErr is Prometheus' error for a query whose context is done.
+func contextErr(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return promql.ErrQueryTimeout("expression evaluation")
+	case errors.Is(err, context.Canceled):
+		return promql.ErrQueryCanceled("expression evaluation")
+	}
+	return err
+}
+
+// evaluate runs one rollup over every series its selector selects.
+func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, error) {
+	mint := rq.start - r.rangeMs // exclusive, as the windows
+	q, err := rq.Queryable.Querier(mint+1, rq.end)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Close()
+	hints := &storage.SelectHints{Start: mint + 1, End: rq.end, Step: rq.step, Func: r.call.Func.Name, Range: r.rangeMs}
+	set := q.Select(ctx, false, hints, r.sel.LabelMatchers...)
+
+	type job struct {
+		i int
+		s storage.Series
+	}
+	jobs := make(chan job)
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex // guards out, annos, firstErr, points
+		out     []*synthSeries
+		annos   annotations.Annotations
+		firstEr error
+		points  int
+	)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fail := func(err error) {
+		mu.Lock()
+		if firstEr == nil {
+			firstEr = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	fn := promql.FunctionCalls[r.call.Func.Name]
+	for range min(rq.opts.Concurrency, 64) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := worker{rq: rq, r: r, fn: fn}
+			for j := range jobs {
+				if wctx.Err() != nil {
+					continue
+				}
+				s, a, err := w.series(wctx, j.s)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				mu.Lock()
+				if s != nil {
+					s.order = j.i
+					out = append(out, s)
+					points += len(s.t)
+					if points > rq.opts.MaxSamples {
+						mu.Unlock()
+						fail(promql.ErrTooManySamples("query execution"))
+						continue
+					}
+				}
+				annos.Merge(a)
+				mu.Unlock()
+			}
+		}()
+	}
+	n := 0
+	for set.Next() {
+		if wctx.Err() != nil {
+			break
+		}
+		jobs <- job{n, set.At()}
+		n++
+	}
+	close(jobs)
+	wg.Wait()
+	if firstEr != nil {
+		return nil, contextErr(firstEr)
+	}
+	if err := set.Err(); err != nil {
+		return nil, contextErr(err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, contextErr(err)
+	}
+	annos.Merge(set.Warnings())
+	sortByOrder(out)
+	for i, s := range out {
+		b := labels.NewBuilder(s.lset)
+		b.Set(seriesLabel, strconv.Itoa(i))
+		s.lset = b.Labels()
+	}
+	return &result{series: out, annos: annos}, nil
+}
+
+// worker evaluates a rollup series by series; its buffers are reused.
+type worker struct {
+	rq     *rollupQueryable
+	r      *rollup
+	fn     promql.FunctionCall
+	pts    []promql.FPoint
+	it     chunkenc.Iterator
+	enh    promql.EvalNodeHelper
+	matrix promql.Matrix
+}
+
+// series decodes one series and evaluates the function at every step.
+func (w *worker) series(ctx context.Context, s storage.Series) (*synthSeries, annotations.Annotations, error) {
+	rq, r := w.rq, w.r
+	mint := rq.start - r.rangeMs
+	w.it = s.Iterator(w.it)
+	w.pts = w.pts[:0]
+	for vt := w.it.Next(); vt != chunkenc.ValNone; vt = w.it.Next() {
+		if vt != chunkenc.ValFloat {
+			return nil, nil, errFallback
+		}
+		t, v := w.it.At()
+		if t <= mint || value.IsStaleNaN(v) {
+			continue
+		}
+		if t > rq.end {
+			break
+		}
+		w.pts = append(w.pts, promql.FPoint{T: t, F: v})
+		if len(w.pts)%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if err := w.it.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(w.pts) == 0 {
+		return nil, nil, nil
+	}
+	ls := s.Labels()
+	if w.matrix == nil {
+		w.matrix = make(promql.Matrix, 1)
+	}
+	w.matrix[0] = promql.Series{Metric: ls}
+	var (
+		out    synthSeries
+		annos  annotations.Annotations
+		lo, hi int
+		open   bool // the last step emitted a point
+	)
+	step := rq.step
+	if step <= 0 {
+		step = 1 // an instant query has one step
+	}
+	for t := rq.start; t <= rq.end; t += step {
+		for hi < len(w.pts) && w.pts[hi].T <= t {
+			hi++
+		}
+		for lo < hi && w.pts[lo].T <= t-r.rangeMs {
+			lo++
+		}
+		if lo == hi {
+			if open {
+				out.t, out.f = append(out.t, t), append(out.f, math.Float64frombits(value.StaleNaN))
+				open = false
+			}
+			continue
+		}
+		w.matrix[0].Floats = w.pts[lo:hi]
+		w.enh.Ts, w.enh.Out = t, w.enh.Out[:0]
+		vec, a := w.fn(nil, w.matrix, r.call.Args, &w.enh)
+		annos.Merge(a)
+		w.enh.Out = vec[:0]
+		if len(vec) == 0 {
+			if open {
+				out.t, out.f = append(out.t, t), append(out.f, math.Float64frombits(value.StaleNaN))
+				open = false
+			}
+			continue
+		}
+		out.t, out.f = append(out.t, t), append(out.f, vec[0].F)
+		open = true
+	}
+	if len(out.t) == 0 {
+		return nil, annos, nil
+	}
+	// As Prometheus' engine: rate and increase of a metric whose name does
+	// not say counter get an annotation.
+	if name := ls.Get(labels.MetricName); name != "" && (r.call.Func.Name == "rate" || r.call.Func.Name == "increase") &&
+		!strings.HasSuffix(name, "_total") && !strings.HasSuffix(name, "_sum") &&
+		!strings.HasSuffix(name, "_count") && !strings.HasSuffix(name, "_bucket") {
+		annos.Add(annotations.NewPossibleNonCounterInfo(name, r.call.Args[0].PositionRange()))
+	}
+	if !r.keepName {
+		ls = ls.DropReserved(schema.IsMetadataLabel)
+	}
+	out.lset = ls
+	return &out, annos, nil
+}
