@@ -480,7 +480,7 @@ func (r *runner) rangeQueries(es []historyEngine, variant string) error {
 					dt  time.Duration
 					err error
 				)
-				labeled(es[k].name(), "range_"+variant, func() { res[k], dt, err = q.run(r.eng, es[k]) })
+				labeled(es[k].name(), "range_"+variant, func() { res[k], dt, err = q.run(r.engineFor(es[k]), es[k]) })
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", es[k].name(), rq.name, err)
 				}

@@ -33,7 +33,7 @@ func instance(pt tsbs.Pattern, r *rand.Rand, p tsbs.Profile, hosts []string, min
 	return query{expr: q.Expr, start: time.UnixMilli(q.Start), end: time.UnixMilli(q.End), step: q.Step, instant: q.Instant}
 }
 
-func (q query) run(eng *promql.Engine, st storage.Queryable) (promql.Result, time.Duration, error) {
+func (q query) run(eng promql.QueryEngine, st storage.Queryable) (promql.Result, time.Duration, error) {
 	ctx := context.Background()
 	var (
 		pq  promql.Query

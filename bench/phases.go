@@ -93,7 +93,7 @@ func (r *runner) tsbs(engines []engine, prof tsbs.Profile, variant string) error
 					d   time.Duration
 					err error
 				)
-				if res[k], d, err = q.run(r.eng, engines[k]); err != nil {
+				if res[k], d, err = q.run(r.engineFor(engines[k]), engines[k]); err != nil {
 					return fmt.Errorf("%s tsbs %s: %w", engines[k].name(), pt.Name, err)
 				}
 				if i >= 0 {
@@ -275,7 +275,7 @@ func (r *runner) tupleRow(e engine, k int, series []labels.Labels, prof tsbs.Pro
 		var lat []time.Duration
 		for i := 0; i < r.scale.QueryRuns; i++ {
 			q := instance(pt, rnd, prof, hs, r.flushW.MinTime(), r.flushW.MaxTime())
-			_, d, err := q.run(r.eng, e)
+			_, d, err := q.run(r.engineFor(e), e)
 			if err != nil {
 				return row, err
 			}

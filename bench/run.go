@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aerie-db/aerie/internal/queryeval"
+
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -73,7 +75,8 @@ type runner struct {
 	log    io.Writer
 	dir    string
 	sync   wal.SyncMode
-	eng    *promql.Engine
+	eng    *promql.Engine    // Prometheus' engine: prometheus/tsdb's queries
+	aeng   *queryeval.Engine // Aerie's: range functions over arrays, the rest by eng
 	rep    *Report
 	main   workload.Workload
 	flushW workload.Workload
@@ -128,6 +131,7 @@ func Run(cfg Config) (*Report, error) {
 		// copy it into a label the 5-x-y patterns group the metrics by.
 		EnableDelayedNameRemoval: true,
 	})
+	r.aeng = queryeval.New(r.eng, queryeval.Options{DelayedNameRemoval: true})
 	if cfg.Workload == historyWorkload {
 		return r.runHistory()
 	}
@@ -141,6 +145,15 @@ func Run(cfg Config) (*Report, error) {
 	}
 	r.rep.Done()
 	return r.rep, nil
+}
+
+// engineFor is the PromQL engine that queries e, as its server would:
+// Aerie's evaluator for Aerie, Prometheus' engine for prometheus/tsdb.
+func (r *runner) engineFor(e interface{ name() string }) promql.QueryEngine {
+	if e.name() == "aerie" {
+		return r.aeng
+	}
+	return r.eng
 }
 
 func (r *runner) logf(format string, args ...any) { harness.Logf(r.log, format, args...) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -36,6 +37,9 @@ SIGTERM or SIGINT shut it down gracefully.`,
 			o.Flags = map[string]string{}
 			cmd.Flags().VisitAll(func(f *pflag.Flag) { o.Flags[f.Name] = f.Value.String() })
 			o.NoDelayedNameRemoval = !delayed
+			if o.QueryEngine != "aerie" && o.QueryEngine != "prometheus" {
+				return fmt.Errorf("--query.engine=%q: want aerie or prometheus", o.QueryEngine)
+			}
 			s, err := server.New(o)
 			if err != nil {
 				return err
@@ -56,6 +60,7 @@ SIGTERM or SIGINT shut it down gracefully.`,
 	f.IntVar(&o.MaxConcurrentQueries, "query.max-concurrency", 20, "maximum queries executed at once")
 	f.DurationVar(&o.LookbackDelta, "query.lookback-delta", 5*time.Minute, "how far back an instant selector looks")
 	f.BoolVar(&delayed, "query.delayed-name-removal", true, "drop __name__ at the end of a query, not inside it, so queries written for VictoriaMetrics (e.g. max_over_time({__name__=~\"a|b\"}[1m]) by name) answer as there; false: as Prometheus 3 without its promql-delayed-name-removal feature")
+	f.StringVar(&o.QueryEngine, "query.engine", "aerie", "PromQL evaluation: aerie (aggregated range functions over decoded arrays on every core, the rest by Prometheus' engine) or prometheus (Prometheus' engine alone); both answer alike")
 	f.StringVar(&logLevel, "log.level", "info", "debug, info, warn or error")
 	return cmd
 }

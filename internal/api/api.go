@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/prometheus/util/notifications"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
+	"github.com/aerie-db/aerie/internal/queryeval"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
@@ -56,6 +57,12 @@ type Options struct {
 	// answers are Prometheus 3's without its promql-delayed-name-removal
 	// feature.
 	NoDelayedNameRemoval bool
+
+	// QueryEngine names what evaluates PromQL: "aerie" [default]
+	// evaluates aggregated range functions over arrays on every core
+	// (internal/queryeval) and the rest through Prometheus' engine;
+	// "prometheus" uses Prometheus' engine alone.
+	QueryEngine string
 
 	Flags  map[string]string    // /status/flags [empty]
 	Config func() config.Config // /status/config and remote read's external labels [config.DefaultConfig]
@@ -259,14 +266,19 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 	return mux, engine, nil
 }
 
-// QueryEngine returns what queries ng as opts say: with delayed name
-// removal on, through NameCompatEngine; off, ng itself (Prometheus 3).
+// QueryEngine returns what queries ng as opts say: Aerie's evaluator
+// over ng unless opts.QueryEngine is "prometheus"; with delayed name
+// removal on, through NameCompatEngine; off, as Prometheus 3.
 // Rules evaluate through it too.
 func QueryEngine(ng *promql.Engine, opts Options) promql.QueryEngine {
-	if opts.NoDelayedNameRemoval {
-		return ng
+	var e promql.QueryEngine = ng
+	if opts.QueryEngine != "prometheus" {
+		e = queryeval.New(ng, queryeval.Options{MaxSamples: opts.withDefaults().MaxSamples, DelayedNameRemoval: !opts.NoDelayedNameRemoval})
 	}
-	return NameCompatEngine(ng, opts.LookbackDelta)
+	if opts.NoDelayedNameRemoval {
+		return e
+	}
+	return NameCompatEngine(e, opts.LookbackDelta)
 }
 
 // newHandler wires Prometheus' API over the given storage exactly as

@@ -62,6 +62,10 @@ type Options struct {
 	// NoDelayedNameRemoval turns PromQL's delayed __name__ removal off
 	// (--query.delayed-name-removal=false); see api.Options.
 	NoDelayedNameRemoval bool
+	// QueryEngine is "aerie" (range functions over arrays, internal/
+	// queryeval) or "prometheus" (Prometheus' engine alone) [aerie];
+	// --query.engine.
+	QueryEngine string
 
 	Logger *slog.Logger
 	Flags  map[string]string // every flag, for /api/v1/status/flags
@@ -238,6 +242,7 @@ func (s *Server) build() error {
 		MaxConcurrentQueries: s.opts.MaxConcurrentQueries,
 		LookbackDelta:        s.opts.LookbackDelta,
 		NoDelayedNameRemoval: s.opts.NoDelayedNameRemoval,
+		QueryEngine:          s.opts.QueryEngine,
 		Flags:                s.opts.Flags,
 		Config:               func() config.Config { return *s.cfg.Prom },
 		Logger:               s.log.With("component", "api"),
@@ -266,7 +271,7 @@ func (s *Server) build() error {
 	s.rules = rules.NewManager(&rules.ManagerOptions{
 		Appendable:  countingAppendable{Appendable: s.db, m: s.m, protocol: "rules"},
 		Queryable:   s.db,
-		QueryFunc:   rules.EngineQueryFunc(api.QueryEngine(engine, api.Options{NoDelayedNameRemoval: s.opts.NoDelayedNameRemoval, LookbackDelta: s.opts.LookbackDelta}), s.db),
+		QueryFunc:   rules.EngineQueryFunc(api.QueryEngine(engine, api.Options{NoDelayedNameRemoval: s.opts.NoDelayedNameRemoval, LookbackDelta: s.opts.LookbackDelta, QueryEngine: s.opts.QueryEngine, MaxSamples: s.opts.MaxSamples}), s.db),
 		NotifyFunc:  func(context.Context, string, ...*rules.Alert) {},
 		Context:     ctx,
 		ExternalURL: &url.URL{Scheme: "http", Host: s.opts.HTTPAddr},
