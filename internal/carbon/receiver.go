@@ -18,6 +18,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/listen"
+	"github.com/aerie-db/aerie/internal/positive"
 )
 
 // Listener names: the listener label of the metrics and log lines.
@@ -91,24 +92,17 @@ func DefaultConfig() Config {
 }
 
 func (c *Config) setDefaults() {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&c.QueueSize, DefaultQueueSize)
-	def(&c.BatchSize, DefaultBatchSize)
-	def(&c.MaxLineLen, DefaultMaxLineLen)
-	def(&c.MaxPickleSize, DefaultMaxPickleSize)
-	def(&c.MaxDatagram, listen.DefaultMaxDatagram)
-	def(&c.MaxConns, DefaultMaxConns)
-	def(&c.MaxCachedSeries, DefaultMaxCachedSeries)
+	c.QueueSize = positive.Or(c.QueueSize, DefaultQueueSize)
+	c.BatchSize = positive.Or(c.BatchSize, DefaultBatchSize)
+	c.MaxLineLen = positive.Or(c.MaxLineLen, DefaultMaxLineLen)
+	c.MaxPickleSize = positive.Or(c.MaxPickleSize, DefaultMaxPickleSize)
+	c.MaxDatagram = positive.Or(c.MaxDatagram, listen.DefaultMaxDatagram)
+	c.MaxConns = positive.Or(c.MaxConns, DefaultMaxConns)
+	c.MaxCachedSeries = positive.Or(c.MaxCachedSeries, DefaultMaxCachedSeries)
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
-	if c.CommitInterval <= 0 {
-		c.CommitInterval = DefaultCommitInterval
-	}
+	c.CommitInterval = positive.Or(c.CommitInterval, DefaultCommitInterval)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/aerie-db/aerie/internal/positive"
 	"github.com/aerie-db/aerie/internal/vmformat"
 )
 
@@ -70,9 +71,7 @@ func (o StreamOptions) withDefaults() StreamOptions {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	if o.MaxLineBytes <= 0 {
-		o.MaxLineBytes = defaultMaxLineBytes
-	}
+	o.MaxLineBytes = positive.Or(o.MaxLineBytes, defaultMaxLineBytes)
 	return o
 }
 

@@ -37,6 +37,7 @@ import (
 	"github.com/aerie-db/aerie/internal/graphite"
 	"github.com/aerie-db/aerie/internal/ingest"
 	"github.com/aerie-db/aerie/internal/pgarchive"
+	"github.com/aerie-db/aerie/internal/positive"
 	"github.com/aerie-db/aerie/internal/rollup"
 	"github.com/aerie-db/aerie/internal/sensor"
 	"github.com/aerie-db/aerie/internal/statsd"
@@ -105,12 +106,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.MaxBody <= 0 {
-		opts.MaxBody = 64 << 20
-	}
-	if opts.MaxInflightWrites <= 0 {
-		opts.MaxInflightWrites = 256
-	}
+	opts.MaxBody = positive.Or(opts.MaxBody, 64<<20)
+	opts.MaxInflightWrites = positive.Or(opts.MaxInflightWrites, 256)
 	s := &Server{opts: opts, log: opts.Logger, m: newMetrics()}
 	cfg, err := LoadConfig(opts.ConfigFile, s.log)
 	if err != nil {
@@ -135,9 +132,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("aerie section: storage.bucket: %w", err)
 		}
 		cache := int64(cfg.Aerie.Storage.CacheSize)
-		if cache <= 0 {
-			cache = 256 << 20
-		}
+		cache = positive.Or(cache, 256<<20)
 		remote := strings.ToUpper(string(bc.Type))
 		remote = strings.TrimPrefix(remote, "FILESYSTEM") // "": the local filesystem bucket
 		var store bucket.RangeStore = s.bkt
@@ -153,9 +148,7 @@ func New(opts Options) (*Server, error) {
 		tier := bucket.NewTier(store, 0, cache)
 		if p := strings.ToUpper(string(bc.Type)); p != "" && p != "FILESYSTEM" {
 			size := int64(st.MetaCacheSize)
-			if size <= 0 {
-				size = 1 << 30
-			}
+			size = positive.Or(size, 1<<30)
 			mc, err := bucket.NewMetaCache(filepath.Join(opts.DataDir, "bucket-meta"), size)
 			if err != nil {
 				s.closeTier()
