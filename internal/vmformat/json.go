@@ -93,7 +93,7 @@ func (d *JSONDecoder) Next() bool {
 				Msg: fmt.Sprintf("line longer than the limit of %d bytes", d.lim.MaxLineBytes)}
 			return true
 		}
-		line = trimEOL(line)
+		line = TrimEOL(line)
 		if blank(line) {
 			continue
 		}
