@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 
-	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/ingest"
 	"github.com/aerie-db/aerie/internal/listen"
 	"github.com/aerie-db/aerie/internal/positive"
 )
@@ -527,27 +527,13 @@ func (r *Receiver) committer() {
 
 // RejectReason names why storage refused a sample, for the reason label:
 // the snake_case prefix of the engine's own errors ("too_far_in_future:
-// ..."), else the kind of the Prometheus storage error.
+// ..."), else the reason the ingest handlers give the error.
 func RejectReason(err error) string {
 	msg := err.Error()
 	if i := strings.IndexByte(msg, ':'); i > 0 && isSnake(msg[:i]) {
 		return msg[:i]
 	}
-	switch {
-	case errors.Is(err, storage.ErrOutOfOrderSample):
-		return "out_of_order"
-	case errors.Is(err, storage.ErrTooOldSample):
-		return "too_old"
-	case errors.Is(err, storage.ErrOutOfBounds):
-		return "out_of_bounds"
-	case errors.Is(err, storage.ErrDuplicateSampleForTimestamp):
-		return "duplicate"
-	case errors.Is(err, head.ErrInvalidLabels):
-		return "invalid_labels"
-	case errors.Is(err, head.ErrSeriesLimit):
-		return "series_limit"
-	}
-	return "other"
+	return ingest.AppendReason(err)
 }
 
 func isSnake(s string) bool {
