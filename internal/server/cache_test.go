@@ -15,6 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// cpuLines are Influx lines of cpu_usage for hosts h0, h1 and h2 at every
+// minute from start to end, in a unit of which a minute is minute: the
+// value at time ts of host hN is (ts/minute)%97 + N.
+func cpuLines(start, end, minute int64) string {
+	var b strings.Builder
+	for ts := start; ts <= end; ts += minute {
+		for h := range 3 {
+			fmt.Fprintf(&b, "cpu,host=h%d usage=%d %d\n", h, (ts/minute)%97+int64(h), ts)
+		}
+	}
+	return b.String()
+}
+
 // TestServeResultsCache: query_range goes through the results cache; a
 // repeated request is a hit, and a sample written later into the cached
 // range (through the backfill) is in the next answer.
@@ -25,19 +38,8 @@ func TestServeResultsCache(t *testing.T) {
 
 	end := time.Now().Add(-2*time.Hour).UnixMilli() / 60_000 * 60_000
 	start := end - 6*3600_000
-	var lines []string
-	for ts := start; ts <= end; ts += 60_000 {
-		for h := range 3 {
-			lines = append(lines, fmt.Sprintf("cpu,host=h%d usage=%d %d", h, (ts/60_000)%97+int64(h), ts))
-		}
-	}
-	write := func(body string) {
-		resp, err := http.Post(base+"/write?precision=ms", "text/plain", strings.NewReader(body))
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusNoContent, resp.StatusCode)
-	}
-	write(strings.Join(lines, "\n") + "\n")
+	write := func(body string) { postInflux(t, base, "ms", body) }
+	write(cpuLines(start, end, 60_000))
 
 	q := url.Values{"query": {`max(cpu_usage)`}, "start": {strconv.FormatInt(start/1000, 10)}, "end": {strconv.FormatInt(end/1000, 10)}, "step": {"60"}}
 	rangeURL := base + "/api/v1/query_range?" + q.Encode()
@@ -74,19 +76,8 @@ func TestServeRenderCache(t *testing.T) {
 
 			end := time.Now().Add(-2*time.Hour).Unix() / 60 * 60
 			start := end - 6*3600
-			var lines []string
-			for ts := start; ts <= end; ts += 60 {
-				for h := range 3 {
-					lines = append(lines, fmt.Sprintf("cpu,host=h%d usage=%d %d", h, (ts/60)%97+int64(h), ts))
-				}
-			}
-			write := func(body string) {
-				resp, err := http.Post(base+"/write?precision=s", "text/plain", strings.NewReader(body))
-				require.NoError(t, err)
-				resp.Body.Close()
-				require.Equal(t, http.StatusNoContent, resp.StatusCode)
-			}
-			write(strings.Join(lines, "\n") + "\n")
+			write := func(body string) { postInflux(t, base, "s", body) }
+			write(cpuLines(start, end, 60))
 			q := url.Values{"target": {"sumSeries(seriesByTag('name=cpu_usage'))"}, "format": {"json"},
 				"from": {strconv.FormatInt(start, 10)}, "until": {strconv.FormatInt(end, 10)}}
 			renderURL := base + "/render?" + q.Encode()

@@ -29,6 +29,16 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// postInflux posts Influx lines to base's /write with the precision given
+// and wants them all stored.
+func postInflux(t *testing.T, base, precision, body string) {
+	t.Helper()
+	resp, err := http.Post(base+"/write?precision="+precision, "text/plain", strings.NewReader(body))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+}
+
 // TestServeScrapesAndAnswers runs the whole server: it scrapes itself,
 // takes Influx lines, answers PromQL, exports aerie_ metrics, shuts down
 // gracefully and keeps the data across a restart.
@@ -83,10 +93,7 @@ groups:
 	code, body := get(t, base+"/-/healthy")
 	require.Equal(t, 200, code, body)
 
-	resp, err := http.Post(base+"/write?precision=ms", "text/plain", strings.NewReader(fmt.Sprintf("weather,city=x temp=21.5 %d\n", time.Now().UnixMilli())))
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	postInflux(t, base, "ms", fmt.Sprintf("weather,city=x temp=21.5 %d\n", time.Now().UnixMilli()))
 
 	value := func(q string) string {
 		_, body := get(t, base+"/api/v1/query?query="+url.QueryEscape(q))
@@ -235,10 +242,7 @@ func TestVictoriaMetricsStyleQuery(t *testing.T) {
 			for i := int64(0); i < 6; i++ {
 				fmt.Fprintf(&sb, "cpu,hostname=host_4 usage_user=%d,usage_system=%d,usage_idle=%d %d\n", i, 2*i, 100-i, now-60_000+i*10_000)
 			}
-			resp, err := http.Post(base+"/write?precision=ms", "text/plain", strings.NewReader(sb.String()))
-			require.NoError(t, err)
-			resp.Body.Close()
-			require.Equal(t, http.StatusNoContent, resp.StatusCode)
+			postInflux(t, base, "ms", sb.String())
 		}
 		q := `max(max_over_time({__name__=~"cpu_(usage_user|usage_system|usage_idle)", hostname="host_4"}[1m])) by (__name__)`
 		code, body := get(t, fmt.Sprintf("%s/api/v1/query?time=%.3f&query=%s", base, float64(now)/1000, url.QueryEscape(q)))
