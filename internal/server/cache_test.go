@@ -28,6 +28,18 @@ func cpuLines(start, end, minute int64) string {
 	return b.String()
 }
 
+// getTwice gets url twice, wants the same 200 answer both times (the
+// second may come from a cache), and returns it and base's /metrics after.
+func getTwice(t *testing.T, base, url string) (body, metrics string) {
+	t.Helper()
+	code, body := get(t, url)
+	require.Equal(t, http.StatusOK, code, body)
+	_, again := get(t, url)
+	require.Equal(t, body, again)
+	_, metrics = get(t, base+"/metrics")
+	return body, metrics
+}
+
 // TestServeResultsCache: query_range goes through the results cache; a
 // repeated request is a hit, and a sample written later into the cached
 // range (through the backfill) is in the next answer.
@@ -43,11 +55,7 @@ func TestServeResultsCache(t *testing.T) {
 
 	q := url.Values{"query": {`max(cpu_usage)`}, "start": {strconv.FormatInt(start/1000, 10)}, "end": {strconv.FormatInt(end/1000, 10)}, "step": {"60"}}
 	rangeURL := base + "/api/v1/query_range?" + q.Encode()
-	code, first := get(t, rangeURL)
-	require.Equal(t, http.StatusOK, code, first)
-	_, again := get(t, rangeURL)
-	require.Equal(t, first, again)
-	_, metrics := get(t, base+"/metrics")
+	_, metrics := getTwice(t, base, rangeURL)
 	require.Regexp(t, `\naerie_results_cache_hits_total [12]\n`, metrics, "one or two parts (the range may cross midnight)")
 	require.Regexp(t, `\naerie_cache_hits_total\{cache="results"\} [12]\n`, metrics)
 
@@ -81,11 +89,7 @@ func TestServeRenderCache(t *testing.T) {
 			q := url.Values{"target": {"sumSeries(seriesByTag('name=cpu_usage'))"}, "format": {"json"},
 				"from": {strconv.FormatInt(start, 10)}, "until": {strconv.FormatInt(end, 10)}}
 			renderURL := base + "/render?" + q.Encode()
-			code, first := get(t, renderURL)
-			require.Equal(t, http.StatusOK, code, first)
-			_, again := get(t, renderURL)
-			require.Equal(t, first, again)
-			_, metrics := get(t, base+"/metrics")
+			first, metrics := getTwice(t, base, renderURL)
 			if !on {
 				require.NotContains(t, metrics, "aerie_render_cache_hits_total")
 				return
