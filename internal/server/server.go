@@ -464,39 +464,34 @@ func (s *Server) shutdown() {
 	if err := s.engine.Close(); err != nil {
 		s.log.Warn("close query engine", "err", err)
 	}
-	if s.archive != nil {
-		if err := s.archive.Close(); err != nil {
-			s.log.Warn("close postgres archive", "err", err)
-		}
-	}
+	closeIfOpen(s.log, "postgres archive", s.archive)
 	s.db.SetLateObserver(nil)
-	if s.results != nil {
-		if err := s.results.Close(); err != nil {
-			s.log.Warn("close results cache", "err", err)
-		}
-	}
-	if s.render != nil {
-		if err := s.render.Close(); err != nil {
-			s.log.Warn("close render cache", "err", err)
-		}
-	}
+	closeIfOpen(s.log, "results cache", s.results)
+	closeIfOpen(s.log, "render cache", s.render)
 	if err := s.rollups.Close(); err != nil {
 		s.log.Error("close rollup levels", "err", err)
 	}
 	if err := s.db.Close(); err != nil {
 		s.log.Error("close data directory", "err", err)
 	}
-	if s.bkt != nil {
-		if err := s.bkt.Close(); err != nil {
-			s.log.Warn("close bucket", "err", err)
-		}
-	}
-	if s.chunks != nil {
-		if err := s.chunks.Close(); err != nil {
-			s.log.Warn("close chunk cache", "err", err)
-		}
-	}
+	closeIfOpen(s.log, "bucket", s.bkt)
+	closeIfOpen(s.log, "chunk cache", s.chunks)
 	s.log.Info("Aerie stopped")
+}
+
+// closeIfOpen closes c unless it is nil (a part that is off) and logs a
+// warning naming what if that fails.
+func closeIfOpen[C interface {
+	comparable
+	Close() error
+}](log *slog.Logger, what string, c C) {
+	var off C
+	if c == off {
+		return
+	}
+	if err := c.Close(); err != nil {
+		log.Warn("close "+what, "err", err)
+	}
 }
 
 func levelNames(m *rollup.Manager) []string {
