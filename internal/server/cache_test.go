@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -76,8 +75,7 @@ func TestServeRenderCache(t *testing.T) {
 			dir := t.TempDir()
 			opts := Options{DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)}
 			if !on {
-				opts.ConfigFile = filepath.Join(dir, "aerie.yml")
-				require.NoError(t, os.WriteFile(opts.ConfigFile, []byte("aerie:\n  cache:\n    render: {enabled: false}\n"), 0o644))
+				opts.ConfigFile = writeFile(t, dir, "aerie.yml", "aerie:\n  cache:\n    render: {enabled: false}\n")
 			}
 			_, srv := serveForTest(t, opts)
 			base := srv.URL
@@ -120,8 +118,7 @@ func TestRenderCacheConfig(t *testing.T) {
 		{yaml: "aerie:\n  cache:\n    render: {enabled: false}\n", off: true},
 		{yaml: "aerie:\n  cache:\n    render: {size: 1MiB}\n", err: "cache.render.size 1MiB: must be at least 4MiB"},
 	} {
-		path := filepath.Join(t.TempDir(), "aerie.yml")
-		require.NoError(t, os.WriteFile(path, []byte(tc.yaml), 0o644))
+		path := writeFile(t, t.TempDir(), "aerie.yml", tc.yaml)
 		cfg, err := LoadConfig(path, slog.New(slog.DiscardHandler))
 		if tc.err != "" {
 			require.ErrorContains(t, err, tc.err)

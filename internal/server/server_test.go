@@ -29,6 +29,14 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// writeFile writes content to dir/name and returns the file's path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	return path
+}
+
 // postInflux posts Influx lines to base's /write with the precision given
 // and wants them all stored.
 func postInflux(t *testing.T, base, precision, body string) {
@@ -48,15 +56,14 @@ func TestServeScrapesAndAnswers(t *testing.T) {
 	}
 	dir := t.TempDir()
 	addr := servertest.FreeAddr(t)
-	cfg := filepath.Join(dir, "prometheus.yml")
 	// The same target found three ways: static, file and HTTP discovery.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "targets.json"), []byte(fmt.Sprintf(`[{"targets": [%q], "labels": {"sd": "file"}}]`, addr)), 0o644))
+	writeFile(t, dir, "targets.json", fmt.Sprintf(`[{"targets": [%q], "labels": {"sd": "file"}}]`, addr))
 	sd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `[{"targets": [%q], "labels": {"sd": "http"}}]`, addr)
 	}))
 	defer sd.Close()
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+	cfg := writeFile(t, dir, "prometheus.yml", fmt.Sprintf(`
 global:
   scrape_interval: 1s
   evaluation_interval: 1s
@@ -79,14 +86,14 @@ aerie:
   ooo_window: 10m
   wal:
     sync: batch
-`, addr, sd.URL)), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yml"), []byte(`
+`, addr, sd.URL))
+	writeFile(t, dir, "rules.yml", `
 groups:
   - name: g
     rules:
       - record: job:up:sum
         expr: sum by (job) (up)
-`), 0o644))
+`)
 	opts := Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)}
 	_, srv := serveForTest(t, opts)
 	base := srv.URL
