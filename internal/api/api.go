@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/prometheus/util/notifications"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
+	"github.com/aerie-db/aerie/internal/positive"
 	"github.com/aerie-db/aerie/internal/queryeval"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
@@ -197,15 +198,9 @@ func NewEngine(dataDir string, opts Options) *promql.Engine {
 func durationMilliseconds(d time.Duration) int64 { return int64(d / time.Millisecond) }
 
 func (o Options) withDefaults() Options {
-	if o.QueryTimeout <= 0 {
-		o.QueryTimeout = 2 * time.Minute
-	}
-	if o.MaxSamples <= 0 {
-		o.MaxSamples = 50000000
-	}
-	if o.LookbackDelta <= 0 {
-		o.LookbackDelta = 5 * time.Minute
-	}
+	o.QueryTimeout = positive.Or(o.QueryTimeout, 2*time.Minute)
+	o.MaxSamples = positive.Or(o.MaxSamples, 50000000)
+	o.LookbackDelta = positive.Or(o.LookbackDelta, 5*time.Minute)
 	if o.Flags == nil {
 		o.Flags = map[string]string{}
 	}
@@ -218,15 +213,9 @@ func (o Options) withDefaults() Options {
 	if o.Gatherer == nil {
 		o.Gatherer = prometheus.NewRegistry()
 	}
-	if o.RemoteReadSampleLimit <= 0 {
-		o.RemoteReadSampleLimit = 5e7
-	}
-	if o.RemoteReadConcurrencyLimit <= 0 {
-		o.RemoteReadConcurrencyLimit = 10
-	}
-	if o.RemoteReadMaxBytesInFrame <= 0 {
-		o.RemoteReadMaxBytesInFrame = 1048576
-	}
+	o.RemoteReadSampleLimit = positive.Or(o.RemoteReadSampleLimit, 5e7)
+	o.RemoteReadConcurrencyLimit = positive.Or(o.RemoteReadConcurrencyLimit, 10)
+	o.RemoteReadMaxBytesInFrame = positive.Or(o.RemoteReadMaxBytesInFrame, 1048576)
 	if o.CORSOrigin == nil {
 		o.CORSOrigin = regexp.MustCompile("^(?:.*)$")
 	}

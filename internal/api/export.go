@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/aerie-db/aerie/internal/positive"
 	"github.com/aerie-db/aerie/internal/vmformat"
 )
 
@@ -56,9 +57,7 @@ func NewCSVExportHandler(q storage.Queryable, opts ExportOptions) http.Handler {
 }
 
 func (o ExportOptions) withDefaults() ExportOptions {
-	if o.MaxRowsPerLine <= 0 {
-		o.MaxRowsPerLine = defaultMaxRowsPerLine
-	}
+	o.MaxRowsPerLine = positive.Or(o.MaxRowsPerLine, defaultMaxRowsPerLine)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

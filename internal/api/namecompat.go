@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/stats"
+
+	"github.com/aerie-db/aerie/internal/positive"
 )
 
 // VictoriaMetrics-style metric names.
@@ -70,9 +72,7 @@ const errCollision = "vector cannot contain metrics with the same labelset"
 // kept as VictoriaMetrics keeps them (see above). lookback is ng's lookback
 // delta (≤ 0: Prometheus' 5 minutes).
 func NameCompatEngine(ng promql.QueryEngine, lookback time.Duration) promql.QueryEngine {
-	if lookback <= 0 {
-		lookback = 5 * time.Minute
-	}
+	lookback = positive.Or(lookback, 5*time.Minute)
 	return nameCompat{ng: ng, lookback: lookback}
 }
 

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/aerie-db/aerie/internal/positive"
 )
 
 // Limits bound what one line or pickle entry may hold. Zero fields take the
@@ -36,18 +38,10 @@ const (
 )
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxPathLen <= 0 {
-		l.MaxPathLen = DefaultMaxPathLen
-	}
-	if l.MaxTags <= 0 {
-		l.MaxTags = DefaultMaxTags
-	}
-	if l.MaxTagNameLen <= 0 {
-		l.MaxTagNameLen = DefaultMaxTagNameLen
-	}
-	if l.MaxTagValueLen <= 0 {
-		l.MaxTagValueLen = DefaultMaxTagValueLen
-	}
+	l.MaxPathLen = positive.Or(l.MaxPathLen, DefaultMaxPathLen)
+	l.MaxTags = positive.Or(l.MaxTags, DefaultMaxTags)
+	l.MaxTagNameLen = positive.Or(l.MaxTagNameLen, DefaultMaxTagNameLen)
+	l.MaxTagValueLen = positive.Or(l.MaxTagValueLen, DefaultMaxTagValueLen)
 	return l
 }
 

@@ -16,8 +16,9 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 
-	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/ingest"
 	"github.com/aerie-db/aerie/internal/listen"
+	"github.com/aerie-db/aerie/internal/positive"
 )
 
 // Listener names: the listener label of the metrics and log lines.
@@ -91,24 +92,17 @@ func DefaultConfig() Config {
 }
 
 func (c *Config) setDefaults() {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&c.QueueSize, DefaultQueueSize)
-	def(&c.BatchSize, DefaultBatchSize)
-	def(&c.MaxLineLen, DefaultMaxLineLen)
-	def(&c.MaxPickleSize, DefaultMaxPickleSize)
-	def(&c.MaxDatagram, listen.DefaultMaxDatagram)
-	def(&c.MaxConns, DefaultMaxConns)
-	def(&c.MaxCachedSeries, DefaultMaxCachedSeries)
+	c.QueueSize = positive.Or(c.QueueSize, DefaultQueueSize)
+	c.BatchSize = positive.Or(c.BatchSize, DefaultBatchSize)
+	c.MaxLineLen = positive.Or(c.MaxLineLen, DefaultMaxLineLen)
+	c.MaxPickleSize = positive.Or(c.MaxPickleSize, DefaultMaxPickleSize)
+	c.MaxDatagram = positive.Or(c.MaxDatagram, listen.DefaultMaxDatagram)
+	c.MaxConns = positive.Or(c.MaxConns, DefaultMaxConns)
+	c.MaxCachedSeries = positive.Or(c.MaxCachedSeries, DefaultMaxCachedSeries)
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
-	if c.CommitInterval <= 0 {
-		c.CommitInterval = DefaultCommitInterval
-	}
+	c.CommitInterval = positive.Or(c.CommitInterval, DefaultCommitInterval)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -533,27 +527,13 @@ func (r *Receiver) committer() {
 
 // RejectReason names why storage refused a sample, for the reason label:
 // the snake_case prefix of the engine's own errors ("too_far_in_future:
-// ..."), else the kind of the Prometheus storage error.
+// ..."), else the reason the ingest handlers give the error.
 func RejectReason(err error) string {
 	msg := err.Error()
 	if i := strings.IndexByte(msg, ':'); i > 0 && isSnake(msg[:i]) {
 		return msg[:i]
 	}
-	switch {
-	case errors.Is(err, storage.ErrOutOfOrderSample):
-		return "out_of_order"
-	case errors.Is(err, storage.ErrTooOldSample):
-		return "too_old"
-	case errors.Is(err, storage.ErrOutOfBounds):
-		return "out_of_bounds"
-	case errors.Is(err, storage.ErrDuplicateSampleForTimestamp):
-		return "duplicate"
-	case errors.Is(err, head.ErrInvalidLabels):
-		return "invalid_labels"
-	case errors.Is(err, head.ErrSeriesLimit):
-		return "series_limit"
-	}
-	return "other"
+	return ingest.AppendReason(err)
 }
 
 func isSnake(s string) bool {

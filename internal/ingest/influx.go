@@ -14,6 +14,8 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
+
+	"github.com/aerie-db/aerie/internal/vmformat"
 )
 
 // NewInfluxHandler serves InfluxDB line protocol writes: /write (v1:
@@ -222,7 +224,7 @@ func (p *influxParser) run(body io.Reader) (readErr, commitErr error) {
 
 // line ingests one line (with its '\n', if any) that starts at byte off.
 func (p *influxParser) line(lineNo, off int64, line []byte) {
-	line = trimEOL(line)
+	line = vmformat.TrimEOL(line)
 	p.curLine = line
 	if p.cache != nil {
 		p.series = seriesPart(line)
@@ -542,17 +544,6 @@ func snippet(line []byte, i int) string {
 		s = s[:32]
 	}
 	return string(s)
-}
-
-// trimEOL drops a trailing "\n" or "\r\n".
-func trimEOL(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
-		if n := len(b); n > 0 && b[n-1] == '\r' {
-			b = b[:n-1]
-		}
-	}
-	return b
 }
 
 // interner keeps the strings of a request's names and tag values, which

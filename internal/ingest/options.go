@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/positive"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
@@ -72,18 +73,10 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = defaultMaxBodyBytes
-	}
-	if o.BatchSamples <= 0 {
-		o.BatchSamples = defaultBatchSamples
-	}
-	if o.SeriesCache <= 0 {
-		o.SeriesCache = 1 << 22
-	}
-	if o.MaxReported <= 0 {
-		o.MaxReported = defaultMaxReported
-	}
+	o.MaxBodyBytes = positive.Or(o.MaxBodyBytes, defaultMaxBodyBytes)
+	o.BatchSamples = positive.Or(o.BatchSamples, defaultBatchSamples)
+	o.SeriesCache = positive.Or(o.SeriesCache, 1<<22)
+	o.MaxReported = positive.Or(o.MaxReported, defaultMaxReported)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -59,13 +59,12 @@ func (h *promImportHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rep := newReport(h.opts.MaxReported)
 	pi := &promImport{
-		ct:    ct,
-		now:   h.opts.Now().UnixMilli(),
 		extra: extra,
 		b:     newBatch(r.Context(), h.app, h.opts.BatchSamples, rep),
 		rep:   rep,
 		meta:  map[string]metadata.Metadata{},
 	}
+	pi.parser = expoParser{ct: ct, now: h.opts.Now().UnixMilli(), end: "body", sink: pi}
 	defer pi.b.release()
 	pi.setBody(body)
 	commitErr := pi.run()
@@ -87,48 +86,151 @@ func parseExtraLabels(params []string) ([]labels.Label, error) {
 	return out, nil
 }
 
-// promImport ingests one body. textparse reports errors without a
-// position and cannot go on after one, so promImport tracks the line of
-// every entry itself (each entry is one line, except that a quoted label
-// in the text format may hold newlines: the series bytes tell where it
-// ends) and, after an error, starts a new parser on the next line.
+// promImport ingests one body for the handler.
 type promImport struct {
-	ct    string
-	now   int64
-	extra []labels.Label
-	b     *batch
-	rep   *report
-	meta  map[string]metadata.Metadata
-
-	body     []byte
-	badLines map[int64]bool // already reported (NUL bytes)
+	parser expoParser
+	extra  []labels.Label
+	b      *batch
+	rep    *report
+	meta   map[string]metadata.Metadata
+	body   []byte
 }
 
-// setBody normalizes line ends to "\n", ends a text body with a newline,
-// and blanks lines holding a NUL byte (the text lexer would take it for
-// the end of input), reporting them.
+// setBody normalizes the body and blanks its lines holding a NUL byte,
+// reporting them.
 func (pi *promImport) setBody(body []byte) {
+	body = pi.parser.normalize(body)
+	pi.parser.blankNUL(body, 1, 0)
+	pi.body = body
+}
+
+// run parses the body. It returns only a Commit error.
+func (pi *promImport) run() error {
+	end, err := pi.parser.parse(pi.body, 1)
+	if err == nil && end.eof {
+		pi.checkRest(end.off, end.line)
+	}
+	return err
+}
+
+// checkRest reports lines left after the parser's end of input, which
+// should not exist (NUL bytes were blanked): never drop data silently.
+func (pi *promImport) checkRest(off int, line int64) {
+	if pi.parser.ct != ctText {
+		return
+	}
+	for ; off < len(pi.body); off, line = lineEnd(pi.body, off), line+1 {
+		if !blankLine(pi.body, off) {
+			pi.parser.parseError(pi.body, off, line, fmt.Errorf("parser stopped before this line"))
+			return
+		}
+	}
+}
+
+func (pi *promImport) addSample(lset labels.Labels, t int64, v float64, line int64) {
+	if len(pi.extra) > 0 {
+		lb := labels.NewBuilder(lset)
+		for _, l := range pi.extra {
+			lb.Set(l.Name, l.Value)
+		}
+		lset = lb.Labels()
+	}
+	pi.b.add(lset, t, v, line)
+}
+
+func (pi *promImport) addMeta(e textparse.Entry, p textparse.Parser) {
+	switch e {
+	case textparse.EntryType:
+		name, typ := p.Type()
+		pi.updateMeta(name, func(m *metadata.Metadata) { m.Type = typ })
+	case textparse.EntryHelp:
+		name, help := p.Help()
+		pi.updateMeta(name, func(m *metadata.Metadata) { m.Help = string(help) })
+	case textparse.EntryUnit:
+		name, unit := p.Unit()
+		pi.updateMeta(name, func(m *metadata.Metadata) { m.Unit = string(unit) })
+	}
+}
+
+func (pi *promImport) rejectLine(reason string, line int64, msg func() string) {
+	pi.rep.reject(reason, 1, line, msg)
+}
+
+func (pi *promImport) lineDone() error { return pi.b.lineDone() }
+
+// updateMeta merges one metadata entry into what the body said so far
+// about the metric and records the result.
+func (pi *promImport) updateMeta(name []byte, set func(*metadata.Metadata)) {
+	m := pi.meta[string(name)]
+	set(&m)
+	pi.meta[string(name)] = m
+	pi.b.metadata(string(name), m)
+}
+
+// expoParser parses the Prometheus text format or OpenMetrics for the
+// handler (promImport, a whole body) and ReadExposition (expoReader, a
+// chunk at a time). textparse reports errors without a position and
+// cannot go on after one, so expoParser tracks the line of every entry
+// itself (each entry is one line, except that a quoted label in the text
+// format may hold newlines: the series bytes tell where it ends) and,
+// after an error, starts a new parser on the next line.
+type expoParser struct {
+	ct   string
+	now  int64  // the time of samples without a timestamp
+	end  string // what messages call the end of the input: "body", "input"
+	sink expoSink
+	bad  map[int64]bool // lines reported already (NUL bytes)
+}
+
+// expoSink takes what an expoParser reads.
+type expoSink interface {
+	addSample(lset labels.Labels, t int64, v float64, line int64)
+	addMeta(e textparse.Entry, p textparse.Parser) // # TYPE, # HELP, # UNIT
+	rejectLine(reason string, line int64, msg func() string)
+	lineDone() error // after every good entry; an error stops the parse
+}
+
+// expoEnd says how a parse ended: at the parser's end of input (eof),
+// with the first byte and line it did not read; at data after an
+// OpenMetrics "# EOF" (afterEOF); or else at the end of the body.
+type expoEnd struct {
+	eof, afterEOF bool
+	off           int
+	line          int64
+}
+
+// normalize turns line ends into "\n" and ends a text body with one.
+func (x *expoParser) normalize(body []byte) []byte {
 	if bytes.Contains(body, []byte("\r\n")) {
 		body = bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))
 	}
-	if pi.ct == ctText && len(body) > 0 && body[len(body)-1] != '\n' {
+	if x.ct == ctText && len(body) > 0 && body[len(body)-1] != '\n' {
 		body = append(body, '\n')
 	}
+	return body
+}
+
+// blankNUL blanks the lines of body that hold a NUL byte (the text lexer
+// would take it for the end of input) and reports them. body's first line
+// is line first and its first byte is byte base of the input.
+func (x *expoParser) blankNUL(body []byte, first, base int64) {
 	for i := bytes.IndexByte(body, 0); i >= 0; {
 		start := bytes.LastIndexByte(body[:i], '\n') + 1
-		end := pi.lineEnd(body, start)
-		line := int64(bytes.Count(body[:start], []byte("\n"))) + 1
-		pi.rep.reject(ReasonParse, 1, line, func() string {
-			return fmt.Sprintf("%s: line holds a NUL byte", where(line, i-start+1, int64(i)))
-		})
-		if pi.badLines == nil {
-			pi.badLines = map[int64]bool{}
+		end := len(body)
+		if j := bytes.IndexByte(body[i:], '\n'); j >= 0 {
+			end = i + j
 		}
-		pi.badLines[line] = true
+		line := first + int64(bytes.Count(body[:start], []byte("\n")))
+		col, at := i-start+1, base+int64(i)
+		x.sink.rejectLine(ReasonParse, line, func() string {
+			return fmt.Sprintf("%s: line holds a NUL byte", where(line, col, at))
+		})
+		if x.bad == nil {
+			x.bad = map[int64]bool{}
+		}
+		x.bad[line] = true
 		for j := start; j < end; j++ {
-			if body[j] != '\n' {
-				body[j] = ' '
-			}
+			body[j] = ' '
 		}
 		next := bytes.IndexByte(body[end:], 0)
 		if next < 0 {
@@ -136,24 +238,109 @@ func (pi *promImport) setBody(body []byte) {
 		}
 		i = end + next
 	}
+}
+
+// parse reads body, whose first line is line first, restarting after
+// each bad line. Its error is lineDone's.
+func (x *expoParser) parse(body []byte, first int64) (expoEnd, error) {
 	// The text parser appends to its input: with no room left it would
 	// parse a copy, and the series it returns would not be subslices of
 	// body, which the line count after a multi-line label needs.
-	pi.body = slices.Grow(body, 1)
+	body = slices.Grow(body, 1)
+	st := labels.NewSymbolTable()
+	off, lineNo := 0, first
+restart:
+	for off < len(body) {
+		buf := body[off:]
+		p, err := textparse.New(buf, x.ct, st, textparse.ParserOptions{})
+		if p == nil {
+			return expoEnd{}, fmt.Errorf("no parser for %s: %w", x.ct, err) // cannot happen: ct is known
+		}
+		cur, line := off, lineNo // where the next entry starts
+		for {
+			if x.ct == ctText {
+				for cur < len(body) && blankLine(body, cur) {
+					cur, line = lineEnd(body, cur), line+1
+				}
+			}
+			e, err := p.Next()
+			if err == io.EOF {
+				return expoEnd{eof: true, off: cur, line: line}, nil
+			}
+			if err != nil {
+				x.parseError(body, cur, line, err)
+				afterEOF := err.Error() == "unexpected data after # EOF"
+				if cur >= len(body) || afterEOF {
+					return expoEnd{afterEOF: afterEOF}, nil
+				}
+				off, lineNo = lineEnd(body, cur), line+1
+				continue restart
+			}
+			next, nextLine := lineEnd(body, cur), line+1
+			switch e {
+			case textparse.EntrySeries:
+				// textparse can panic on some malformed input (found by
+				// FuzzPromImportHandler); that is a bad line, not a crash.
+				var lset labels.Labels
+				if perr := seriesLabels(p, &lset); perr != nil {
+					x.parseError(body, cur, line, perr)
+					off, lineNo = next, nextLine
+					continue restart
+				}
+				series, ts, v := p.Series()
+				if end, ok := subsliceEnd(buf, series); ok && off+end > cur {
+					// A quoted label may span lines: the entry ends on the
+					// line of the series' end.
+					nl := bytes.Count(body[cur:off+end], []byte("\n"))
+					next, nextLine = lineEnd(body, off+end), line+1+int64(nl)
+				}
+				t := x.now
+				if ts != nil {
+					t = *ts
+				}
+				x.sink.addSample(lset, t, v, line)
+			case textparse.EntryHistogram:
+				l := line
+				x.sink.rejectLine(ReasonNativeHistogram, l, func() string {
+					return fmt.Sprintf("%s: native histograms are not supported", where(l, 0, 0))
+				})
+			case textparse.EntryType, textparse.EntryHelp, textparse.EntryUnit:
+				x.sink.addMeta(e, p)
+			}
+			cur, line = next, nextLine
+			if err := x.sink.lineDone(); err != nil {
+				return expoEnd{}, err
+			}
+		}
+	}
+	return expoEnd{}, nil
+}
+
+// parseError reports a bad line, unless it was reported already.
+func (x *expoParser) parseError(body []byte, off int, line int64, err error) {
+	if x.bad[line] {
+		return
+	}
+	x.sink.rejectLine(ReasonParse, line, func() string {
+		if off >= len(body) {
+			return fmt.Sprintf("%s (end of %s): %v", where(line, 0, 0), x.end, err)
+		}
+		return fmt.Sprintf("%s: %v", where(line, 0, 0), err)
+	})
 }
 
 // lineEnd is the offset just after the line that starts at off.
-func (pi *promImport) lineEnd(body []byte, off int) int {
+func lineEnd(body []byte, off int) int {
 	if i := bytes.IndexByte(body[off:], '\n'); i >= 0 {
 		return off + i + 1
 	}
 	return len(body)
 }
 
-// blank reports whether the line at off holds only spaces and tabs (the
-// text format skips such lines; OpenMetrics refuses them).
-func (pi *promImport) blank(off int) bool {
-	for _, c := range pi.body[off:] {
+// blankLine reports whether the line at off holds only spaces and tabs
+// (the text format skips such lines; OpenMetrics refuses them).
+func blankLine(body []byte, off int) bool {
+	for _, c := range body[off:] {
 		switch c {
 		case ' ', '\t':
 		case '\n':
@@ -163,130 +350,6 @@ func (pi *promImport) blank(off int) bool {
 		}
 	}
 	return true
-}
-
-// run parses the body, restarting after each bad line. It returns only a
-// Commit error.
-func (pi *promImport) run() error {
-	st := labels.NewSymbolTable()
-	body := pi.body
-	off, lineNo := 0, int64(1)
-	for off < len(body) {
-		buf := body[off:]
-		p, err := textparse.New(buf, pi.ct, st, textparse.ParserOptions{})
-		if p == nil {
-			return fmt.Errorf("no parser for %s: %w", pi.ct, err) // cannot happen: ct is known
-		}
-		cur, line := off, lineNo // where the next entry starts
-		for {
-			if pi.ct == ctText {
-				for cur < len(body) && pi.blank(cur) {
-					cur, line = pi.lineEnd(body, cur), line+1
-				}
-			}
-			e, err := p.Next()
-			if err == io.EOF {
-				pi.checkRest(cur, line)
-				return nil
-			}
-			if err != nil {
-				pi.parseError(cur, line, err)
-				if cur >= len(body) || err.Error() == "unexpected data after # EOF" {
-					return nil
-				}
-				off, lineNo = pi.lineEnd(body, cur), line+1
-				break
-			}
-			var lset labels.Labels
-			if e == textparse.EntrySeries {
-				// textparse can panic on some malformed input (found by
-				// FuzzPromImportHandler); that is a bad line, not a crash.
-				if perr := seriesLabels(p, &lset); perr != nil {
-					pi.parseError(cur, line, perr)
-					off, lineNo = pi.lineEnd(body, cur), line+1
-					break
-				}
-			}
-			next, nextLine := pi.lineEnd(body, cur), line+1
-			switch e {
-			case textparse.EntrySeries:
-				series, ts, v := p.Series()
-				if end, ok := subsliceEnd(buf, series); ok && off+end > cur {
-					// A quoted label may span lines: the entry ends on the
-					// line of the series' end.
-					nl := bytes.Count(body[cur:off+end], []byte("\n"))
-					next, nextLine = pi.lineEnd(body, off+end), line+1+int64(nl)
-				}
-				if len(pi.extra) > 0 {
-					lb := labels.NewBuilder(lset)
-					for _, l := range pi.extra {
-						lb.Set(l.Name, l.Value)
-					}
-					lset = lb.Labels()
-				}
-				t := pi.now
-				if ts != nil {
-					t = *ts
-				}
-				pi.b.add(lset, t, v, line)
-			case textparse.EntryHistogram:
-				l := line
-				pi.rep.reject(ReasonNativeHistogram, 1, l, func() string {
-					return fmt.Sprintf("%s: native histograms are not supported", where(l, 0, 0))
-				})
-			case textparse.EntryType:
-				name, typ := p.Type()
-				pi.updateMeta(name, func(m *metadata.Metadata) { m.Type = typ })
-			case textparse.EntryHelp:
-				name, help := p.Help()
-				pi.updateMeta(name, func(m *metadata.Metadata) { m.Help = string(help) })
-			case textparse.EntryUnit:
-				name, unit := p.Unit()
-				pi.updateMeta(name, func(m *metadata.Metadata) { m.Unit = string(unit) })
-			}
-			cur, line = next, nextLine
-			if err := pi.b.lineDone(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// parseError reports a bad line, unless it was reported already.
-func (pi *promImport) parseError(off int, line int64, err error) {
-	if pi.badLines[line] {
-		return
-	}
-	pi.rep.reject(ReasonParse, 1, line, func() string {
-		if off >= len(pi.body) {
-			return fmt.Sprintf("%s (end of body): %v", where(line, 0, 0), err)
-		}
-		return fmt.Sprintf("%s: %v", where(line, 0, 0), err)
-	})
-}
-
-// checkRest reports lines left after the parser's end of input, which
-// should not exist (NUL bytes were blanked): never drop data silently.
-func (pi *promImport) checkRest(off int, line int64) {
-	if pi.ct != ctText {
-		return
-	}
-	for ; off < len(pi.body); off, line = pi.lineEnd(pi.body, off), line+1 {
-		if !pi.blank(off) {
-			pi.parseError(off, line, fmt.Errorf("parser stopped before this line"))
-			return
-		}
-	}
-}
-
-// updateMeta merges one metadata entry into what the body said so far
-// about the metric and records the result.
-func (pi *promImport) updateMeta(name []byte, set func(*metadata.Metadata)) {
-	m := pi.meta[string(name)]
-	set(&m)
-	pi.meta[string(name)] = m
-	pi.b.metadata(string(name), m)
 }
 
 // subsliceEnd returns the offset in buf just after s, if s is a part of

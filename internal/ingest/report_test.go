@@ -2,11 +2,13 @@ package ingest
 
 import (
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/prometheus/prometheus/storage"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
@@ -40,6 +42,24 @@ func TestParseMessage(t *testing.T) {
 	got, ok = ParseMessage("stored 3 samples, rejected 0")
 	require.True(t, ok)
 	require.Equal(t, Message{Stored: 3}, got)
+}
+
+func TestAppendReason(t *testing.T) {
+	for err, want := range map[error]string{
+		tsdb.ErrTooOldForRetention:                  ReasonRetention,
+		tsdb.ErrTooFarInFuture:                      ReasonFuture,
+		storage.ErrOutOfBounds:                      ReasonOutOfBounds,
+		storage.ErrTooOldSample:                     ReasonTooOld,
+		storage.ErrOutOfOrderSample:                 ReasonOutOfOrder,
+		storage.ErrDuplicateSampleForTimestamp:      ReasonDuplicate,
+		head.ErrInvalidLabels:                       ReasonInvalidLabels,
+		head.ErrSeriesLimit:                         ReasonSeriesLimit,
+		fmt.Errorf("x: %w", storage.ErrOutOfBounds): ReasonOutOfBounds,
+		head.ErrGroupTooWide:                        ReasonOther,
+		io.EOF:                                      ReasonOther,
+	} {
+		require.Equal(t, want, AppendReason(err), err.Error())
+	}
 }
 
 func TestExampleReason(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/aerie-db/aerie/internal/positive"
 	"github.com/aerie-db/aerie/internal/vmformat"
 )
 
@@ -70,9 +70,7 @@ func (o StreamOptions) withDefaults() StreamOptions {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	if o.MaxLineBytes <= 0 {
-		o.MaxLineBytes = defaultMaxLineBytes
-	}
+	o.MaxLineBytes = positive.Or(o.MaxLineBytes, defaultMaxLineBytes)
 	return o
 }
 
@@ -224,9 +222,10 @@ func (v *vmLines) stream(emit func(*Sample), reject func(Rejection)) error {
 // (a *vmformat.ReadError).
 func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject func(Rejection)) error {
 	o = o.withDefaults()
-	x := &expoReader{ct: ctText, now: o.Now.UnixMilli(), emit: emit, reject: reject}
+	x := &expoReader{emit: emit, reject: reject}
+	x.parser = expoParser{ct: ctText, now: o.Now.UnixMilli(), end: "input", sink: x}
 	if o.OpenMetrics {
-		x.ct = ctOpenMetrics
+		x.parser.ct = ctOpenMetrics
 	}
 	src := vmformat.NewLineReader(r, o.MaxLineBytes)
 	var chunk []byte
@@ -266,7 +265,7 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 			first, firstOff = src.Line(), src.Offset()
 		}
 		chunk = append(chunk, line...)
-		if x.ct == ctOpenMetrics && string(bytes.TrimRight(line, "\r\n")) == "# EOF" {
+		if x.parser.ct == ctOpenMetrics && string(bytes.TrimRight(line, "\r\n")) == "# EOF" {
 			// The end, unless the parser took the line for the rest of a
 			// bad one: then, as the handler, read on.
 			eof = x.parse(chunk, first, firstOff, true)
@@ -278,7 +277,7 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 			chunk = chunk[:0]
 		}
 	}
-	if !eof && (len(chunk) > 0 || (x.ct == ctOpenMetrics && !sentEOF)) {
+	if !eof && (len(chunk) > 0 || (x.parser.ct == ctOpenMetrics && !sentEOF)) {
 		if len(chunk) == 0 {
 			first, firstOff = src.Line(), src.End()
 		}
@@ -289,12 +288,10 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 
 // expoReader parses chunks for ReadExposition.
 type expoReader struct {
-	ct     string
-	now    int64
+	parser expoParser
 	emit   func(*Sample)
 	reject func(Rejection)
 	s      Sample
-	bad    map[int64]bool // lines reported already (NUL bytes)
 }
 
 // parse reads one chunk whose first line is line first, at byte firstOff,
@@ -303,113 +300,30 @@ type expoReader struct {
 // OpenMetrics needs "# EOF" at the end of its input: a chunk other than
 // the last gets one; the last has the file's own, or is refused as the
 // handler refuses a body without it.
-func (x *expoReader) parse(body []byte, first, firstOff int64, last bool) (sawEOF bool) {
-	clear(x.bad)
-	// The text lexer takes a NUL byte for the end of input: blank such
-	// lines and report them, as the handler does.
-	for i := bytes.IndexByte(body, 0); i >= 0; {
-		start := bytes.LastIndexByte(body[:i], '\n') + 1
-		end := len(body)
-		if j := bytes.IndexByte(body[i:], '\n'); j >= 0 {
-			end = i + j
-		}
-		line := first + int64(bytes.Count(body[:start], []byte("\n")))
-		x.reject(Rejection{Reason: ReasonParse, N: 1, Line: line,
-			Msg: fmt.Sprintf("%s: line holds a NUL byte", where(line, i-start+1, firstOff+int64(i)))})
-		if x.bad == nil {
-			x.bad = map[int64]bool{}
-		}
-		x.bad[line] = true
-		for j := start; j < end; j++ {
-			body[j] = ' '
-		}
-		next := bytes.IndexByte(body[end:], 0)
-		if next < 0 {
-			break
-		}
-		i = end + next
-	}
-	if bytes.Contains(body, []byte("\r\n")) {
-		body = bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))
-	}
-	if x.ct == ctText && len(body) > 0 && body[len(body)-1] != '\n' {
-		body = append(body, '\n')
-	}
-	if x.ct == ctOpenMetrics && !last {
+func (r *expoReader) parse(body []byte, first, firstOff int64, last bool) (sawEOF bool) {
+	clear(r.parser.bad)
+	r.parser.blankNUL(body, first, firstOff)
+	body = r.parser.normalize(body)
+	if r.parser.ct == ctOpenMetrics && !last {
 		body = append(body, "# EOF\n"...)
 	}
-	// The text parser appends to its input: with no room left it would
-	// parse a copy, and the series it returns would not be subslices of
-	// body, which the line count after a multi-line label needs.
-	body = slices.Grow(body, 1)
-	pi := &promImport{ct: x.ct, body: body} // for lineEnd and blank
-	st := labels.NewSymbolTable()
-	off, lineNo := 0, first
-chunk:
-	for off < len(body) {
-		buf := body[off:]
-		p, err := textparse.New(buf, x.ct, st, textparse.ParserOptions{})
-		if p == nil {
-			x.reject(Rejection{Reason: ReasonParse, N: 1, Line: lineNo, Msg: err.Error()}) // cannot happen: ct is known
-			return false
-		}
-		cur, line := off, lineNo
-		for {
-			if x.ct == ctText {
-				for cur < len(body) && pi.blank(cur) {
-					cur, line = pi.lineEnd(body, cur), line+1
-				}
-			}
-			e, err := p.Next()
-			if err == io.EOF {
-				return true
-			}
-			if err != nil {
-				x.parseError(body, cur, line, err)
-				if cur >= len(body) || err.Error() == "unexpected data after # EOF" {
-					return err.Error() == "unexpected data after # EOF"
-				}
-				off, lineNo = pi.lineEnd(body, cur), line+1
-				continue chunk
-			}
-			next, nextLine := pi.lineEnd(body, cur), line+1
-			switch e {
-			case textparse.EntrySeries:
-				var lset labels.Labels
-				if perr := seriesLabels(p, &lset); perr != nil {
-					x.parseError(body, cur, line, perr)
-					off, lineNo = next, nextLine
-					continue chunk
-				}
-				series, ts, v := p.Series()
-				if end, ok := subsliceEnd(buf, series); ok && off+end > cur {
-					// A quoted label may span lines.
-					nl := bytes.Count(body[cur:off+end], []byte("\n"))
-					next, nextLine = pi.lineEnd(body, off+end), line+1+int64(nl)
-				}
-				t := x.now
-				if ts != nil {
-					t = *ts
-				}
-				x.s = Sample{Labels: lset, T: t, V: v, Line: line}
-				x.emit(&x.s)
-			case textparse.EntryHistogram:
-				x.reject(Rejection{Reason: ReasonNativeHistogram, N: 1, Line: line,
-					Msg: fmt.Sprintf("%s: native histograms are not supported", where(line, 0, 0))})
-			}
-			cur, line = next, nextLine
-		}
+	end, err := r.parser.parse(body, first)
+	if err != nil {
+		r.reject(Rejection{Reason: ReasonParse, N: 1, Line: first, Msg: err.Error()}) // cannot happen: ct is known
+		return false
 	}
-	return false
+	return end.eof || end.afterEOF
 }
 
-func (x *expoReader) parseError(body []byte, off int, line int64, err error) {
-	if x.bad[line] {
-		return
-	}
-	msg := fmt.Sprintf("%s: %v", where(line, 0, 0), err)
-	if off >= len(body) {
-		msg = fmt.Sprintf("%s (end of input): %v", where(line, 0, 0), err)
-	}
-	x.reject(Rejection{Reason: ReasonParse, N: 1, Line: line, Msg: msg})
+func (r *expoReader) addSample(lset labels.Labels, t int64, v float64, line int64) {
+	r.s = Sample{Labels: lset, T: t, V: v, Line: line}
+	r.emit(&r.s)
 }
+
+func (r *expoReader) addMeta(textparse.Entry, textparse.Parser) {}
+
+func (r *expoReader) rejectLine(reason string, line int64, msg func() string) {
+	r.reject(Rejection{Reason: reason, N: 1, Line: line, Msg: msg()})
+}
+
+func (r *expoReader) lineDone() error { return nil }

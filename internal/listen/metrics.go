@@ -34,14 +34,17 @@ type Metrics struct {
 // reg (nil: not registered, still counted, which tests use). Registering the
 // same namespace and subsystem twice with one registry is an error.
 func NewMetrics(namespace, subsystem string, reg prometheus.Registerer) (*Metrics, error) {
+	perListener := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: subsystem, Name: name, Help: help,
+		}, []string{"listener"})
+	}
 	m := &Metrics{
 		namespace:  namespace,
 		subsystem:  subsystem,
 		registerer: reg,
-		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: subsystem, Name: "dropped_total",
-			Help: "Samples dropped because the ingestion queue was full (UDP listeners only; TCP blocks).",
-		}, []string{"listener"}),
+		dropped: perListener("dropped_total",
+			"Samples dropped because the ingestion queue was full (UDP listeners only; TCP blocks)."),
 		queueLen: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Subsystem: subsystem, Name: "queue_length",
 			Help: "Batches of samples waiting in the ingestion queue.",
@@ -50,14 +53,10 @@ func NewMetrics(namespace, subsystem string, reg prometheus.Registerer) (*Metric
 			Namespace: namespace, Subsystem: subsystem, Name: "connections",
 			Help: "Open TCP connections.",
 		}, []string{"listener"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: subsystem, Name: "connections_refused_total",
-			Help: "TCP connections closed at once because the listener had MaxConns open.",
-		}, []string{"listener"}),
-		tooLong: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: subsystem, Name: "too_long_total",
-			Help: "Lines or datagrams longer than the listener's limit (skipped).",
-		}, []string{"listener"}),
+		refused: perListener("connections_refused_total",
+			"TCP connections closed at once because the listener had MaxConns open."),
+		tooLong: perListener("too_long_total",
+			"Lines or datagrams longer than the listener's limit (skipped)."),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.dropped, m.queueLen, m.conns, m.refused, m.tooLong} {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/aerie-db/aerie/internal/positive"
 )
 
 // ErrClosed is returned by Queue.Put after Close.
@@ -57,12 +59,8 @@ type Queue[T any] struct {
 // NewQueue starts the consumer goroutine, which calls consume for every
 // batch in the order they were queued, one at a time. Close stops it.
 func NewQueue[T any](o QueueOptions, consume func(Batch[T])) *Queue[T] {
-	if o.Size <= 0 {
-		o.Size = DefaultQueueSize
-	}
-	if o.TickEvery <= 0 {
-		o.TickEvery = 100 * time.Millisecond
-	}
+	o.Size = positive.Or(o.Size, DefaultQueueSize)
+	o.TickEvery = positive.Or(o.TickEvery, 100*time.Millisecond)
 	q := &Queue[T]{
 		ch:      make(chan Batch[T], o.Size),
 		consume: consume,

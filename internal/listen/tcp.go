@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aerie-db/aerie/internal/positive"
 )
 
 // Defaults of TCPOptions.
@@ -42,15 +44,11 @@ type TCPOptions struct {
 }
 
 func (o *TCPOptions) setDefaults() {
-	if o.MaxConns <= 0 {
-		o.MaxConns = DefaultMaxConns
-	}
+	o.MaxConns = positive.Or(o.MaxConns, DefaultMaxConns)
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
-	if o.MaxLineLen <= 0 {
-		o.MaxLineLen = DefaultMaxLineLen
-	}
+	o.MaxLineLen = positive.Or(o.MaxLineLen, DefaultMaxLineLen)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/aerie-db/aerie/internal/positive"
 )
 
 // DefaultMaxDatagram is UDPOptions.MaxDatagram when zero: the largest UDP
@@ -51,9 +53,7 @@ type UDPServer struct {
 
 // ListenUDP listens on addr ("host:port"; port 0 picks one).
 func ListenUDP(addr string, o UDPOptions, h PacketHandler) (*UDPServer, error) {
-	if o.MaxDatagram <= 0 {
-		o.MaxDatagram = DefaultMaxDatagram
-	}
+	o.MaxDatagram = positive.Or(o.MaxDatagram, DefaultMaxDatagram)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

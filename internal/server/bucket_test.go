@@ -18,8 +18,7 @@ import (
 // the same filesystem bucket; `tier: false` turns it off.
 func TestBucketConfig(t *testing.T) {
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "aerie.yml")
-	require.NoError(t, os.WriteFile(cfg, []byte("aerie:\n  storage:\n    bucket: {}\n    local_retention: 2h\n    cache_size: 16MiB\n"), 0o644))
+	cfg := writeFile(t, dir, "aerie.yml", "aerie:\n  storage:\n    bucket: {}\n    local_retention: 2h\n    cache_size: 16MiB\n")
 	addr := servertest.FreeAddr(t)
 	s, srv := serveForTest(t, Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	st, err := os.Stat(filepath.Join(dir, "data", "bucket"))
@@ -34,7 +33,7 @@ func TestBucketConfig(t *testing.T) {
 	srv.Stop()
 
 	// chunk_cache: true puts one in front of it anyway
-	require.NoError(t, os.WriteFile(cfg, []byte("aerie:\n  storage:\n    bucket: {}\n    chunk_cache: true\n    chunk_cache_size: 8MiB\n"), 0o644))
+	writeFile(t, dir, "aerie.yml", "aerie:\n  storage:\n    bucket: {}\n    chunk_cache: true\n    chunk_cache_size: 8MiB\n")
 	s, err = New(Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	require.NotNil(t, s.chunks)
@@ -43,7 +42,7 @@ func TestBucketConfig(t *testing.T) {
 	require.Equal(t, int64(8<<20), st.Size())
 	s.shutdown()
 
-	require.NoError(t, os.WriteFile(cfg, []byte("aerie:\n  storage:\n    bucket: {type: NOPE}\n"), 0o644))
+	writeFile(t, dir, "aerie.yml", "aerie:\n  storage:\n    bucket: {type: NOPE}\n")
 	_, err = New(Options{DataDir: filepath.Join(dir, "data2"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	require.ErrorContains(t, err, "NOPE")
 
@@ -55,7 +54,7 @@ func TestBucketConfig(t *testing.T) {
 		{"aerie:\n  storage:\n    tier: false\n", false},
 	} {
 		d := t.TempDir()
-		require.NoError(t, os.WriteFile(cfg, []byte(tc.config), 0o644))
+		writeFile(t, dir, "aerie.yml", tc.config)
 		s, err := New(Options{DataDir: d, HTTPAddr: servertest.FreeAddr(t), ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
 		_, err = os.Stat(filepath.Join(d, "bucket"))

@@ -28,21 +28,7 @@ func (s *Server) openResultsCache(apiHandler http.Handler) (http.Handler, error)
 	if rcfg.Enabled != nil && !*rcfg.Enabled {
 		return apiHandler, nil
 	}
-	path, err := freshCacheFile(s.opts.DataDir, "results.cache")
-	if err != nil {
-		return nil, fmt.Errorf("results cache: %w", err)
-	}
-	size := int64(rcfg.Size)
-	if size == 0 {
-		size = 256 << 20
-	}
-	c, err := cache.Open(cache.Options{
-		Path: path, Size: size, Name: "results", Registerer: s.m.reg,
-		Logger: s.log.With("component", "results_cache"),
-		// A dashboard's shifted range is worth its head even when small:
-		// the engine's cost is per sample read, not per request.
-		PartialMinBytes: -1,
-	})
+	c, err := s.openFreshCache("results", int64(rcfg.Size))
 	if err != nil {
 		return nil, fmt.Errorf("results cache: %w", err)
 	}
@@ -81,20 +67,7 @@ func (s *Server) openRenderCache() (archive.Store, error) {
 	if rcfg.Enabled != nil && !*rcfg.Enabled {
 		return s.rollups, nil
 	}
-	path, err := freshCacheFile(s.opts.DataDir, "render.cache")
-	if err != nil {
-		return nil, fmt.Errorf("render cache: %w", err)
-	}
-	size := int64(rcfg.Size)
-	if size == 0 {
-		size = 256 << 20
-	}
-	c, err := cache.Open(cache.Options{
-		Path: path, Size: size, Name: "render", Registerer: s.m.reg,
-		Logger: s.log.With("component", "render_cache"),
-		// a refresh's shifted range: its cached head is worth taking
-		PartialMinBytes: -1,
-	})
+	c, err := s.openFreshCache("render", int64(rcfg.Size))
 	if err != nil {
 		return nil, fmt.Errorf("render cache: %w", err)
 	}
@@ -119,20 +92,30 @@ func (s *Server) openRenderCache() (archive.Store, error) {
 	return rc.Graphite(), nil
 }
 
-// freshCacheFile makes <dataDir>/cache and removes the cache file name
-// and its index there, returning its path.
-func freshCacheFile(dataDir, name string) (string, error) {
-	dir := filepath.Join(dataDir, "cache")
+// openFreshCache opens the slab store of the results or render cache,
+// <data.dir>/cache/<name>.cache of size bytes (0: 256 MiB), empty: the
+// file and its index are removed first.
+func (s *Server) openFreshCache(name string, size int64) (*cache.Cache, error) {
+	dir := filepath.Join(s.opts.DataDir, "cache")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return nil, err
 	}
-	path := filepath.Join(dir, name)
+	path := filepath.Join(dir, name+".cache")
 	for _, p := range []string{path, path + ".index"} {
 		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-			return "", err
+			return nil, err
 		}
 	}
-	return path, nil
+	if size == 0 {
+		size = 256 << 20
+	}
+	return cache.Open(cache.Options{
+		Path: path, Size: size, Name: name, Registerer: s.m.reg,
+		Logger: s.log.With("component", name+"_cache"),
+		// A dashboard's shifted range, a refresh's, is worth its head even
+		// when small: the engine's cost is per sample read, not per request.
+		PartialMinBytes: -1,
+	})
 }
 
 // openChunkCache opens the bucket tier's chunk cache (aerie.storage.

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,31 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
+
+// cpuLines are Influx lines of cpu_usage for hosts h0, h1 and h2 at every
+// minute from start to end, in a unit of which a minute is minute: the
+// value at time ts of host hN is (ts/minute)%97 + N.
+func cpuLines(start, end, minute int64) string {
+	var b strings.Builder
+	for ts := start; ts <= end; ts += minute {
+		for h := range 3 {
+			fmt.Fprintf(&b, "cpu,host=h%d usage=%d %d\n", h, (ts/minute)%97+int64(h), ts)
+		}
+	}
+	return b.String()
+}
+
+// getTwice gets url twice, wants the same 200 answer both times (the
+// second may come from a cache), and returns it and base's /metrics after.
+func getTwice(t *testing.T, base, url string) (body, metrics string) {
+	t.Helper()
+	code, body := get(t, url)
+	require.Equal(t, http.StatusOK, code, body)
+	_, again := get(t, url)
+	require.Equal(t, body, again)
+	_, metrics = get(t, base+"/metrics")
+	return body, metrics
+}
 
 // TestServeResultsCache: query_range goes through the results cache; a
 // repeated request is a hit, and a sample written later into the cached
@@ -25,27 +49,12 @@ func TestServeResultsCache(t *testing.T) {
 
 	end := time.Now().Add(-2*time.Hour).UnixMilli() / 60_000 * 60_000
 	start := end - 6*3600_000
-	var lines []string
-	for ts := start; ts <= end; ts += 60_000 {
-		for h := range 3 {
-			lines = append(lines, fmt.Sprintf("cpu,host=h%d usage=%d %d", h, (ts/60_000)%97+int64(h), ts))
-		}
-	}
-	write := func(body string) {
-		resp, err := http.Post(base+"/write?precision=ms", "text/plain", strings.NewReader(body))
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusNoContent, resp.StatusCode)
-	}
-	write(strings.Join(lines, "\n") + "\n")
+	write := func(body string) { postInflux(t, base, "ms", body) }
+	write(cpuLines(start, end, 60_000))
 
 	q := url.Values{"query": {`max(cpu_usage)`}, "start": {strconv.FormatInt(start/1000, 10)}, "end": {strconv.FormatInt(end/1000, 10)}, "step": {"60"}}
 	rangeURL := base + "/api/v1/query_range?" + q.Encode()
-	code, first := get(t, rangeURL)
-	require.Equal(t, http.StatusOK, code, first)
-	_, again := get(t, rangeURL)
-	require.Equal(t, first, again)
-	_, metrics := get(t, base+"/metrics")
+	_, metrics := getTwice(t, base, rangeURL)
 	require.Regexp(t, `\naerie_results_cache_hits_total [12]\n`, metrics, "one or two parts (the range may cross midnight)")
 	require.Regexp(t, `\naerie_cache_hits_total\{cache="results"\} [12]\n`, metrics)
 
@@ -66,35 +75,19 @@ func TestServeRenderCache(t *testing.T) {
 			dir := t.TempDir()
 			opts := Options{DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)}
 			if !on {
-				opts.ConfigFile = filepath.Join(dir, "aerie.yml")
-				require.NoError(t, os.WriteFile(opts.ConfigFile, []byte("aerie:\n  cache:\n    render: {enabled: false}\n"), 0o644))
+				opts.ConfigFile = writeFile(t, dir, "aerie.yml", "aerie:\n  cache:\n    render: {enabled: false}\n")
 			}
 			_, srv := serveForTest(t, opts)
 			base := srv.URL
 
 			end := time.Now().Add(-2*time.Hour).Unix() / 60 * 60
 			start := end - 6*3600
-			var lines []string
-			for ts := start; ts <= end; ts += 60 {
-				for h := range 3 {
-					lines = append(lines, fmt.Sprintf("cpu,host=h%d usage=%d %d", h, (ts/60)%97+int64(h), ts))
-				}
-			}
-			write := func(body string) {
-				resp, err := http.Post(base+"/write?precision=s", "text/plain", strings.NewReader(body))
-				require.NoError(t, err)
-				resp.Body.Close()
-				require.Equal(t, http.StatusNoContent, resp.StatusCode)
-			}
-			write(strings.Join(lines, "\n") + "\n")
+			write := func(body string) { postInflux(t, base, "s", body) }
+			write(cpuLines(start, end, 60))
 			q := url.Values{"target": {"sumSeries(seriesByTag('name=cpu_usage'))"}, "format": {"json"},
 				"from": {strconv.FormatInt(start, 10)}, "until": {strconv.FormatInt(end, 10)}}
 			renderURL := base + "/render?" + q.Encode()
-			code, first := get(t, renderURL)
-			require.Equal(t, http.StatusOK, code, first)
-			_, again := get(t, renderURL)
-			require.Equal(t, first, again)
-			_, metrics := get(t, base+"/metrics")
+			first, metrics := getTwice(t, base, renderURL)
 			if !on {
 				require.NotContains(t, metrics, "aerie_render_cache_hits_total")
 				return
@@ -125,8 +118,7 @@ func TestRenderCacheConfig(t *testing.T) {
 		{yaml: "aerie:\n  cache:\n    render: {enabled: false}\n", off: true},
 		{yaml: "aerie:\n  cache:\n    render: {size: 1MiB}\n", err: "cache.render.size 1MiB: must be at least 4MiB"},
 	} {
-		path := filepath.Join(t.TempDir(), "aerie.yml")
-		require.NoError(t, os.WriteFile(path, []byte(tc.yaml), 0o644))
+		path := writeFile(t, t.TempDir(), "aerie.yml", tc.yaml)
 		cfg, err := LoadConfig(path, slog.New(slog.DiscardHandler))
 		if tc.err != "" {
 			require.ErrorContains(t, err, tc.err)

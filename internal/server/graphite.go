@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -93,33 +94,14 @@ type ArchiveConfig struct {
 // configuration file's directory (dir).
 func (c *RollupConfig) rules(dir string) (*rollup.Rules, error) {
 	r := &rollup.Rules{}
-	open := func(name string) (*os.File, string, error) {
-		p := name
-		if dir != "" && !isAbs(p) {
-			p = dir + string(os.PathSeparator) + p
-		}
-		f, err := os.Open(p)
-		return f, p, err
-	}
+	var err error
 	if c.SchemasFile != "" {
-		f, p, err := open(c.SchemasFile)
-		if err != nil {
-			return nil, fmt.Errorf("rollup.schemas_file: %w", err)
-		}
-		r.Schemas, err = rollup.ParseSchemasConf(f, p)
-		f.Close()
-		if err != nil {
+		if r.Schemas, err = parseConfFile(dir, c.SchemasFile, rollup.ParseSchemasConf); err != nil {
 			return nil, fmt.Errorf("rollup.schemas_file: %w", err)
 		}
 	}
 	if c.AggregationFile != "" {
-		f, p, err := open(c.AggregationFile)
-		if err != nil {
-			return nil, fmt.Errorf("rollup.aggregation_file: %w", err)
-		}
-		r.Aggregations, err = rollup.ParseAggregationConf(f, p)
-		f.Close()
-		if err != nil {
+		if r.Aggregations, err = parseConfFile(dir, c.AggregationFile, rollup.ParseAggregationConf); err != nil {
 			return nil, fmt.Errorf("rollup.aggregation_file: %w", err)
 		}
 	}
@@ -146,6 +128,22 @@ func (c *RollupConfig) rules(dir string) (*rollup.Rules, error) {
 		r.Aggregations = append(r.Aggregations, ag)
 	}
 	return r, nil
+}
+
+// parseConfFile parses the carbon configuration file name, relative to
+// dir unless absolute, with parse.
+func parseConfFile[T any](dir, name string, parse func(io.Reader, string) (T, error)) (T, error) {
+	p := name
+	if dir != "" && !isAbs(p) {
+		p = dir + string(os.PathSeparator) + p
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer f.Close()
+	return parse(f, p)
 }
 
 func isAbs(p string) bool { return len(p) > 0 && p[0] == os.PathSeparator }
@@ -251,16 +249,8 @@ func (s *Server) startGraphite() error {
 
 // stopGraphite stops the receivers, committing what they hold.
 func (s *Server) stopGraphite() {
-	if s.carbon != nil {
-		if err := s.carbon.Close(); err != nil {
-			s.log.Warn("close graphite receivers", "err", err)
-		}
-	}
-	if s.statsd != nil {
-		if err := s.statsd.Close(); err != nil {
-			s.log.Warn("close statsd", "err", err)
-		}
-	}
+	closeIfOpen(s.log, "graphite receivers", s.carbon)
+	closeIfOpen(s.log, "statsd", s.statsd)
 }
 
 // archiveSource is the rollup levels as pgarchive reads them.

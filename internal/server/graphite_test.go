@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,8 +20,7 @@ import (
 // rollup=1m.
 func TestServeGraphite(t *testing.T) {
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "aerie.yml")
-	require.NoError(t, os.WriteFile(cfg, []byte(`
+	cfg := writeFile(t, dir, "aerie.yml", `
 aerie:
   graphite: {plaintext_tcp: "127.0.0.1:0", plaintext_udp: "", pickle_tcp: ""}
   statsd: {udp: "127.0.0.1:0", tcp: "", flush_interval: 1h}
@@ -31,7 +29,7 @@ aerie:
       - {name: app, pattern: '^app\.', retentions: '10s:1h,1m:1d'}
     aggregations:
       - {name: avg, pattern: '.*', x_files_factor: 0.5}
-`), 0o644))
+`)
 	s, srv := serveForTest(t, Options{DataDir: filepath.Join(dir, "data"), ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	base := srv.URL
 

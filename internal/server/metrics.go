@@ -229,31 +229,20 @@ func (m *metrics) ingestHook(protocol, reason string, n int) {
 	m.rejected.WithLabelValues(protocol, reason).Add(float64(n))
 }
 
-// reason maps an append error to a short, bounded label value.
+// reason maps an append error to a short, bounded label value: the
+// reason the ingest handlers give it, or else one of the engine's limits
+// that they count as other.
 func reason(err error) string {
+	if r := ingest.AppendReason(err); r != ingest.ReasonOther {
+		return r
+	}
 	switch {
-	case errors.Is(err, tsdb.ErrTooOldForRetention):
-		return "too_old_for_retention"
-	case errors.Is(err, tsdb.ErrTooFarInFuture):
-		return "too_far_in_future"
-	case errors.Is(err, storage.ErrOutOfBounds):
-		return "out_of_bounds"
-	case errors.Is(err, storage.ErrTooOldSample):
-		return "too_old"
-	case errors.Is(err, storage.ErrOutOfOrderSample):
-		return "out_of_order"
-	case errors.Is(err, storage.ErrDuplicateSampleForTimestamp):
-		return "duplicate"
-	case errors.Is(err, head.ErrInvalidLabels):
-		return "invalid_labels"
-	case errors.Is(err, head.ErrSeriesLimit):
-		return "series_limit"
 	case errors.Is(err, head.ErrGroupTooWide):
 		return "group_too_wide"
 	case errors.Is(err, head.ErrPartitionLimit):
 		return "partition_limit"
 	case errors.Is(err, tsdb.ErrNativeHistogram):
-		return "native_histogram"
+		return ingest.ReasonNativeHistogram
 	}
-	return "other"
+	return ingest.ReasonOther
 }

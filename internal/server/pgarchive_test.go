@@ -8,7 +8,6 @@ import (
 	"math"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,8 +28,7 @@ func TestServePostgresArchive(t *testing.T) {
 	pg := pgtest.Start(t)
 	dsn := pg.CreateDB(t, "aerie")
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "aerie.yml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+	cfg := writeFile(t, dir, "aerie.yml", fmt.Sprintf(`
 aerie:
   graphite: {plaintext_tcp: "127.0.0.1:0", plaintext_udp: "", pickle_tcp: ""}
   statsd: {udp: "", tcp: ""}
@@ -40,7 +38,7 @@ aerie:
       - {name: app, pattern: '^app\.', retentions: '10s:1h,1m:1d'}
   archive:
     postgres: {dsn: %q, max_flushes_per_second: 50}
-`, dsn)), 0o644))
+`, dsn))
 	s, srv := serveForTest(t, Options{DataDir: filepath.Join(dir, "data"), ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	base := srv.URL
 	ctx := t.Context()

@@ -37,6 +37,7 @@ import (
 	"github.com/aerie-db/aerie/internal/graphite"
 	"github.com/aerie-db/aerie/internal/ingest"
 	"github.com/aerie-db/aerie/internal/pgarchive"
+	"github.com/aerie-db/aerie/internal/positive"
 	"github.com/aerie-db/aerie/internal/rollup"
 	"github.com/aerie-db/aerie/internal/sensor"
 	"github.com/aerie-db/aerie/internal/statsd"
@@ -109,12 +110,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.MaxBody <= 0 {
-		opts.MaxBody = 64 << 20
-	}
-	if opts.MaxInflightWrites <= 0 {
-		opts.MaxInflightWrites = 256
-	}
+	opts.MaxBody = positive.Or(opts.MaxBody, 64<<20)
+	opts.MaxInflightWrites = positive.Or(opts.MaxInflightWrites, 256)
 	s := &Server{opts: opts, log: opts.Logger, m: newMetrics()}
 	cfg, err := LoadConfig(opts.ConfigFile, s.log)
 	if err != nil {
@@ -139,9 +136,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("aerie section: storage.bucket: %w", err)
 		}
 		cache := int64(cfg.Aerie.Storage.CacheSize)
-		if cache <= 0 {
-			cache = 256 << 20
-		}
+		cache = positive.Or(cache, 256<<20)
 		remote := strings.ToUpper(string(bc.Type))
 		remote = strings.TrimPrefix(remote, "FILESYSTEM") // "": the local filesystem bucket
 		var store bucket.RangeStore = s.bkt
@@ -157,9 +152,7 @@ func New(opts Options) (*Server, error) {
 		tier := bucket.NewTier(store, 0, cache)
 		if p := strings.ToUpper(string(bc.Type)); p != "" && p != "FILESYSTEM" {
 			size := int64(st.MetaCacheSize)
-			if size <= 0 {
-				size = 1 << 30
-			}
+			size = positive.Or(size, 1<<30)
 			mc, err := bucket.NewMetaCache(filepath.Join(opts.DataDir, "bucket-meta"), size)
 			if err != nil {
 				s.closeTier()
@@ -476,39 +469,34 @@ func (s *Server) shutdown() {
 	if err := s.engine.Close(); err != nil {
 		s.log.Warn("close query engine", "err", err)
 	}
-	if s.archive != nil {
-		if err := s.archive.Close(); err != nil {
-			s.log.Warn("close postgres archive", "err", err)
-		}
-	}
+	closeIfOpen(s.log, "postgres archive", s.archive)
 	s.db.SetLateObserver(nil)
-	if s.results != nil {
-		if err := s.results.Close(); err != nil {
-			s.log.Warn("close results cache", "err", err)
-		}
-	}
-	if s.render != nil {
-		if err := s.render.Close(); err != nil {
-			s.log.Warn("close render cache", "err", err)
-		}
-	}
+	closeIfOpen(s.log, "results cache", s.results)
+	closeIfOpen(s.log, "render cache", s.render)
 	if err := s.rollups.Close(); err != nil {
 		s.log.Error("close rollup levels", "err", err)
 	}
 	if err := s.db.Close(); err != nil {
 		s.log.Error("close data directory", "err", err)
 	}
-	if s.bkt != nil {
-		if err := s.bkt.Close(); err != nil {
-			s.log.Warn("close bucket", "err", err)
-		}
-	}
-	if s.chunks != nil {
-		if err := s.chunks.Close(); err != nil {
-			s.log.Warn("close chunk cache", "err", err)
-		}
-	}
+	closeIfOpen(s.log, "bucket", s.bkt)
+	closeIfOpen(s.log, "chunk cache", s.chunks)
 	s.log.Info("Aerie stopped")
+}
+
+// closeIfOpen closes c unless it is nil (a part that is off) and logs a
+// warning naming what if that fails.
+func closeIfOpen[C interface {
+	comparable
+	Close() error
+}](log *slog.Logger, what string, c C) {
+	var off C
+	if c == off {
+		return
+	}
+	if err := c.Close(); err != nil {
+		log.Warn("close "+what, "err", err)
+	}
 }
 
 func levelNames(m *rollup.Manager) []string {

@@ -29,6 +29,24 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// writeFile writes content to dir/name and returns the file's path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	return path
+}
+
+// postInflux posts Influx lines to base's /write with the precision given
+// and wants them all stored.
+func postInflux(t *testing.T, base, precision, body string) {
+	t.Helper()
+	resp, err := http.Post(base+"/write?precision="+precision, "text/plain", strings.NewReader(body))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+}
+
 // TestServeScrapesAndAnswers runs the whole server: it scrapes itself,
 // takes Influx lines, answers PromQL, exports aerie_ metrics, shuts down
 // gracefully and keeps the data across a restart.
@@ -38,15 +56,14 @@ func TestServeScrapesAndAnswers(t *testing.T) {
 	}
 	dir := t.TempDir()
 	addr := servertest.FreeAddr(t)
-	cfg := filepath.Join(dir, "prometheus.yml")
 	// The same target found three ways: static, file and HTTP discovery.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "targets.json"), []byte(fmt.Sprintf(`[{"targets": [%q], "labels": {"sd": "file"}}]`, addr)), 0o644))
+	writeFile(t, dir, "targets.json", fmt.Sprintf(`[{"targets": [%q], "labels": {"sd": "file"}}]`, addr))
 	sd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `[{"targets": [%q], "labels": {"sd": "http"}}]`, addr)
 	}))
 	defer sd.Close()
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+	cfg := writeFile(t, dir, "prometheus.yml", fmt.Sprintf(`
 global:
   scrape_interval: 1s
   evaluation_interval: 1s
@@ -69,24 +86,21 @@ aerie:
   ooo_window: 10m
   wal:
     sync: batch
-`, addr, sd.URL)), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yml"), []byte(`
+`, addr, sd.URL))
+	writeFile(t, dir, "rules.yml", `
 groups:
   - name: g
     rules:
       - record: job:up:sum
         expr: sum by (job) (up)
-`), 0o644))
+`)
 	opts := Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: addr, ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)}
 	_, srv := serveForTest(t, opts)
 	base := srv.URL
 	code, body := get(t, base+"/-/healthy")
 	require.Equal(t, 200, code, body)
 
-	resp, err := http.Post(base+"/write?precision=ms", "text/plain", strings.NewReader(fmt.Sprintf("weather,city=x temp=21.5 %d\n", time.Now().UnixMilli())))
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	postInflux(t, base, "ms", fmt.Sprintf("weather,city=x temp=21.5 %d\n", time.Now().UnixMilli()))
 
 	value := func(q string) string {
 		_, body := get(t, base+"/api/v1/query?query="+url.QueryEscape(q))
@@ -235,10 +249,7 @@ func TestVictoriaMetricsStyleQuery(t *testing.T) {
 			for i := int64(0); i < 6; i++ {
 				fmt.Fprintf(&sb, "cpu,hostname=host_4 usage_user=%d,usage_system=%d,usage_idle=%d %d\n", i, 2*i, 100-i, now-60_000+i*10_000)
 			}
-			resp, err := http.Post(base+"/write?precision=ms", "text/plain", strings.NewReader(sb.String()))
-			require.NoError(t, err)
-			resp.Body.Close()
-			require.Equal(t, http.StatusNoContent, resp.StatusCode)
+			postInflux(t, base, "ms", sb.String())
 		}
 		q := `max(max_over_time({__name__=~"cpu_(usage_user|usage_system|usage_idle)", hostname="host_4"}[1m])) by (__name__)`
 		code, body := get(t, fmt.Sprintf("%s/api/v1/query?time=%.3f&query=%s", base, float64(now)/1000, url.QueryEscape(q)))

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/aerie-db/aerie/internal/positive"
 )
 
 // Config configures a Server. Start from DefaultConfig: zero numeric
@@ -134,15 +136,9 @@ func (c *Config) fill() {
 		c.PrefixStats = DefaultPrefixStats
 	}
 	c.Limits = c.Limits.withDefaults()
-	if c.MaxPacketBytes <= 0 {
-		c.MaxPacketBytes = DefaultMaxPacketBytes
-	}
-	if c.MaxSeries <= 0 {
-		c.MaxSeries = DefaultMaxSeries
-	}
-	if c.MaxIntervalValues <= 0 {
-		c.MaxIntervalValues = DefaultMaxIntervalValues
-	}
+	c.MaxPacketBytes = positive.Or(c.MaxPacketBytes, DefaultMaxPacketBytes)
+	c.MaxSeries = positive.Or(c.MaxSeries, DefaultMaxSeries)
+	c.MaxIntervalValues = positive.Or(c.MaxIntervalValues, DefaultMaxIntervalValues)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/aerie-db/aerie/internal/positive"
 )
 
 // Type is a statsd metric type.
@@ -71,15 +73,9 @@ const (
 )
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxNameLen <= 0 {
-		l.MaxNameLen = DefaultMaxNameLen
-	}
-	if l.MaxMetricsPerPacket <= 0 {
-		l.MaxMetricsPerPacket = DefaultMaxMetricsPerPacket
-	}
-	if l.MaxTags <= 0 {
-		l.MaxTags = DefaultMaxTags
-	}
+	l.MaxNameLen = positive.Or(l.MaxNameLen, DefaultMaxNameLen)
+	l.MaxMetricsPerPacket = positive.Or(l.MaxMetricsPerPacket, DefaultMaxMetricsPerPacket)
+	l.MaxTags = positive.Or(l.MaxTags, DefaultMaxTags)
 	return l
 }
 

@@ -257,7 +257,7 @@ func (d *CSVDecoder) record() (ok, empty bool) {
 		d.fail(d.lr.line, 0, d.lr.off, "", fmt.Sprintf("line longer than the limit of %d bytes", d.lim.MaxLineBytes))
 		return true, false
 	}
-	if len(trimEOL(line)) == 0 {
+	if len(TrimEOL(line)) == 0 {
 		return true, true
 	}
 	over := false // the record is over the limit: scan on, keep nothing
@@ -301,7 +301,7 @@ func (d *CSVDecoder) record() (ok, empty bool) {
 			d.fields = append(d.fields, fld)
 			rest := line[i:]
 			switch {
-			case len(trimEOL(rest)) == 0:
+			case len(TrimEOL(rest)) == 0:
 			case rest[0] == ',':
 				i++
 				continue
@@ -313,7 +313,7 @@ func (d *CSVDecoder) record() (ok, empty bool) {
 		j := bytes.IndexByte(line[i:], ',')
 		end := i + j
 		if j < 0 {
-			end = i + len(trimEOL(line[i:]))
+			end = i + len(TrimEOL(line[i:]))
 		}
 		if !over {
 			d.rec = append(d.rec, line[i:end]...)

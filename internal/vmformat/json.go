@@ -93,7 +93,7 @@ func (d *JSONDecoder) Next() bool {
 				Msg: fmt.Sprintf("line longer than the limit of %d bytes", d.lim.MaxLineBytes)}
 			return true
 		}
-		line = trimEOL(line)
+		line = TrimEOL(line)
 		if blank(line) {
 			continue
 		}
@@ -175,13 +175,9 @@ func (d *JSONDecoder) parse(line []byte) {
 			l.at("", -1, "")
 			l.fail(keyAt, fmt.Sprintf("key %q appears twice", key))
 		}
-		l.ws()
-		if l.peek() == ',' {
-			l.i++
-			continue
+		if !l.more('}') {
+			break
 		}
-		l.expect('}')
-		break
 	}
 	l.at("", -1, "")
 	l.ws()
@@ -221,10 +217,7 @@ func (d *JSONDecoder) metric() {
 	l.expect('{')
 	d.sb.Reset()
 	n := 0
-	l.ws()
-	if l.peek() == '}' {
-		l.i++
-	} else {
+	if !l.empty('}') {
 		for l.err == nil {
 			l.ws()
 			nameAt := l.i
@@ -258,13 +251,9 @@ func (d *JSONDecoder) metric() {
 				d.sb.Add(ns, d.strs.get(value))
 			}
 			l.at("metric", -1, "")
-			l.ws()
-			if l.peek() == ',' {
-				l.i++
-				continue
+			if !l.more('}') {
+				break
 			}
-			l.expect('}')
-			break
 		}
 	}
 	if l.err != nil {
@@ -483,9 +472,7 @@ func (l *jsonLexer) expect(c byte) {
 // the element's first byte.
 func (l *jsonLexer) array(field string, elem func() error) {
 	l.expect('[')
-	l.ws()
-	if l.peek() == ']' {
-		l.i++
+	if l.empty(']') {
 		return
 	}
 	for i := 0; l.err == nil; i++ {
@@ -496,14 +483,33 @@ func (l *jsonLexer) array(field string, elem func() error) {
 			l.fail(at, err.Error())
 			return
 		}
-		l.ws()
-		if l.peek() == ',' {
-			l.i++
-			continue
+		if !l.more(']') {
+			return
 		}
-		l.expect(']')
-		return
 	}
+}
+
+// empty reads close if it comes next, after white space: the end of an
+// empty object or array whose opening byte was read.
+func (l *jsonLexer) empty(close byte) bool {
+	l.ws()
+	if l.peek() == close {
+		l.i++
+		return true
+	}
+	return false
+}
+
+// more reads what follows an element of an object or array: true after a
+// ',' (another element follows), false after close or at an error.
+func (l *jsonLexer) more(close byte) bool {
+	l.ws()
+	if l.peek() == ',' {
+		l.i++
+		return true
+	}
+	l.expect(close)
+	return false
 }
 
 // describe names the byte at l.i for an error message.
@@ -689,9 +695,7 @@ func (l *jsonLexer) skip(depth int) {
 			end = ']'
 		}
 		l.i++
-		l.ws()
-		if l.peek() == end {
-			l.i++
+		if l.empty(end) {
 			return
 		}
 		for l.err == nil {
@@ -703,13 +707,9 @@ func (l *jsonLexer) skip(depth int) {
 				l.ws()
 			}
 			l.skip(depth + 1)
-			l.ws()
-			if l.peek() == ',' {
-				l.i++
-				continue
+			if !l.more(end) {
+				return
 			}
-			l.expect(end)
-			return
 		}
 	default:
 		tok := l.token()

@@ -3,6 +3,8 @@ package vmformat
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/aerie-db/aerie/internal/positive"
 )
 
 // Limits bound what a decoder accepts. Zero values take the defaults in
@@ -24,18 +26,10 @@ const (
 
 // WithDefaults returns l with its zero fields set to the defaults.
 func (l Limits) WithDefaults() Limits {
-	if l.MaxLineBytes <= 0 {
-		l.MaxLineBytes = DefaultMaxLineBytes
-	}
-	if l.MaxLabels <= 0 {
-		l.MaxLabels = DefaultMaxLabels
-	}
-	if l.MaxLabelNameBytes <= 0 {
-		l.MaxLabelNameBytes = DefaultMaxLabelNameBytes
-	}
-	if l.MaxLabelValueBytes <= 0 {
-		l.MaxLabelValueBytes = DefaultMaxLabelValueBytes
-	}
+	l.MaxLineBytes = positive.Or(l.MaxLineBytes, DefaultMaxLineBytes)
+	l.MaxLabels = positive.Or(l.MaxLabels, DefaultMaxLabels)
+	l.MaxLabelNameBytes = positive.Or(l.MaxLabelNameBytes, DefaultMaxLabelNameBytes)
+	l.MaxLabelValueBytes = positive.Or(l.MaxLabelValueBytes, DefaultMaxLabelValueBytes)
 	return l
 }
 

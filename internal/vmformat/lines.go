@@ -73,7 +73,7 @@ func (r *LineReader) Read() ([]byte, bool) {
 		return nil, false
 	}
 	r.next += n
-	if !r.tooLong && len(trimEOL(line)) > r.max {
+	if !r.tooLong && len(TrimEOL(line)) > r.max {
 		r.tooLong = true
 	}
 	if r.tooLong {
@@ -105,8 +105,9 @@ func (r *LineReader) Err() error {
 	return r.err
 }
 
-// trimEOL drops a final "\n" or "\r\n".
-func trimEOL(b []byte) []byte {
+// TrimEOL drops a final "\n" or "\r\n": it gives a line of LineReader
+// without its end.
+func TrimEOL(b []byte) []byte {
 	if n := len(b); n > 0 && b[n-1] == '\n' {
 		b = b[:n-1]
 		if n := len(b); n > 0 && b[n-1] == '\r' {
