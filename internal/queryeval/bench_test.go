@@ -71,7 +71,7 @@ func BenchmarkTSBS(b *testing.B) {
 	for _, pt := range tsbs.Patterns(prof) {
 		for _, e := range engines {
 			b.Run(pt.Name+"/"+e.name, func(b *testing.B) {
-				g := tsbs.Gen{Profile: prof, Dialect: tsbs.Prometheus, Hosts: hosts, MinT: w.MinTime(), MaxT: w.MaxTime()}
+				g := tsbs.Gen{Profile: prof, Dialect: tsbs.Prometheus, Hosts: hosts, MinT: w.MinTime(), MaxT: w.MaxTime(), Interval: 10 * time.Second}
 				rnd := tsbs.Rand(1, pt.Name)
 				c0 := cpuTime()
 				for range b.N {

@@ -36,16 +36,29 @@ type result struct {
 }
 
 func (rq *rollupQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
-	inner, err := rq.Queryable.Querier(mint, maxt)
-	if err != nil {
-		return nil, err
-	}
-	return &rollupQuerier{Querier: inner, rq: rq}, nil
+	return &rollupQuerier{rq: rq, mint: mint, maxt: maxt}, nil
 }
 
+// rollupQuerier opens the storage's querier only when a selector other
+// than a rollup's asks for it: a query made of rollups alone opens one
+// querier per rollup and no other.
+//
+// Locking: the engine calls a querier from one goroutine.
 type rollupQuerier struct {
-	storage.Querier
-	rq *rollupQueryable
+	rq         *rollupQueryable
+	mint, maxt int64
+	inner      storage.Querier
+}
+
+func (q *rollupQuerier) storage() (storage.Querier, error) {
+	if q.inner == nil {
+		in, err := q.rq.Queryable.Querier(q.mint, q.maxt)
+		if err != nil {
+			return nil, err
+		}
+		q.inner = in
+	}
+	return q.inner, nil
 }
 
 func (q *rollupQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
@@ -63,7 +76,34 @@ func (q *rollupQuerier) Select(ctx context.Context, sortSeries bool, hints *stor
 		}
 		return &synthSet{series: res.series, i: -1}
 	}
-	return q.Querier.Select(ctx, sortSeries, hints, ms...)
+	in, err := q.storage()
+	if err != nil {
+		return storage.ErrSeriesSet(err)
+	}
+	return in.Select(ctx, sortSeries, hints, ms...)
+}
+
+func (q *rollupQuerier) LabelValues(ctx context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	in, err := q.storage()
+	if err != nil {
+		return nil, nil, err
+	}
+	return in.LabelValues(ctx, name, hints, ms...)
+}
+
+func (q *rollupQuerier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	in, err := q.storage()
+	if err != nil {
+		return nil, nil, err
+	}
+	return in.LabelNames(ctx, hints, ms...)
+}
+
+func (q *rollupQuerier) Close() error {
+	if q.inner == nil {
+		return nil
+	}
+	return q.inner.Close()
 }
 
 // result evaluates rollup i once.
@@ -197,31 +237,63 @@ type worker struct {
 	matrix promql.Matrix
 }
 
-// series decodes one series and evaluates the function at every step.
-func (w *worker) series(ctx context.Context, s storage.Series) (*synthSeries, annotations.Annotations, error) {
-	rq, r := w.rq, w.r
-	mint := rq.start - r.rangeMs
-	w.it = s.Iterator(w.it)
+// batcher is an iterator that hands over its samples a batch at a time
+// (Aerie's prefetched series, tsdb.batchIterator.NextBatch).
+type batcher interface {
+	NextBatch() ([]int64, []float64)
+}
+
+// load reads w.it's float samples in (mint, maxt] into w.pts, without
+// stale markers; errFallback if it meets a histogram.
+func (w *worker) load(ctx context.Context, mint, maxt int64) error {
 	w.pts = w.pts[:0]
+	if b, ok := w.it.(batcher); ok {
+		for {
+			ts, vs := b.NextBatch()
+			if ts == nil {
+				break
+			}
+			for i, t := range ts {
+				if t <= mint || value.IsStaleNaN(vs[i]) {
+					continue
+				}
+				if t > maxt {
+					return nil
+				}
+				w.pts = append(w.pts, promql.FPoint{T: t, F: vs[i]})
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
 	for vt := w.it.Next(); vt != chunkenc.ValNone; vt = w.it.Next() {
 		if vt != chunkenc.ValFloat {
-			return nil, nil, errFallback
+			return errFallback
 		}
 		t, v := w.it.At()
 		if t <= mint || value.IsStaleNaN(v) {
 			continue
 		}
-		if t > rq.end {
+		if t > maxt {
 			break
 		}
 		w.pts = append(w.pts, promql.FPoint{T: t, F: v})
 		if len(w.pts)%4096 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, nil, err
+				return err
 			}
 		}
 	}
-	if err := w.it.Err(); err != nil {
+	return w.it.Err()
+}
+
+// series decodes one series and evaluates the function at every step.
+func (w *worker) series(ctx context.Context, s storage.Series) (*synthSeries, annotations.Annotations, error) {
+	rq, r := w.rq, w.r
+	mint := rq.start - r.rangeMs
+	w.it = s.Iterator(w.it)
+	if err := w.load(ctx, mint, rq.end); err != nil {
 		return nil, nil, err
 	}
 	if len(w.pts) == 0 {

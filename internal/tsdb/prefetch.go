@@ -444,6 +444,30 @@ func (it *batchIterator) Seek(t int64) chunkenc.ValueType {
 	}
 }
 
+// NextBatch returns the samples after the current one up to the end of
+// the batch that holds them, and makes the last of them current: a whole
+// batch per call instead of a call per sample (internal/queryeval reads
+// series so). It returns nil at the series' end and once the batches are
+// gone; Next then goes on where the batches stopped. The slices are the
+// iterator's until its next call.
+func (it *batchIterator) NextBatch() ([]int64, []float64) {
+	if it.end || it.raw != nil {
+		return nil, nil
+	}
+	for it.i+1 >= len(it.b.ts) {
+		if !it.advance() {
+			if it.raw == nil {
+				it.end = true
+			}
+			return nil, nil
+		}
+	}
+	from := it.i + 1
+	it.i = len(it.b.ts) - 1
+	it.t, it.v, it.moved = it.b.ts[it.i], it.b.vs[it.i], true
+	return it.b.ts[from:], it.b.vs[from:]
+}
+
 func (it *batchIterator) At() (int64, float64) { return it.t, it.v }
 func (it *batchIterator) AtT() int64           { return it.t }
 func (it *batchIterator) AtST() int64          { return 0 }

@@ -143,6 +143,28 @@ func TestPrefetchOrders(t *testing.T) {
 			}
 		}
 	})
+	t.Run("batches then samples", func(t *testing.T) {
+		ss, done := open()
+		defer done()
+		for i, s := range ss {
+			it := s.Iterator(nil)
+			b, ok := it.(interface{ NextBatch() ([]int64, []float64) })
+			require.True(t, ok)
+			var got []smp
+			for n := 0; n <= i; n++ { // a few batches, more for later series
+				ts, vs := b.NextBatch()
+				if ts == nil {
+					break
+				}
+				for j := range ts {
+					got = append(got, smp{ts[j], vs[j]})
+				}
+				t0, v := it.At()
+				require.Equal(t, got[len(got)-1], smp{t0, v}, "the batch's last is current")
+			}
+			check(s, append(got, samplesOf(t, it)...))
+		}
+	})
 	t.Run("closed unread", func(t *testing.T) {
 		ss, done := open()
 		_ = ss[0].Iterator(nil) // starts the producer, which fills its queue
