@@ -1,8 +1,12 @@
 package queryeval_test
 
 import (
+	"context"
+	"strconv"
 	"testing"
+	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/stretchr/testify/require"
 
@@ -61,4 +65,46 @@ func TestSameAnswers(t *testing.T) {
 	planned, rollups, fallbacks := es.rollups()
 	t.Logf("%d queries planned, %d rollups evaluated, %d fallbacks", planned, rollups, fallbacks)
 	require.Positive(t, rollups)
+}
+
+// TestStops: a planned query whose context is done stops with
+// Prometheus' error for it.
+func TestStops(t *testing.T) {
+	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{FlushCheckInterval: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	app := db.Appender(context.Background())
+	for s := range 20 {
+		ls := labels.FromStrings("__name__", "m_total", "s", strconv.Itoa(s), "a", strconv.Itoa(s%3))
+		for i := range 2000 {
+			_, err := app.Append(0, ls, int64(i)*15_000, float64(i))
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, app.Commit())
+	ng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e9, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	e := queryeval.New(ng, queryeval.Options{})
+	run := func(ctx context.Context) *promql.Result {
+		q, err := e.NewRangeQuery(ctx, db, nil, `sum by (a) (rate(m_total[5m]))`, time.UnixMilli(0), time.UnixMilli(2000*15_000), 15*time.Second)
+		require.NoError(t, err)
+		defer q.Close()
+		return q.Exec(ctx)
+	}
+	res := run(context.Background())
+	require.NoError(t, res.Err)
+	require.Len(t, res.Value.(promql.Matrix), 3)
+	require.Equal(t, int64(1), e.Stats.Rollups.Load())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res = run(ctx)
+	var canceled promql.ErrQueryCanceled
+	require.ErrorAs(t, res.Err, &canceled)
+
+	small := queryeval.New(ng, queryeval.Options{MaxSamples: 100})
+	q, err := small.NewRangeQuery(context.Background(), db, nil, `sum by (a) (rate(m_total[5m]))`, time.UnixMilli(0), time.UnixMilli(2000*15_000), 15*time.Second)
+	require.NoError(t, err)
+	defer q.Close()
+	var tooMany promql.ErrTooManySamples
+	require.ErrorAs(t, q.Exec(context.Background()).Err, &tooMany)
 }

@@ -1,12 +1,14 @@
 package queryeval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -143,75 +145,59 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 	hints := &storage.SelectHints{Start: mint + 1, End: rq.end, Step: rq.step, Func: r.call.Func.Name, Range: r.rangeMs}
 	set := q.Select(ctx, false, hints, r.sel.LabelMatchers...)
 
-	type job struct {
-		i int
-		s storage.Series
+	var all []storage.Series
+	for set.Next() {
+		all = append(all, set.At())
 	}
-	jobs := make(chan job)
+	if err := set.Err(); err != nil {
+		return nil, contextErr(err)
+	}
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex // guards out, annos, firstErr, points
+		mu      sync.Mutex // guards out, annos, firstEr, points
 		out     []*synthSeries
 		annos   annotations.Annotations
 		firstEr error
 		points  int
+		next    atomic.Int64 // the next series to take
 	)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	fail := func(err error) {
-		mu.Lock()
-		if firstEr == nil {
-			firstEr = err
-		}
-		mu.Unlock()
-		cancel()
-	}
 	fn := promql.FunctionCalls[r.call.Func.Name]
-	for range min(rq.opts.Concurrency, 64) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := worker{rq: rq, r: r, fn: fn}
-			for j := range jobs {
-				if wctx.Err() != nil {
-					continue
-				}
-				s, a, err := w.series(wctx, j.s)
-				if err != nil {
-					fail(err)
-					continue
-				}
-				mu.Lock()
-				if s != nil {
-					s.order = j.i
-					out = append(out, s)
-					points += len(s.t)
-					if points > rq.opts.MaxSamples {
-						mu.Unlock()
-						fail(promql.ErrTooManySamples("query execution"))
-						continue
-					}
-				}
-				annos.Merge(a)
-				mu.Unlock()
+	work := func() {
+		w := worker{rq: rq, r: r, fn: fn}
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(all) || wctx.Err() != nil {
+				return
 			}
-		}()
-	}
-	n := 0
-	for set.Next() {
-		if wctx.Err() != nil {
-			break
+			s, a, err := w.series(wctx, all[i])
+			mu.Lock()
+			switch {
+			case err != nil:
+				firstEr = cmp.Or(firstEr, err)
+				cancel()
+			case s != nil:
+				s.order = i
+				out = append(out, s)
+				if points += len(s.t); points > rq.opts.MaxSamples {
+					firstEr = cmp.Or(firstEr, error(promql.ErrTooManySamples("query execution")))
+					cancel()
+				}
+			}
+			annos.Merge(a)
+			mu.Unlock()
 		}
-		jobs <- job{n, set.At()}
-		n++
 	}
-	close(jobs)
+	// A few series are not worth a goroutine: the workers share the
+	// series out, at least seriesPerWorker each.
+	var wg sync.WaitGroup
+	for range min(rq.opts.Concurrency, len(all)/seriesPerWorker) - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 	if firstEr != nil {
 		return nil, contextErr(firstEr)
-	}
-	if err := set.Err(); err != nil {
-		return nil, contextErr(err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, contextErr(err)
@@ -225,6 +211,9 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 	}
 	return &result{series: out, annos: annos}, nil
 }
+
+// seriesPerWorker is the fewest series a worker goroutine is started for.
+const seriesPerWorker = 4
 
 // worker evaluates a rollup series by series; its buffers are reused.
 type worker struct {
