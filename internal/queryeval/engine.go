@@ -81,7 +81,7 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 	if err != nil {
 		return e.original(ctx, q, opts, qs, start, end, step)
 	}
-	rs := plan(expr, e.opts.DelayedNameRemoval)
+	expr, rs := plan(expr, e.opts.DelayedNameRemoval)
 	if len(rs) == 0 {
 		return e.original(ctx, q, opts, qs, start, end, step)
 	}

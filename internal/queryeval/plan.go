@@ -39,19 +39,29 @@ type rollup struct {
 	sel      *parser.VectorSelector
 	rangeMs  int64
 	keepName bool // the synthetic series keep __name__
+	// top: the call's answer is the query's answer: the synthetic series
+	// carry exactly the labels Prometheus answers with, and no two may
+	// collide (Prometheus' engine then reports the error).
+	top bool
 }
 
 // plan finds the rollups of expr and replaces each, in expr, by the vector
-// selector of its synthetic series. expr must be the caller's own copy.
+// selector of its synthetic series; it returns the new root (expr itself
+// unless expr is a rollup). expr must be the caller's own copy.
 // delayed says whether the engine removes names late (label_replace and
 // label_join may then see __name__ after a range function).
-func plan(expr parser.Expr, delayed bool) []*rollup {
+func plan(expr parser.Expr, delayed bool) (parser.Expr, []*rollup) {
 	var rs []*rollup
 	var walk func(e parser.Expr, agg bool, labelFns bool) parser.Expr
+	top := true // e is the query's answer (the root, or in its parentheses)
 	// walk returns what replaces e. agg: an aggregation that keeps only
 	// `by` labels without __name__ is the nearest ancestor that is not a
 	// parenthesis (or, labelFns, not a label function either).
 	walk = func(e parser.Expr, agg, labelFns bool) parser.Expr {
+		isTop := top
+		if _, paren := e.(*parser.ParenExpr); !paren {
+			top = false
+		}
 		switch n := e.(type) {
 		case *parser.AggregateExpr:
 			ok := keepsByLabels[n.Op] && !n.Without && n.Param == nil &&
@@ -61,7 +71,10 @@ func plan(expr parser.Expr, delayed bool) []*rollup {
 		case *parser.ParenExpr:
 			n.Expr = walk(n.Expr, agg, labelFns)
 		case *parser.Call:
-			if r := planCall(n, delayed); r != nil && agg {
+			if r := planCall(n, delayed); r != nil && (agg || isTop) {
+				if !agg {
+					r.top, r.keepName = true, rollupFuncs[n.Func.Name].keepName
+				}
 				rs = append(rs, r)
 				return &parser.VectorSelector{
 					LabelMatchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, rollupLabel, strconv.Itoa(len(rs)-1))},
@@ -85,8 +98,8 @@ func plan(expr parser.Expr, delayed bool) []*rollup {
 		}
 		return e
 	}
-	walk(expr, false, false)
-	return rs
+	root := walk(expr, false, false)
+	return root, rs
 }
 
 // planCall returns the rollup of a call, or nil if it is not one.

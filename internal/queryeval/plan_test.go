@@ -26,7 +26,10 @@ func TestPlan(t *testing.T) {
 		{expr: `max by (metric) (label_replace(max_over_time({__name__=~"a|b"}[1h]), "metric", "$1", "__name__", "(.+)"))`},
 		// Not rollups: the series' labels reach the answer, or the
 		// function or selector is not one a rollup evaluates.
-		{expr: `rate(x[5m])`},
+		// The answer of the query itself.
+		{expr: `rate(x[5m])`, want: `{__aerie_rollup__="0"}`},
+		{expr: `(last_over_time(x[5m]))`, want: `({__aerie_rollup__="0"})`},
+		{expr: `rate(x[5m]) * 2`},
 		{expr: `sum without (i) (rate(x[5m]))`},
 		{expr: `sum by (__name__) (rate(x[5m]))`},
 		{expr: `topk(3, rate(x[5m]))`},
@@ -41,7 +44,7 @@ func TestPlan(t *testing.T) {
 	} {
 		e, err := parser.ParseExpr(tc.expr)
 		require.NoError(t, err)
-		rs := plan(e, tc.delayed)
+		e, rs := plan(e, tc.delayed)
 		if tc.want == "" {
 			require.Empty(t, rs, tc.expr)
 			continue

@@ -204,10 +204,23 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 	}
 	annos.Merge(set.Warnings())
 	sortByOrder(out)
-	for i, s := range out {
-		b := labels.NewBuilder(s.lset)
-		b.Set(seriesLabel, strconv.Itoa(i))
-		s.lset = b.Labels()
+	if r.top {
+		// The answer's own labels: if two collide, Prometheus' engine
+		// gives the answer (its error).
+		seen := make(map[string]struct{}, len(out))
+		for _, s := range out {
+			k := s.lset.String()
+			if _, dup := seen[k]; dup {
+				return nil, errFallback
+			}
+			seen[k] = struct{}{}
+		}
+	} else {
+		for i, s := range out {
+			b := labels.NewBuilder(s.lset)
+			b.Set(seriesLabel, strconv.Itoa(i))
+			s.lset = b.Labels()
+		}
 	}
 	return &result{series: out, annos: annos}, nil
 }
