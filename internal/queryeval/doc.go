@@ -7,8 +7,8 @@
 // BufferedSeriesIterator and a sample ring, about 30 ns a sample in
 // Aerie's profiles, on one core. Engine instead plans each query first:
 // every call of a supported range function over a plain matrix selector
-// whose answer reaches the result only through an aggregation that keeps
-// nothing but its `by` labels is a *rollup*. A rollup is replaced, in a
+// that is the query's whole answer, or reaches the answer only through an
+// aggregation that keeps nothing but its `by` labels, is a *rollup*. A rollup is replaced, in a
 // copy of the query, by a vector selector of a synthetic series set; the
 // rewritten query runs on Prometheus' engine over a Queryable that answers
 // those selectors with the rollups' results and every other selector from
@@ -20,10 +20,13 @@
 // What it does not do, falling back to Prometheus' engine for the whole
 // query: native histograms in a window, offsets, @ modifiers, anchored or
 // smoothed selectors, functions with parameters, rollups under a
-// subquery, or under anything but sum, avg, min, max, count, group,
-// stddev and stdvar `by` labels that exclude __name__ (with delayed name
-// removal, label_replace and label_join may stand in between). Query
-// statistics count the rollups' output, not the raw samples they read.
+// subquery, under an operator or function, or under any aggregation but
+// sum, avg, min, max, count, group, stddev and stdvar `by` labels that
+// exclude __name__ (with delayed name removal, label_replace and
+// label_join may stand in between); a top-level rollup whose answer has
+// two series with the same labels. Query statistics count the rollups'
+// output, not the raw samples they read, and Options.MaxSamples bounds a
+// rollup's output, not its window.
 //
 // Invariants:
 //  1. A query answers exactly what Prometheus' engine answers on the same
