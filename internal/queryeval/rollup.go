@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/aerie-db/aerie/internal/tsdb"
+
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql"
@@ -143,7 +145,8 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 	}
 	defer q.Close()
 	hints := &storage.SelectHints{Start: mint + 1, End: rq.end, Step: rq.step, Func: r.call.Func.Name, Range: r.rangeMs}
-	set := q.Select(ctx, false, hints, r.sel.LabelMatchers...)
+	// The workers decode the series, each its own, on every core.
+	set := q.Select(tsdb.WithoutReadAhead(ctx), false, hints, r.sel.LabelMatchers...)
 
 	var all []storage.Series
 	for set.Next() {
@@ -234,10 +237,21 @@ type worker struct {
 	r      *rollup
 	fn     promql.FunctionCall
 	pts    []promql.FPoint
+	ts     []int64   // a bulk iterator's samples
+	vs     []float64 // (their values)
 	it     chunkenc.Iterator
 	enh    promql.EvalNodeHelper
 	matrix promql.Matrix
 }
+
+// bulk is an iterator that appends its samples to arrays without a call
+// per sample (Aerie's plain series iterator, seriesiter.Iterator).
+type bulk interface {
+	AppendSamples(ts []int64, vs []float64, max int) ([]int64, []float64, bool)
+}
+
+// bulkSamples is how many samples a bulk iterator appends per call.
+const bulkSamples = 1024
 
 // batcher is an iterator that hands over its samples a batch at a time
 // (Aerie's prefetched series, tsdb.batchIterator.NextBatch).
@@ -249,20 +263,27 @@ type batcher interface {
 // stale markers; errFallback if it meets a histogram.
 func (w *worker) load(ctx context.Context, mint, maxt int64) error {
 	w.pts = w.pts[:0]
+	if b, ok := w.it.(bulk); ok {
+		more := true
+		for more {
+			w.ts, w.vs, more = b.AppendSamples(w.ts[:0], w.vs[:0], bulkSamples)
+			if !w.keep(w.ts, w.vs, mint, maxt) {
+				return w.it.Err()
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		return w.it.Err()
+	}
 	if b, ok := w.it.(batcher); ok {
 		for {
 			ts, vs := b.NextBatch()
 			if ts == nil {
 				break
 			}
-			for i, t := range ts {
-				if t <= mint || value.IsStaleNaN(vs[i]) {
-					continue
-				}
-				if t > maxt {
-					return nil
-				}
-				w.pts = append(w.pts, promql.FPoint{T: t, F: vs[i]})
+			if !w.keep(ts, vs, mint, maxt) {
+				return nil
 			}
 			if err := ctx.Err(); err != nil {
 				return err
@@ -288,6 +309,21 @@ func (w *worker) load(ctx context.Context, mint, maxt int64) error {
 		}
 	}
 	return w.it.Err()
+}
+
+// keep appends the samples in (mint, maxt] that are not stale markers to
+// w.pts; false once a sample is past maxt.
+func (w *worker) keep(ts []int64, vs []float64, mint, maxt int64) bool {
+	for i, t := range ts {
+		if t <= mint || value.IsStaleNaN(vs[i]) {
+			continue
+		}
+		if t > maxt {
+			return false
+		}
+		w.pts = append(w.pts, promql.FPoint{T: t, F: vs[i]})
+	}
+	return true
 }
 
 // series decodes one series and evaluates the function at every step.

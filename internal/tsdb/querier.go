@@ -239,6 +239,16 @@ func (e *seriesEntry) add(src source, seq uint64) {
 	e.seqs = slices.Insert(e.seqs, i, seq)
 }
 
+type noReadAheadKey struct{}
+
+// WithoutReadAhead marks ctx so that the Selects made with it do not
+// decode their series ahead on another goroutine (prefetch.go): the
+// caller reads the series on several goroutines itself, each through the
+// series' plain iterator (internal/queryeval).
+func WithoutReadAhead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noReadAheadKey{}, true)
+}
+
 func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	mint, maxt := q.mint, q.maxt
 	if hints != nil {
@@ -322,7 +332,7 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	if hints != nil && hints.Limit > 0 && len(out) > hints.Limit {
 		out = out[:hints.Limit]
 	}
-	if usePrefetch(len(out), mint, maxt) && (hints == nil || hints.Func != "series") {
+	if usePrefetch(len(out), mint, maxt) && (hints == nil || hints.Func != "series") && ctx.Value(noReadAheadKey{}) == nil {
 		ss := make([]*series, len(out))
 		for i, s := range out {
 			ss[i] = s.(*series)
