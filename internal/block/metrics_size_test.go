@@ -348,19 +348,7 @@ func naiveAdd(m *IntervalMetrics, t int64, v float64) {
 	if math.IsNaN(v) {
 		return
 	}
-	if m.Count == 0 {
-		m.Min, m.Max, m.First, m.Last, m.firstT, m.lastT = v, v, v, v, t, t
-	} else {
-		m.Min = math.Min(m.Min, v)
-		m.Max = math.Max(m.Max, v)
-		if t < m.firstT {
-			m.First, m.firstT = v, t
-		}
-		if t > m.lastT {
-			m.Last, m.lastT = v, t
-		}
-	}
-	m.Count++
+	m.addExtremes(t, v)
 	m.Sum += v
 	m.SumSq += v * v
 }
