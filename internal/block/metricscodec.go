@@ -619,7 +619,7 @@ var scratchPool = sync.Pool{New: func() any { return new(metricsScratch) }}
 // dst and the bytes read. Errors are *CorruptionErrors whose Offset is
 // from the start of src (File empty).
 func DecodeMetrics(dst []IntervalMetrics, src []byte, base int64) ([]IntervalMetrics, int, error) {
-	d := &mdec{b: src}
+	d := &decbuf{b: src, what: "metrics"}
 	ln := d.uvarint()
 	if d.err == nil && ln > uint64(len(src)-d.pos) {
 		d.fail("record of %d bytes, %d left", ln, len(src)-d.pos)
@@ -642,7 +642,7 @@ func DecodeMetrics(dst []IntervalMetrics, src []byte, base int64) ([]IntervalMet
 	return dst, end, nil
 }
 
-func decodeRecord(dst []IntervalMetrics, d *mdec, base int64) []IntervalMetrics {
+func decodeRecord(dst []IntervalMetrics, d *decbuf, base int64) []IntervalMetrics {
 	start := d.pos
 	n := d.uvarint()
 	// Each of seven columns takes at least min(n, 2 per forBlock values)
