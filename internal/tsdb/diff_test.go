@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/storage"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/difftest"
@@ -94,17 +92,8 @@ func stageCompare(t *testing.T, w *difftest.Workload, prom difftest.Engine, db *
 type storageEngine struct{ *DB }
 
 func (e storageEngine) NewAppender() difftest.Appender {
-	return storageAppender{e.DB.Appender(context.Background())}
+	return difftest.StorageAppender(e.DB.Appender(context.Background()))
 }
-
-type storageAppender struct{ a storage.Appender }
-
-func (a storageAppender) Append(l labels.Labels, t int64, v float64) error {
-	_, err := a.a.Append(0, l, t, v)
-	return err
-}
-func (a storageAppender) Commit() error   { return a.a.Commit() }
-func (a storageAppender) Rollback() error { return a.a.Rollback() }
 
 // TestDifferentialHistory adds writes of any age to the differential
 // test: prometheus/tsdb with a one-year out-of-order window against Aerie
