@@ -23,10 +23,8 @@ import (
 // parents recorded, and every series' group time column spanning the
 // output.
 func TestCompactionFoldsBackfill(t *testing.T) {
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	want := map[string][]smp{}
 	base := 100 * day
 	// Host 0 through the head: 3 days, flushed block by block.
@@ -97,10 +95,8 @@ func TestCompactionDropsDeleted(t *testing.T) {
 // block's data is found at open; the block is quarantined, the rest
 // serves.
 func TestCompactedBlockCorruptionQuarantined(t *testing.T) {
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	writeHostDay(t, db, 0, 100*day, 103*day, 60_000, map[string][]smp{}, nil)
 	require.NoError(t, db.Compact())
 	var victim string

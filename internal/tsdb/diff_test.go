@@ -25,10 +25,8 @@ func TestDifferential(t *testing.T) {
 	if testing.Short() {
 		cfg, selects = difftest.Small(), 100
 	}
-	dir := t.TempDir()
 	opts := &Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	w, prom, ps, as := writeBoth(t, cfg, cfg.OOOWindow, aerieEngine{db})
 	t.Logf("aerie: %d series in %d groups", db.Head().NumSeries(), db.Head().NumGroups())
 	// Prometheus rejects at Append, Aerie at Commit: compare per sample.
@@ -113,10 +111,8 @@ func TestDifferentialHistory(t *testing.T) {
 	if testing.Short() {
 		cfg, selects = difftest.SmallHistory(), 100
 	}
-	dir := t.TempDir()
 	opts := &Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1, BackfillIdle: time.Hour}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	w, prom, _, _ := writeBoth(t, cfg, difftest.HistoryOOOWindow, storageEngine{db})
 	t.Logf("aerie: backfill %+v", db.BackfillStats())
 	require.Positive(t, db.BackfillStats().Samples, "history went through the backfill")
