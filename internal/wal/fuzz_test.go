@@ -55,8 +55,7 @@ func TestFormatV1Fixture(t *testing.T) {
 	require.NoError(t, os.WriteFile(SegmentName(dir, 1), fixture, 0o666))
 	w := openT(t, dir, Options{})
 	defer w.Close()
-	got, err := replayAll(w)
-	require.NoError(t, err)
+	got := mustReplay(t, w)
 	require.Equal(t, fixtureRecords(), recs(got))
 	for _, r := range got {
 		require.NoError(t, decodeAny(r.rec))
@@ -187,8 +186,7 @@ func FuzzSegmentReplay(f *testing.F) {
 		require.NoError(t, w.Close())
 		w = openT(t, dir, Options{})
 		defer w.Close()
-		got2, err := replayAll(w)
-		require.NoError(t, err)
+		got2 := mustReplay(t, w)
 		require.Equal(t, append(recs(got), []byte("appended")), recs(got2))
 	})
 }
