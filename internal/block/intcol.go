@@ -2,7 +2,6 @@ package block
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math/bits"
 )
 
@@ -142,7 +141,7 @@ func appendPacked(dst []byte, blk []int64, lo int64, w uint) []byte {
 
 // locateCol checks the next column, of n values in mode, and returns a
 // reader of it; d moves past it.
-func (d *mdec) locateCol(n, mode int) colReader {
+func (d *decbuf) locateCol(n, mode int) colReader {
 	start := d.pos
 	switch mode {
 	case colFOR, colDeltaFOR:
@@ -250,57 +249,4 @@ func unpack(dst []int64, src []byte, lo int64, w uint) {
 		dst[i] = lo + int64(v&mask)
 		p += w
 	}
-}
-
-// mdec is a sticky-error decoder of one series' metrics; offsets in its
-// errors are from the start of the bytes it was given.
-type mdec struct {
-	b   []byte
-	pos int
-	err error
-}
-
-func (d *mdec) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = &CorruptionError{Offset: int64(d.pos), Err: fmt.Errorf("metrics: "+format, args...)}
-	}
-}
-
-func (d *mdec) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.pos:])
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.pos += n
-	return v
-}
-
-func (d *mdec) byte() byte {
-	if d.err != nil {
-		return 0
-	}
-	if d.pos >= len(d.b) {
-		d.fail("truncated")
-		return 0
-	}
-	d.pos++
-	return d.b[d.pos-1]
-}
-
-// take returns the next n bytes, capped at the buffer's end so that
-// unpack can tell whether it may read past them.
-func (d *mdec) take(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(d.b)-d.pos {
-		d.fail("truncated: %d bytes wanted, %d left", n, len(d.b)-d.pos)
-		return nil
-	}
-	d.pos += n
-	return d.b[d.pos-n : d.pos : len(d.b)]
 }

@@ -72,8 +72,24 @@ func (m *IntervalMetrics) add(t int64, v float64) {
 		return
 	}
 	if m.Count == 0 {
-		m.Min, m.Max, m.First, m.Last, m.firstT, m.lastT = v, v, v, v, t, t
 		m.Sum, m.SumSq, m.sumM, m.sqM, m.digits, m.exact = 0, 0, 0, 0, 0, exactSum|exactSq
+	}
+	m.addExtremes(t, v)
+	if m.exact != 0 {
+		m.addExact(v)
+	}
+	if m.exact&exactSum == 0 {
+		m.Sum += v
+	}
+	if m.exact&exactSq == 0 {
+		m.SumSq += v * v
+	}
+}
+
+// addExtremes records v at t in Min, Max, First and Last, and counts it.
+func (m *IntervalMetrics) addExtremes(t int64, v float64) {
+	if m.Count == 0 {
+		m.Min, m.Max, m.First, m.Last, m.firstT, m.lastT = v, v, v, v, t, t
 	} else {
 		m.Min = math.Min(m.Min, v)
 		m.Max = math.Max(m.Max, v)
@@ -85,15 +101,6 @@ func (m *IntervalMetrics) add(t int64, v float64) {
 		}
 	}
 	m.Count++
-	if m.exact != 0 {
-		m.addExact(v)
-	}
-	if m.exact&exactSum == 0 {
-		m.Sum += v
-	}
-	if m.exact&exactSq == 0 {
-		m.SumSq += v * v
-	}
 }
 
 // addExact adds v's decimal mantissa (and its square) to the exact sums,

@@ -139,7 +139,7 @@ func TestIntColumns(t *testing.T) {
 				// unpack must not read past it, and from one with slack.
 				for _, tail := range []int{0, 16} {
 					buf := append(slices.Clip(enc), make([]byte, tail)...)
-					d := &mdec{b: buf}
+					d := &decbuf{b: buf, what: "metrics"}
 					r := d.locateCol(n, mode)
 					require.NoError(t, d.err)
 					require.Equal(t, len(enc), d.pos)
@@ -309,7 +309,7 @@ func TestMetricsCodecCases(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			enc := roundTrip(t, tc.ms, 1000)
-			d := &mdec{b: enc}
+			d := &decbuf{b: enc, what: "metrics"}
 			d.uvarint() // length
 			require.Equal(t, uint64(len(tc.ms)), d.uvarint())
 			d.uvarint() // first interval

@@ -2,13 +2,14 @@ package block
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/aerie-db/aerie/internal/fuzzbytes"
 )
 
 // edgeFloats are values a metrics codec gets wrong first.
@@ -21,39 +22,23 @@ var edgeFloats = []float64{
 	math.Float64frombits(0xfff8000000000000),
 }
 
-// fuzzReader hands out the fuzzer's bytes; past their end it gives zeros.
-// Its decimals are multiples of unit (values in pages, say).
+// fuzzReader hands out the fuzzer's bytes. Its decimals are multiples of
+// unit (values in pages, say).
 type fuzzReader struct {
-	b    []byte
+	*fuzzbytes.Reader
 	unit int64
-}
-
-func (r *fuzzReader) byte() byte {
-	if len(r.b) == 0 {
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *fuzzReader) u64() uint64 {
-	var b [8]byte
-	n := copy(b[:], r.b)
-	r.b = r.b[n:]
-	return binary.LittleEndian.Uint64(b[:])
 }
 
 // float returns a value in a style chosen by the next byte: an edge
 // value, raw bits, or a decimal of up to 22 digits (style digits).
 func (r *fuzzReader) float(digits int) float64 {
-	switch c := r.byte(); {
+	switch c := r.Byte(); {
 	case c < 40:
 		return edgeFloats[int(c)%len(edgeFloats)]
 	case c < 60:
-		return math.Float64frombits(r.u64())
+		return math.Float64frombits(r.Uint64())
 	default:
-		m := int64(r.u64()>>(11+c%50)) - int64(r.byte())<<8
+		m := int64(r.Uint64()>>(11+c%50)) - int64(r.Byte())<<8
 		return toDecimal(m*r.unit, digits)
 	}
 }
@@ -61,42 +46,42 @@ func (r *fuzzReader) float(digits int) float64 {
 // fuzzMetrics builds metrics from b: arbitrary fields, or fields computed
 // by add from arbitrary samples, in sorted or arbitrary interval order.
 func fuzzMetrics(b []byte) (ms []IntervalMetrics, base int64) {
-	r := &fuzzReader{b: b, unit: 1}
-	n := int(r.byte())
+	r := &fuzzReader{Reader: fuzzbytes.NewReader(b), unit: 1}
+	n := int(r.Byte())
 	if n&0x80 != 0 {
-		n = n<<2 + int(r.byte()) // up to ~600: several column blocks
+		n = n<<2 + int(r.Byte()) // up to ~600: several column blocks
 	}
 	n &= 0x3ff
-	style := r.byte()
+	style := r.Byte()
 	digits := int(style>>3) % (maxDigits + 1)
 	if style&4 != 0 {
-		r.unit = 1 << (r.byte() % 13)
+		r.unit = 1 << (r.Byte() % 13)
 	}
-	base = int64(r.u64())
-	iv := base + int64(int8(r.byte()))
+	base = int64(r.Uint64())
+	iv := base + int64(int8(r.Byte()))
 	for range n {
 		var m IntervalMetrics
-		switch gap := r.byte(); {
+		switch gap := r.Byte(); {
 		case gap < 200:
 			iv++
 		case gap < 250:
 			iv += int64(gap)
 		default:
-			iv = int64(r.u64())
+			iv = int64(r.Uint64())
 		}
 		m.Interval = iv
 		if style&1 == 0 {
-			k := int(r.byte()%7) + 1
+			k := int(r.Byte()%7) + 1
 			for j := range k {
 				m.add(int64(j), r.float(digits))
 			}
 			if style&2 != 0 {
-				m.Count = uint64(r.byte()) // a count that does not match
+				m.Count = uint64(r.Byte()) // a count that does not match
 			}
 		} else {
-			m.Count = uint64(r.byte())
+			m.Count = uint64(r.Byte())
 			if m.Count == 255 {
-				m.Count = r.u64()
+				m.Count = r.Uint64()
 			}
 			m.First, m.Last, m.Min, m.Max = r.float(digits), r.float(digits), r.float(digits), r.float(digits)
 			m.Sum, m.SumSq = r.float(digits), r.float(2*digits%(maxDigits+1))

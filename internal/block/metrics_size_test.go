@@ -284,19 +284,15 @@ func BenchmarkMetricsCodec(b *testing.B) {
 			size += len(enc)
 		}
 		b.Run("data="+names[k]+"/op=decode", func(b *testing.B) {
-			b.ReportAllocs()
 			var dst []IntervalMetrics
-			cpu0 := cpuSeconds()
-			for b.Loop() {
+			benchIntervals(b, intervals, func() {
 				for _, enc := range encoded {
 					var err error
 					if dst, _, err = DecodeMetrics(dst[:0], enc, 0); err != nil {
 						b.Fatal(err)
 					}
 				}
-			}
-			b.ReportMetric(float64(intervals)*float64(b.N)/b.Elapsed().Seconds(), "intervals/s")
-			b.ReportMetric(float64(intervals)*float64(b.N)/(cpuSeconds()-cpu0), "intervals/cpu-s")
+			})
 			b.ReportMetric(float64(size)/float64(intervals), "B/interval")
 		})
 		b.Run("data="+names[k]+"/op=decode-v1", func(b *testing.B) {
@@ -304,31 +300,35 @@ func BenchmarkMetricsCodec(b *testing.B) {
 			for _, ms := range series {
 				v1 = append(v1, appendMetricsV1(nil, ms, 0))
 			}
-			b.ReportAllocs()
-			cpu0 := cpuSeconds()
-			for b.Loop() {
+			benchIntervals(b, intervals, func() {
 				for _, enc := range v1 {
 					if _, _, err := decodeMetricsV1(enc, 0); err != nil {
 						b.Fatal(err)
 					}
 				}
-			}
-			b.ReportMetric(float64(intervals)*float64(b.N)/b.Elapsed().Seconds(), "intervals/s")
-			b.ReportMetric(float64(intervals)*float64(b.N)/(cpuSeconds()-cpu0), "intervals/cpu-s")
+			})
 		})
 		b.Run("data="+names[k]+"/op=encode", func(b *testing.B) {
-			b.ReportAllocs()
 			var dst []byte
-			cpu0 := cpuSeconds()
-			for b.Loop() {
+			benchIntervals(b, intervals, func() {
 				for _, ms := range series {
 					dst = AppendMetrics(dst[:0], ms, 0)
 				}
-			}
-			b.ReportMetric(float64(intervals)*float64(b.N)/b.Elapsed().Seconds(), "intervals/s")
-			b.ReportMetric(float64(intervals)*float64(b.N)/(cpuSeconds()-cpu0), "intervals/cpu-s")
+			})
 		})
 	}
+}
+
+// benchIntervals runs op, which handles the given number of intervals, in
+// b's loop and reports intervals/s and intervals/cpu-s.
+func benchIntervals(b *testing.B, intervals int, op func()) {
+	b.ReportAllocs()
+	cpu0 := cpuSeconds()
+	for b.Loop() {
+		op()
+	}
+	b.ReportMetric(float64(intervals)*float64(b.N)/b.Elapsed().Seconds(), "intervals/s")
+	b.ReportMetric(float64(intervals)*float64(b.N)/(cpuSeconds()-cpu0), "intervals/cpu-s")
 }
 
 // cpuSeconds returns the process's user and system CPU time: on a loaded
@@ -348,19 +348,7 @@ func naiveAdd(m *IntervalMetrics, t int64, v float64) {
 	if math.IsNaN(v) {
 		return
 	}
-	if m.Count == 0 {
-		m.Min, m.Max, m.First, m.Last, m.firstT, m.lastT = v, v, v, v, t, t
-	} else {
-		m.Min = math.Min(m.Min, v)
-		m.Max = math.Max(m.Max, v)
-		if t < m.firstT {
-			m.First, m.firstT = v, t
-		}
-		if t > m.lastT {
-			m.Last, m.lastT = v, t
-		}
-	}
-	m.Count++
+	m.addExtremes(t, v)
 	m.Sum += v
 	m.SumSq += v * v
 }

@@ -264,7 +264,15 @@ func (e *metricsEncoder) appendRecord(dst []byte, ms []IntervalMetrics, base int
 
 	// Value fields: first from the last before it, last from first, min
 	// and max as excursions below and above them.
-	toInt := p.value
+	// toInt is field fd's value v of interval i as an integer, or the
+	// prediction pred, i noted as an exception, where v has none.
+	toInt := func(fd, i int, v float64, pred int64) int64 {
+		x, ok := p.value(v)
+		if !ok {
+			x, exc[fd] = pred, append(exc[fd], i)
+		}
+		return x
+	}
 	if cap(e.vals) < n {
 		e.vals = make([][4]int64, n)
 	}
@@ -273,23 +281,11 @@ func (e *metricsEncoder) appendRecord(dst []byte, ms []IntervalMetrics, base int
 	for i := range ms {
 		m := &ms[i]
 		cols[colCount][i] = int64(m.Count)
-		f, ok := toInt(m.First)
-		if !ok {
-			f, exc[fFirst] = prevL, append(exc[fFirst], i)
-		}
-		l, ok := toInt(m.Last)
-		if !ok {
-			l, exc[fLast] = f, append(exc[fLast], i)
-		}
+		f := toInt(fFirst, i, m.First, prevL)
+		l := toInt(fLast, i, m.Last, f)
 		lo, hi := min(f, l), max(f, l)
-		mn, ok := toInt(m.Min)
-		if !ok {
-			mn, exc[fMin] = lo, append(exc[fMin], i)
-		}
-		mx, ok := toInt(m.Max)
-		if !ok {
-			mx, exc[fMax] = hi, append(exc[fMax], i)
-		}
+		mn := toInt(fMin, i, m.Min, lo)
+		mx := toInt(fMax, i, m.Max, hi)
 		cols[colFirst][i], cols[colLast][i] = f-prevL, l-f
 		cols[colMin][i], cols[colMax][i] = lo-mn, mx-hi
 		vals[i] = [4]int64{f, l, mn, mx}
@@ -619,7 +615,7 @@ var scratchPool = sync.Pool{New: func() any { return new(metricsScratch) }}
 // dst and the bytes read. Errors are *CorruptionErrors whose Offset is
 // from the start of src (File empty).
 func DecodeMetrics(dst []IntervalMetrics, src []byte, base int64) ([]IntervalMetrics, int, error) {
-	d := &mdec{b: src}
+	d := &decbuf{b: src, what: "metrics"}
 	ln := d.uvarint()
 	if d.err == nil && ln > uint64(len(src)-d.pos) {
 		d.fail("record of %d bytes, %d left", ln, len(src)-d.pos)
@@ -642,7 +638,7 @@ func DecodeMetrics(dst []IntervalMetrics, src []byte, base int64) ([]IntervalMet
 	return dst, end, nil
 }
 
-func decodeRecord(dst []IntervalMetrics, d *mdec, base int64) []IntervalMetrics {
+func decodeRecord(dst []IntervalMetrics, d *decbuf, base int64) []IntervalMetrics {
 	start := d.pos
 	n := d.uvarint()
 	// Each of seven columns takes at least min(n, 2 per forBlock values)

@@ -197,63 +197,6 @@ func (r *Reader) verifyData(path string) error {
 	return nil
 }
 
-type decbuf struct {
-	b   []byte
-	pos int
-	err error
-	sec string
-	at  int // section offset in the file
-}
-
-func (d *decbuf) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.pos:])
-	if n <= 0 {
-		d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section %s: bad varint", d.sec)}
-		return 0
-	}
-	d.pos += n
-	return v
-}
-
-func (d *decbuf) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b[d.pos:])
-	if n <= 0 {
-		d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section %s: bad varint", d.sec)}
-		return 0
-	}
-	d.pos += n
-	return v
-}
-
-func (d *decbuf) u32() uint32 {
-	if d.err != nil {
-		return 0
-	}
-	if len(d.b)-d.pos < 4 {
-		d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section %s: truncated", d.sec)}
-		return 0
-	}
-	v := binary.LittleEndian.Uint32(d.b[d.pos:])
-	d.pos += 4
-	return v
-}
-
-// count reads a count that each element needs at least min bytes for.
-func (d *decbuf) count(min int) int {
-	n := d.uvarint()
-	if d.err == nil && n > uint64((len(d.b)-d.pos)/min+1) {
-		d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section %s: count %d exceeds section", d.sec, n)}
-		return 0
-	}
-	return int(n)
-}
-
 func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 	if len(b) < HeaderLen+FooterLen {
 		return &CorruptionError{Offset: 0, Err: fmt.Errorf("index too short: %d bytes", len(b))}
@@ -305,7 +248,7 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 	r.bi = bi
 	ns := bi.NumSeries()
 
-	d := &decbuf{b: secs[SectionGroups], sec: "groups", at: at[SectionGroups]}
+	d := &decbuf{b: secs[SectionGroups], what: "section groups", at: at[SectionGroups]}
 	ng := d.count(8)
 	r.groups = make([]groupInfo, 0, ng)
 	for i := 0; i < ng && d.err == nil; i++ {
@@ -322,12 +265,12 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 			}
 			m, n, err := encoding.DecodeColumnMeta(d.b[d.pos:])
 			if err != nil {
-				d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section groups: column meta: %w", err)}
+				d.fail("column meta: %w", err)
 				break
 			}
 			d.pos += n
 			if int(c.series) >= ns || int(m.Rows) != g.rows || m.TupleSize != uint8(r.meta.TupleSize) {
-				d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section groups: column of group %d inconsistent", i)}
+				d.fail("column of group %d inconsistent", i)
 				break
 			}
 			m.Index()
@@ -341,7 +284,7 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 		return d.err
 	}
 
-	d = &decbuf{b: secs[SectionSeries], sec: "series", at: at[SectionSeries]}
+	d = &decbuf{b: secs[SectionSeries], what: "section series", at: at[SectionSeries]}
 	if n := d.count(1); d.err == nil && n != ns {
 		return &CorruptionError{Offset: int64(d.at), Err: fmt.Errorf("section series: %d series, tags section has %d", n, ns)}
 	}
@@ -351,7 +294,7 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 		for j := 0; j < nl && d.err == nil; j++ {
 			l := loc{group: uint32(d.uvarint()), col: uint32(d.uvarint())}
 			if d.err == nil && (int(l.group) >= len(r.groups) || int(l.col) >= len(r.groups[l.group].cols)) {
-				d.err = &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section series: location out of range")}
+				d.fail("location out of range")
 			}
 			r.series[i] = append(r.series[i], l)
 		}
@@ -360,7 +303,7 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 		return d.err
 	}
 
-	d = &decbuf{b: secs[SectionMetrics], sec: "metrics", at: at[SectionMetrics]}
+	d = &decbuf{b: secs[SectionMetrics], what: "section metrics", at: at[SectionMetrics]}
 	if iv := int64(d.uvarint()); d.err == nil && iv != r.meta.MetricInterval {
 		return &CorruptionError{Offset: int64(d.at), Err: fmt.Errorf("section metrics: interval %d, meta says %d", iv, r.meta.MetricInterval)}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -42,10 +41,7 @@ func uploadCrashValue(g int, i int64) float64 { return float64(i)*0.5 + float64(
 // blocks to the filesystem bucket meanwhile, and prints "ack G I" after
 // each commit of row I of target G returned.
 func TestUploadCrashChild(t *testing.T) {
-	dir := os.Getenv(uploadCrashEnv)
-	if dir == "" {
-		t.Skip("run by TestUploadCrashKill9")
-	}
+	dir := crashtest.ChildDir(t, uploadCrashEnv)
 	o, _, err := crashOpts(dir, true)
 	crashtest.Check("open", err)
 	db, err := tsdb.Open(dir, o)
@@ -71,16 +67,11 @@ func TestUploadCrashChild(t *testing.T) {
 // from the data directory or the bucket, and that every block visible in
 // the bucket passes Verify.
 func TestUploadCrashKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
-	iterations := crashtest.Iterations("AERIE_UPLOAD_CRASH_ITERATIONS", 12)
-	dir := t.TempDir()
+	dir, iterations := crashtest.Parent(t, "AERIE_UPLOAD_CRASH_ITERATIONS", 12)
 	acked := crashtest.Acks{}
 	moved := 0
-	crashtest.KillLoop(t, crashtest.Config{Child: "TestUploadCrashChild", Env: uploadCrashEnv, Dir: dir, Iterations: iterations, MinDelay: 300 * time.Millisecond, Spread: 900 * time.Millisecond},
-		func(l string) { acked.Add(l) },
-		func(it int) {
+	crashtest.KillLoop(t, crashtest.Config{Child: "TestUploadCrashChild", Env: uploadCrashEnv, Dir: dir, Iterations: iterations, MinDelay: 300 * time.Millisecond, Spread: 900 * time.Millisecond, Acks: acked},
+		nil, func(it int) {
 			o, b, err := crashOpts(dir, false)
 			require.NoError(t, err)
 			db, err := tsdb.Open(dir, o)

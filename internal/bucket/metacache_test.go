@@ -18,16 +18,8 @@ import (
 // a damaged file is refetched and rewritten; the directory stays within
 // its budget; deleting a block drops its file.
 func TestMetaCache(t *testing.T) {
-	dirs, dict := localBlocks(t)
+	st, dirs, dict, ulids := uploadedBlocks(t)
 	ctx := context.Background()
-	st := newMemStore()
-	u := NewUploader(st, dict, 4096)
-	var ulids []string
-	for _, dir := range dirs {
-		res, err := u.UploadBlock(ctx, dir)
-		require.NoError(t, err)
-		ulids = append(ulids, res.ULID)
-	}
 	fresh, err := LoadTagDict(ctx, st)
 	require.NoError(t, err)
 	cdir := t.TempDir()

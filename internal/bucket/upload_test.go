@@ -107,6 +107,22 @@ func localBlocks(t *testing.T) ([]string, *index.TagDict) {
 	return dirs, dict
 }
 
+// uploadedBlocks uploads the blocks of localBlocks to a new memStore in
+// objects of 4 KiB; it returns the store, the block directories, their
+// TagDict and the blocks' ULIDs in the order of the directories.
+func uploadedBlocks(t *testing.T) (st *memStore, dirs []string, dict *index.TagDict, ulids []string) {
+	t.Helper()
+	dirs, dict = localBlocks(t)
+	st = newMemStore()
+	u := NewUploader(st, dict, 4096)
+	for _, dir := range dirs {
+		res, err := u.UploadBlock(context.Background(), dir)
+		require.NoError(t, err)
+		ulids = append(ulids, res.ULID)
+	}
+	return st, dirs, dict, ulids
+}
+
 // flushBlocks flushes db's head, closes db, and returns its block
 // directories and its TagDict (closed in t's cleanup); dir is db's data
 // directory.
@@ -338,14 +354,8 @@ func readAll(t *testing.T, r *block.Reader, mint, maxt int64) (map[string][][2]f
 // local copy answers, whole and over a sub-range, with one GET per group
 // extent touched; a damaged data object fails the read naming it.
 func TestRemoteBlocks(t *testing.T) {
-	dirs, dict := localBlocks(t)
+	st, dirs, dict, _ := uploadedBlocks(t)
 	ctx := context.Background()
-	st := newMemStore()
-	u := NewUploader(st, dict, 4096)
-	for _, dir := range dirs {
-		_, err := u.UploadBlock(ctx, dir)
-		require.NoError(t, err)
-	}
 	fresh, err := LoadTagDict(ctx, st)
 	require.NoError(t, err)
 	ulids, err := ListBlocks(ctx, st)

@@ -13,15 +13,9 @@ import (
 // object and extent counted; flipping a byte of one data object is found,
 // naming it; Inspect counts every group extent once.
 func TestInspectVerify(t *testing.T) {
-	dirs, dict := localBlocks(t)
+	st, dirs, _, _ := uploadedBlocks(t)
 	ctx := context.Background()
-	st := newMemStore()
-	u := NewUploader(st, dict, 4096)
 	extents := 0
-	for _, dir := range dirs {
-		_, err := u.UploadBlock(ctx, dir)
-		require.NoError(t, err)
-	}
 	blocks, err := Inspect(ctx, st)
 	require.NoError(t, err)
 	require.Len(t, blocks, len(dirs))

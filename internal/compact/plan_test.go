@@ -49,6 +49,14 @@ func TestPlan(t *testing.T) {
 		}
 		return ms
 	}
+	// x spans the edge of the 12h windows [0, 12h) and [12h, 24h).
+	acrossEdge := []block.Meta{
+		meta("a", 0, 2*h, 0, 0),
+		meta("b", 2*h, 4*h, 0, 0),
+		meta("x", 10*h, 14*h, 0, 1),
+		meta("c", 14*h, 16*h, 0, 0),
+		meta("d", 16*h, 18*h, 0, 0),
+	}
 	for _, tc := range []struct {
 		name    string
 		metas   []block.Meta
@@ -100,26 +108,14 @@ func TestPlan(t *testing.T) {
 			want:    []Job{{Inputs: []string{"a", "e", "f"}, MinTime: 0, MaxTime: 12 * h, Level: 1}},
 		},
 		{
-			name: "a block across a window edge blocks both windows until a larger window holds it",
-			metas: []block.Meta{
-				meta("a", 0, 2*h, 0, 0),
-				meta("b", 2*h, 4*h, 0, 0),
-				meta("x", 10*h, 14*h, 0, 1),
-				meta("c", 14*h, 16*h, 0, 0),
-				meta("d", 16*h, 18*h, 0, 0),
-			},
+			name:    "a block across a window edge blocks both windows until a larger window holds it",
+			metas:   acrossEdge,
 			horizon: 2 * day,
 			want:    []Job{{Inputs: []string{"a", "b", "c", "d", "x"}, MinTime: 0, MaxTime: 2 * day, Level: 2}},
 		},
 		{
-			name: "same, before the larger window is past the horizon",
-			metas: []block.Meta{
-				meta("a", 0, 2*h, 0, 0),
-				meta("b", 2*h, 4*h, 0, 0),
-				meta("x", 10*h, 14*h, 0, 1),
-				meta("c", 14*h, 16*h, 0, 0),
-				meta("d", 16*h, 18*h, 0, 0),
-			},
+			name:    "same, before the larger window is past the horizon",
+			metas:   acrossEdge,
 			horizon: 2*day - 1,
 		},
 		{

@@ -26,12 +26,16 @@ type Config struct {
 	// Each child is killed after a random time in [MinDelay,
 	// MinDelay+Spread).
 	MinDelay, Spread time.Duration
+	// Acks, if not nil, records the child's acknowledgements; KillLoop
+	// hands handle only the other lines then.
+	Acks Acks
 }
 
 // KillLoop runs the child c.Iterations times on c.Dir: it hands every line
-// the child prints to handle, kills the child with SIGKILL after a random
-// delay, hands the lines printed before the kill too, and calls verify
-// with the iteration's number. A line holding "error" fails the test.
+// the child prints to c.Acks or handle (which may be nil), kills the child
+// with SIGKILL after a random delay, hands the lines printed before the
+// kill too, and calls verify with the iteration's number. A line holding
+// "error" fails the test.
 func KillLoop(t testing.TB, c Config, handle func(line string), verify func(it int)) {
 	t.Helper()
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
@@ -73,6 +77,9 @@ func runChild(t testing.TB, c Config, killAfter time.Duration, handle func(strin
 		if strings.Contains(l, "error") {
 			t.Fatalf("child: %s", l)
 		}
+		if c.Acks != nil && c.Acks.Add(l) || handle == nil {
+			return
+		}
 		handle(l)
 	}
 	deadline := time.After(killAfter)
@@ -94,6 +101,29 @@ read:
 	for l := range lines { // lines printed before the kill count too
 		take(l)
 	}
+}
+
+// Parent is for the parent, before KillLoop: it skips the test under
+// -short and returns a new data directory and the number of iterations,
+// from the environment variable env or def.
+func Parent(t *testing.T, env string, def int) (dir string, iterations int) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("short")
+	}
+	return t.TempDir(), Iterations(env, def)
+}
+
+// ChildDir is for the child: the data directory its parent passes in the
+// environment variable env. Without one the child is skipped, for it was
+// not started by KillLoop (a plain go test).
+func ChildDir(t testing.TB, env string) string {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skip("run by its parent through crashtest.KillLoop")
+	}
+	return dir
 }
 
 // Check is for the child: when err is not nil it prints "what error:

@@ -5,13 +5,14 @@
 // survived.
 //
 // The child is a TestXxx that skips unless an environment variable names
-// its data directory, so that `go test` alone runs only the parent. It
-// prints its acknowledgements with Ack and stops on a failed write with
-// Check, whose line fails the parent's test.
+// its data directory (ChildDir), so that `go test` alone runs only the
+// parent. It prints its acknowledgements with Ack and stops on a failed
+// write with Check, whose line fails the parent's test.
 //
 // Invariants:
 //
-//  1. KillLoop hands every line the child printed to the caller, those
+//  1. KillLoop hands every line the child printed to the caller (its
+//     acknowledgements to Config.Acks if set, the others to handle), those
 //     read after the kill too (the child printed them before it), before
 //     it calls verify; a line holding "error" fails the test instead.
 //  2. No child outlives KillLoop, also when the test fails mid-iteration.

@@ -55,20 +55,23 @@ func (p *PromEngine) Querier(mint, maxt int64) (storage.Querier, error) {
 
 // NewAppender returns an appender for one batch.
 func (p *PromEngine) NewAppender() Appender {
-	return promAppender{p.DB.Appender(context.Background())}
+	return StorageAppender(p.DB.Appender(context.Background()))
 }
 
 // Close closes the database.
 func (p *PromEngine) Close() error { return p.DB.Close() }
 
-type promAppender struct{ a storage.Appender }
+// StorageAppender is a storage.Appender as an Appender of the harness.
+func StorageAppender(a storage.Appender) Appender { return storageAppender{a} }
 
-func (a promAppender) Append(l labels.Labels, t int64, v float64) error {
+type storageAppender struct{ a storage.Appender }
+
+func (a storageAppender) Append(l labels.Labels, t int64, v float64) error {
 	_, err := a.a.Append(0, l, t, v)
 	return err
 }
-func (a promAppender) Commit() error   { return a.a.Commit() }
-func (a promAppender) Rollback() error { return a.a.Rollback() }
+func (a storageAppender) Commit() error   { return a.a.Commit() }
+func (a storageAppender) Rollback() error { return a.a.Rollback() }
 
 // sortedQueryable forces sorted Selects, so that PromQL sees the series of
 // both engines in the same order (float sums depend on the order).

@@ -17,17 +17,21 @@ import (
 	"github.com/prometheus/prometheus/storage"
 )
 
-// NewPromQLEngine returns the PromQL engine used by CompareQueries.
-func NewPromQLEngine() *promql.Engine {
-	return promql.NewEngine(promql.EngineOpts{
+// NewPromQLEngine returns the PromQL engine used by CompareQueries: delayed
+// name removal on, as aerie serve by default.
+func NewPromQLEngine() *promql.Engine { return promql.NewEngine(engineOpts(true)) }
+
+// engineOpts are the options of the PromQL engines of the comparisons.
+func engineOpts(delayedNameRemoval bool) promql.EngineOpts {
+	return promql.EngineOpts{
 		MaxSamples:               50e6,
 		Timeout:                  time.Minute,
 		LookbackDelta:            5 * time.Minute,
 		NoStepSubqueryIntervalFn: func(int64) int64 { return 60_000 },
 		EnableAtModifier:         true,
 		EnableNegativeOffset:     true,
-		EnableDelayedNameRemoval: true, // as aerie serve by default
-	})
+		EnableDelayedNameRemoval: delayedNameRemoval,
+	}
 }
 
 // promTime formats a ms timestamp for PromQL (seconds with ms).
@@ -63,63 +67,42 @@ func Expressions(w *Workload) []string {
 	var ex []string
 	add := func(format string, args ...any) { ex = append(ex, fmt.Sprintf(format, args...)) }
 
-	for _, c := range counters {
-		for _, r := range ranges {
-			add("rate(%s[%s])", c, r)
-			add("increase(%s[%s])", c, r)
-			add("sum by (job) (rate(%s[%s]))", c, r)
-		}
-		add("irate(%s[5m])", c)
-		add("resets(%s[1h])", c)
-		add("changes(%s[30m])", c)
-		add("sum without (instance) (rate(%s[5m]))", c)
-		add("topk(3, rate(%s[5m]))", c)
-		add("bottomk(2, irate(%s[10m])) by (job)", c)
-		add("max by (instance) (increase(%s[15m]))", c)
-		add("%s", c)
+	// Templates: per metric and range, then per metric.
+	counterRanged := []string{"rate(%s[%s])", "increase(%s[%s])", "sum by (job) (rate(%s[%s]))"}
+	counterOnce := []string{
+		"irate(%s[5m])", "resets(%s[1h])", "changes(%s[30m])", "sum without (instance) (rate(%s[5m]))",
+		"topk(3, rate(%s[5m]))", "bottomk(2, irate(%s[10m])) by (job)", "max by (instance) (increase(%s[15m]))", "%s",
 	}
-	for _, g := range gauges {
-		for _, r := range []string{"5m", "1h"} {
-			add("delta(%s[%s])", g, r)
-			add("deriv(%s[%s])", g, r)
-			add("avg_over_time(%s[%s])", g, r)
-		}
-		add("quantile_over_time(0.9, %s[10m])", g)
-		add("%s", g)
-		add("changes(%s[30m])", g)
-		add("idelta(%s[5m])", g)
-		add("predict_linear(%s[30m], 3600)", g)
-		add("min_over_time(%s[10m])", g)
-		add("max_over_time(%s[10m])", g)
-		add("stddev_over_time(%s[20m])", g)
-		add("last_over_time(%s[10m])", g)
-		add("count_over_time(%s[10m])", g)
-		add("sum_over_time(%s[5m])", g)
-		add("absent_over_time(%s[5m])", g)
-		add("present_over_time(%s[5m])", g)
-		add("timestamp(%s)", g)
-		add("sum by (job) (%s)", g)
-		add("avg(%s)", g)
-		add("max by (instance) (%s)", g)
-		add("min(%s)", g)
-		add("count by (job) (%s)", g)
-		add("stddev(%s)", g)
-		add("quantile(0.75, %s)", g)
-		add("clamp(%s, 0, 2)", g)
-		add("%s > bool 1", g)
-		add("%s > 1", g)
-		add("topk(5, %s)", g)
-		add("sort_desc(%s)", g)
-		add("max_over_time(%s[30m:1m])", g)
+	gaugeRanged := []string{"delta(%s[%s])", "deriv(%s[%s])", "avg_over_time(%s[%s])"}
+	gaugeOnce := []string{
+		"quantile_over_time(0.9, %s[10m])", "%s", "changes(%s[30m])", "idelta(%s[5m])", "predict_linear(%s[30m], 3600)",
+		"min_over_time(%s[10m])", "max_over_time(%s[10m])", "stddev_over_time(%s[20m])", "last_over_time(%s[10m])",
+		"count_over_time(%s[10m])", "sum_over_time(%s[5m])", "absent_over_time(%s[5m])", "present_over_time(%s[5m])",
+		"timestamp(%s)", "sum by (job) (%s)", "avg(%s)", "max by (instance) (%s)", "min(%s)", "count by (job) (%s)",
+		"stddev(%s)", "quantile(0.75, %s)", "clamp(%s, 0, 2)", "%s > bool 1", "%s > 1", "topk(5, %s)", "sort_desc(%s)",
+		"max_over_time(%s[30m:1m])",
 		// Aggregations of range functions by labels: what Aerie's
 		// evaluator (internal/queryeval) runs over arrays.
-		add("avg by (job) (avg_over_time(%s[1h]))", g)
-		add("max by (instance) (max_over_time(%s[5m])) - min by (instance) (min_over_time(%s[5m]))", g, g)
-		add("sum(sum_over_time(%s[10m]))", g)
-		add("count by (job) (count_over_time(%s[90s]))", g)
-		add("stddev by (job) (stddev_over_time(%s[20m]))", g)
-		add("max by (metric, job) (label_replace(last_over_time(%s[10m]), \"metric\", \"$1\", \"__name__\", \"(.+)\"))", g)
+		"avg by (job) (avg_over_time(%s[1h]))",
+		"max by (instance) (max_over_time(%[1]s[5m])) - min by (instance) (min_over_time(%[1]s[5m]))",
+		"sum(sum_over_time(%s[10m]))", "count by (job) (count_over_time(%s[90s]))",
+		"stddev by (job) (stddev_over_time(%s[20m]))",
+		`max by (metric, job) (label_replace(last_over_time(%s[10m]), "metric", "$1", "__name__", "(.+)"))`,
 	}
+	expand := func(metrics, ranges, ranged, once []string) {
+		for _, m := range metrics {
+			for _, r := range ranges {
+				for _, f := range ranged {
+					add(f, m, r)
+				}
+			}
+			for _, f := range once {
+				add(f, m)
+			}
+		}
+	}
+	expand(counters, ranges, counterRanged, counterOnce)
+	expand(gauges, []string{"5m", "1h"}, gaugeRanged, gaugeOnce)
 	add(`avg by (instance) (avg_over_time({__name__=~"node_load1|node_memory_MemAvailable_bytes|go_goroutines"}[1h]))`)
 	add(`max by (metric, instance) (label_replace(max_over_time({__name__=~"node_load1|go_goroutines"}[30m]), "metric", "$1", "__name__", "(.+)"))`)
 	add(`group by (job) (present_over_time(node_systemd_unit_state[5m]))`)
@@ -414,14 +397,7 @@ func report(t testing.TB, w *Workload, exprs []string, results []exprResult) Que
 // Prometheus').
 func NameRemovalChanges(w *Workload, q storage.Queryable, got promql.QueryEngine) map[string]string {
 	exprs := Expressions(w)
-	off := promql.NewEngine(promql.EngineOpts{
-		MaxSamples:               50e6,
-		Timeout:                  time.Minute,
-		LookbackDelta:            5 * time.Minute,
-		NoStepSubqueryIntervalFn: func(int64) int64 { return 60_000 },
-		EnableAtModifier:         true,
-		EnableNegativeOffset:     true,
-	})
+	off := promql.NewEngine(engineOpts(false))
 	defer off.Close()
 	sq := sortedQueryable{q}
 	out := map[string]string{}

@@ -54,21 +54,20 @@ const HistoryOOOWindow = int64(365 * 24 * time.Hour / time.Millisecond)
 // target (every 15 min, 5 % re-sent) and no too-old samples: ~1.5 M
 // samples, a third of them history.
 func History() WorkloadConfig {
-	c := Full()
+	c := withHistory(Full(), 2, 15*60_000)
 	c.NodeTargets, c.AppTargets = 20, 3
-	c.TooOld = 0
-	c.HistoryDays = 2
-	c.HistoryInterval = 15 * 60_000
-	c.HistoryDups = 0.05
 	return c
 }
 
 // SmallHistory is Small with one day of history every 30 min.
-func SmallHistory() WorkloadConfig {
-	c := Small()
+func SmallHistory() WorkloadConfig { return withHistory(Small(), 1, 30*60_000) }
+
+// withHistory is c with days of history every interval ms, 5 % re-sent,
+// and no too-old samples.
+func withHistory(c WorkloadConfig, days int, interval int64) WorkloadConfig {
 	c.TooOld = 0
-	c.HistoryDays = 1
-	c.HistoryInterval = 30 * 60_000
+	c.HistoryDays = days
+	c.HistoryInterval = interval
 	c.HistoryDups = 0.05
 	return c
 }

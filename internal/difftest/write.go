@@ -1,6 +1,7 @@
 package difftest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -186,19 +187,9 @@ func (w *Workload) Expected() [][]sample {
 		}
 	}
 	for _, s := range out {
-		slices.SortFunc(s, func(a, b sample) int { return cmpInt(a.t, b.t) })
+		slices.SortFunc(s, func(a, b sample) int { return cmp.Compare(a.t, b.t) })
 	}
 	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Verify checks that q holds exactly the workload's expected data: every

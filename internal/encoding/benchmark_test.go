@@ -278,22 +278,22 @@ func reportPerSample(b *testing.B, samples, size, total int) {
 	b.ReportMetric(float64(size)/float64(total), "B/sample")
 }
 
-func BenchmarkEncode(b *testing.B) {
+// benchPerSample runs, for every data set and codec, the operation that
+// setup returns on the series (and now and then the group) that stride
+// picks, and reports its ns/sample and the codec's B/sample.
+func benchPerSample(b *testing.B, setup func(c codecCase, d *benchData) func(r benchRef, groupToo bool)) {
 	for _, ds := range benchDataSets(b) {
 		refs := ds.d.refs()
 		for _, c := range benchCodecs() {
 			b.Run(ds.name+"/"+c.name, func(b *testing.B) {
 				size := c.size(ds.d)
-				var buf []byte
+				op := setup(c, ds.d)
 				samples := 0
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					r, groupToo := stride(refs, i)
-					buf = c.encSer(buf[:0], r.s)
-					if groupToo {
-						buf = c.encGroup(buf[:0], r.g)
-					}
+					op(r, groupToo)
 					samples += len(r.s.ts)
 				}
 				b.StopTimer()
@@ -303,24 +303,18 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
-func BenchmarkDecode(b *testing.B) {
-	for _, ds := range benchDataSets(b) {
-		refs := ds.d.refs()
-		for _, c := range benchCodecs() {
-			b.Run(ds.name+"/"+c.name, func(b *testing.B) {
-				size := c.size(ds.d)
-				decode := c.prepare(ds.d)
-				samples := 0
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					r, groupToo := stride(refs, i)
-					decode(r, groupToo)
-					samples += len(r.s.ts)
-				}
-				b.StopTimer()
-				reportPerSample(b, samples, size, ds.d.samples)
-			})
+func BenchmarkEncode(b *testing.B) {
+	benchPerSample(b, func(c codecCase, _ *benchData) func(benchRef, bool) {
+		var buf []byte
+		return func(r benchRef, groupToo bool) {
+			buf = c.encSer(buf[:0], r.s)
+			if groupToo {
+				buf = c.encGroup(buf[:0], r.g)
+			}
 		}
-	}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	benchPerSample(b, func(c codecCase, d *benchData) func(benchRef, bool) { return c.prepare(d) })
 }

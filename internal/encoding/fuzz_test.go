@@ -2,10 +2,11 @@ package encoding
 
 import (
 	"bytes"
-	"encoding/binary"
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/aerie-db/aerie/internal/fuzzbytes"
 )
 
 // Fuzz targets: (a) round trip of samples derived from the fuzz bytes,
@@ -13,34 +14,13 @@ import (
 // return an error or a consistent result, never panic. Seed corpora live in
 // testdata/fuzz/FuzzX/. Run each with: go test -fuzz=FuzzX -fuzztime=10s
 
-// byteSrc hands out fuzz bytes, then zeros.
-type byteSrc struct{ b []byte }
-
-func (s *byteSrc) next() byte {
-	if len(s.b) == 0 {
-		return 0
-	}
-	c := s.b[0]
-	s.b = s.b[1:]
-	return c
-}
-
-func (s *byteSrc) uint64() uint64 {
-	var buf [8]byte
-	n := copy(buf[:], s.b)
-	s.b = s.b[n:]
-	return binary.LittleEndian.Uint64(buf[:])
-}
-
-func (s *byteSrc) empty() bool { return len(s.b) == 0 }
-
 // timestampsFrom derives a strictly increasing sequence: a raw start, then
 // deltas from one control byte each — small, jittered, or raw 64-bit.
-func timestampsFrom(s *byteSrc, limit int) []int64 {
-	t := int64(s.uint64())
+func timestampsFrom(s *fuzzbytes.Reader, limit int) []int64 {
+	t := int64(s.Uint64())
 	ts := []int64{t}
-	for !s.empty() && len(ts) < limit {
-		c := s.next()
+	for !s.Empty() && len(ts) < limit {
+		c := s.Byte()
 		var d uint64
 		switch c >> 6 {
 		case 0:
@@ -50,7 +30,7 @@ func timestampsFrom(s *byteSrc, limit int) []int64 {
 		case 2:
 			d = uint64(c&63) + 1
 		default:
-			d = s.uint64() | 1
+			d = s.Uint64() | 1
 		}
 		if d > uint64(math.MaxInt64)-uint64(t) {
 			break
@@ -63,21 +43,21 @@ func timestampsFrom(s *byteSrc, limit int) []int64 {
 
 // valuesFrom derives float64 values: repeats, small XOR changes, counters,
 // special values and raw bit patterns, chosen by one control byte each.
-func valuesFrom(s *byteSrc, limit int) []float64 {
+func valuesFrom(s *fuzzbytes.Reader, limit int) []float64 {
 	var vals []float64
 	prev := uint64(0)
-	for !s.empty() && len(vals) < limit {
-		c := s.next()
+	for !s.Empty() && len(vals) < limit {
+		c := s.Byte()
 		switch c % 5 {
 		case 0: // repeat
 		case 1:
-			prev ^= uint64(s.next()) << (c % 57)
+			prev ^= uint64(s.Byte()) << (c % 57)
 		case 2:
 			prev = math.Float64bits(math.Float64frombits(prev) + float64(c))
 		case 3:
 			prev = math.Float64bits(specialFloats[int(c)%len(specialFloats)])
 		default:
-			prev = s.uint64()
+			prev = s.Uint64()
 		}
 		vals = append(vals, math.Float64frombits(prev))
 	}
@@ -111,7 +91,7 @@ func FuzzTimeTuple(f *testing.F) {
 			}
 		}
 		// (a), (b).
-		ts := timestampsFrom(&byteSrc{data}, 1000)
+		ts := timestampsFrom(fuzzbytes.NewReader(data), 1000)
 		b := AppendTimeTuple(nil, ts)
 		if !bytes.Equal(b, AppendTimeTuple(nil, ts)) {
 			t.Fatal("non-deterministic")
@@ -133,8 +113,8 @@ func FuzzValueTuple(f *testing.F) {
 				t.Fatalf("decoded %d values from %d bytes, consumed %d", len(got), len(data)-1, n)
 			}
 		}
-		s := &byteSrc{data}
-		base := math.Float64frombits(s.uint64())
+		s := fuzzbytes.NewReader(data)
+		base := math.Float64frombits(s.Uint64())
 		vals := valuesFrom(s, MaxTupleSize)
 		if len(vals) == 0 {
 			return
@@ -181,7 +161,7 @@ func FuzzScaledTimestamps(f *testing.F) {
 				}
 			}
 		}
-		ts := timestampsFrom(&byteSrc{data}, 2000)
+		ts := timestampsFrom(fuzzbytes.NewReader(data), 2000)
 		b := AppendScaledTimestamps(nil, ts)
 		if !bytes.Equal(b, AppendScaledTimestamps(nil, ts)) {
 			t.Fatal("non-deterministic")
@@ -223,10 +203,10 @@ func FuzzColumn(f *testing.F) {
 			}
 		}
 		// (a), (b).
-		s := &byteSrc{data}
-		tupleSize := 1 + int(s.next())%MaxTupleSize
-		blockTuples := 1 + int(s.next())%16
-		presMode := s.next()
+		s := fuzzbytes.NewReader(data)
+		tupleSize := 1 + int(s.Byte())%MaxTupleSize
+		blockTuples := 1 + int(s.Byte())%16
+		presMode := s.Byte()
 		vals := valuesFrom(s, 600)
 		var present []bool
 		if presMode&1 == 1 {
@@ -285,20 +265,20 @@ func FuzzColumnMeta(f *testing.F) {
 			}
 		}
 		// (a), (b): a meta built from the bytes.
-		s := &byteSrc{data}
+		s := fuzzbytes.NewReader(data)
 		m := ColumnMeta{
-			Flags:       s.next() % 3,
-			Rows:        uint32(s.uint64() % (1 << 16)),
-			TupleSize:   1 + s.next()%MaxTupleSize,
-			BlockTuples: 1 + s.next()%MaxTupleSize,
-			Bases:       [2]uint64{s.uint64(), s.uint64()},
+			Flags:       s.Byte() % 3,
+			Rows:        uint32(s.Uint64() % (1 << 16)),
+			TupleSize:   1 + s.Byte()%MaxTupleSize,
+			BlockTuples: 1 + s.Byte()%MaxTupleSize,
+			Bases:       [2]uint64{s.Uint64(), s.Uint64()},
 		}
 		if m.Flags&ColumnConst != 0 {
 			m.Bases[1] = m.Bases[0]
 		} else {
 			maxW := maxTupleWidth(int(m.TupleSize))
 			for range m.NumBlocks() {
-				m.Widths = append(m.Widths, uint16((int(s.next())<<4|int(s.next()))%(maxW+1)))
+				m.Widths = append(m.Widths, uint16((int(s.Byte())<<4|int(s.Byte()))%(maxW+1)))
 			}
 		}
 		enc := AppendColumnMeta(nil, &m)

@@ -253,10 +253,7 @@ func readSection(src []byte, off *int, want SectionID) (decbuf, error) {
 
 func (bi *BlockIndex) decodeTagArray(d decbuf, dict *TagDict) error {
 	start := d.off
-	n := d.uvarint()
-	if d.err == nil && n > uint64(d.remaining()) {
-		d.fail(start, "%d tags cannot fit in %d bytes", n, d.remaining())
-	}
+	n := d.count("tags")
 	if d.err != nil {
 		return d.err
 	}
@@ -270,9 +267,7 @@ func (bi *BlockIndex) decodeTagArray(d decbuf, dict *TagDict) error {
 		}
 		bi.global[i] = c
 	}
-	if d.err == nil && d.remaining() != 0 {
-		d.fail(d.off, "%d unused bytes at end of section", d.remaining())
-	}
+	d.finish("section")
 	if d.err != nil {
 		return d.err
 	}
@@ -286,11 +281,7 @@ func (bi *BlockIndex) decodeTagArray(d decbuf, dict *TagDict) error {
 }
 
 func (bi *BlockIndex) decodeTTMapping(d decbuf) error {
-	at := d.off
-	m := d.uvarint()
-	if d.err == nil && m > uint64(d.remaining()) {
-		d.fail(at, "%d series cannot fit in %d bytes", m, d.remaining())
-	}
+	m := d.count("series")
 	if d.err != nil {
 		return d.err
 	}
@@ -332,9 +323,7 @@ func (bi *BlockIndex) decodeTTMapping(d decbuf) error {
 			prev = c
 		}
 	}
-	if d.err == nil && d.remaining() != 0 {
-		d.fail(d.off, "%d unused bytes at end of section", d.remaining())
-	}
+	d.finish("section")
 	return d.err
 }
 

@@ -24,6 +24,26 @@ func buildBlock(t testing.TB, dict *TagDict, series []labels.Labels) []byte {
 	return b.AppendTo(nil)
 }
 
+// decodeSeries decodes data and checks that it holds series, in order and
+// with canonical labels.
+func decodeSeries(t testing.TB, data []byte, dict *TagDict, series []labels.Labels) *BlockIndex {
+	t.Helper()
+	bi, err := DecodeBlockIndex(data, dict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bi.NumSeries() != len(series) {
+		t.Fatalf("NumSeries = %d, want %d", bi.NumSeries(), len(series))
+	}
+	var sb labels.ScratchBuilder
+	for i, ls := range series {
+		if got, want := bi.Labels(uint32(i), &sb), canonicalLabels(ls); !labels.Equal(got, want) {
+			t.Fatalf("series %d: got %s, want %s", i, got, want)
+		}
+	}
+	return bi
+}
+
 func TestBlockIndexRoundTrip(t *testing.T) {
 	dict := openDict(t, filepath.Join(t.TempDir(), "tagdict"))
 	defer dict.Close()
@@ -38,19 +58,7 @@ func TestBlockIndexRoundTrip(t *testing.T) {
 		t.Fatal("AppendTo lost dst")
 	}
 
-	bi, err := DecodeBlockIndex(data, dict)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bi.NumSeries() != len(series) {
-		t.Fatalf("NumSeries = %d, want %d", bi.NumSeries(), len(series))
-	}
-	var sb labels.ScratchBuilder
-	for i, ls := range series {
-		if got, want := bi.Labels(uint32(i), &sb), canonicalLabels(ls); !labels.Equal(got, want) {
-			t.Fatalf("series %d: got %s, want %s", i, got, want)
-		}
-	}
+	bi := decodeSeries(t, data, dict, series)
 	if got := bi.Labels(uint32(len(series)), nil); !got.IsEmpty() {
 		t.Fatalf("out-of-range id gave %s", got)
 	}

@@ -49,12 +49,20 @@ func (d *decbuf) uvarint32() uint32 {
 	return uint32(v)
 }
 
-func (d *decbuf) byte1() byte {
+// has reports whether n more bytes can be read, failing d if they cannot.
+func (d *decbuf) has(n int) bool {
 	if d.err != nil {
-		return 0
+		return false
 	}
-	if d.remaining() < 1 {
+	if d.remaining() < n {
 		d.fail(d.off, "unexpected end of data")
+		return false
+	}
+	return true
+}
+
+func (d *decbuf) byte1() byte {
+	if !d.has(1) {
 		return 0
 	}
 	d.off++
@@ -62,15 +70,30 @@ func (d *decbuf) byte1() byte {
 }
 
 func (d *decbuf) be32() uint32 {
-	if d.err != nil {
-		return 0
-	}
-	if d.remaining() < 4 {
-		d.fail(d.off, "unexpected end of data")
+	if !d.has(4) {
 		return 0
 	}
 	d.off += 4
 	return binary.BigEndian.Uint32(d.b[d.off-4:])
+}
+
+// count reads the number of things (what, in the error) that follow, each
+// taking at least one byte.
+func (d *decbuf) count(what string) uint64 {
+	at := d.off
+	n := d.uvarint()
+	if d.err == nil && n > uint64(d.remaining()) {
+		d.fail(at, "%d %s cannot fit in %d bytes", n, what, d.remaining())
+	}
+	return n
+}
+
+// finish fails d if bytes are left before its end, the end of the unit
+// (a section, a record) it decodes.
+func (d *decbuf) finish(unit string) {
+	if d.err == nil && d.remaining() != 0 {
+		d.fail(d.off, "%d unused bytes at end of %s", d.remaining(), unit)
+	}
 }
 
 // bytes returns the next n bytes without copying.

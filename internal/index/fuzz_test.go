@@ -130,18 +130,7 @@ func FuzzBlockIndex(f *testing.F) {
 		if !bytes.Equal(enc, b2.AppendTo(nil)) {
 			t.Fatal("same series over an equal dictionary gave different bytes")
 		}
-		bi, err := DecodeBlockIndex(enc, dict)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bi.NumSeries() != len(series) {
-			t.Fatalf("NumSeries = %d, want %d", bi.NumSeries(), len(series))
-		}
-		for i, ls := range series {
-			if got, want := bi.Labels(uint32(i), nil), canonicalLabels(ls); !labels.Equal(got, want) {
-				t.Fatalf("series %d: got %s, want %s", i, got, want)
-			}
-		}
+		decodeSeries(t, enc, dict, series)
 	})
 }
 

@@ -87,7 +87,7 @@ func Select(r Reader, ms ...*labels.Matcher) (*roaring.Bitmap, error) {
 		if m.Name == "" && m.Value == "" {
 			return nil, errAllPostings
 		}
-		p := matchingPostings(r, m)
+		p := valuePostings(r, m, false)
 		if res == nil {
 			res = p
 		} else {
@@ -104,7 +104,7 @@ func Select(r Reader, ms ...*labels.Matcher) (*roaring.Bitmap, error) {
 		if m.Type == labels.MatchRegexp && m.Value == ".*" {
 			continue // rejects nothing
 		}
-		res.AndNot(rejectingPostings(r, m))
+		res.AndNot(valuePostings(r, m, true))
 	}
 	return res, nil
 }
@@ -132,32 +132,26 @@ func isNegative(m *labels.Matcher) bool {
 	return m.Type == labels.MatchNotEqual || m.Type == labels.MatchNotRegexp
 }
 
-// matchingPostings returns the series that have label m.Name with a value m
-// matches.
-func matchingPostings(r Reader, m *labels.Matcher) *roaring.Bitmap {
-	switch m.Type {
-	case labels.MatchEqual:
-		return r.Postings(m.Name, m.Value)
-	case labels.MatchRegexp:
-		if set := m.SetMatches(); len(set) > 0 {
-			return r.Postings(m.Name, set...)
+// valuePostings returns the series that have label m.Name with a value m
+// accepts or, rejecting, with a value m rejects. Where those values are
+// m's own (an equality or a regexp of a set of values; negated ones when
+// rejecting) they are looked up; otherwise every value of the label is
+// tested.
+func valuePostings(r Reader, m *labels.Matcher, rejecting bool) *roaring.Bitmap {
+	if isNegative(m) == rejecting {
+		switch m.Type {
+		case labels.MatchEqual, labels.MatchNotEqual:
+			return r.Postings(m.Name, m.Value)
+		case labels.MatchRegexp, labels.MatchNotRegexp:
+			if set := m.SetMatches(); len(set) > 0 {
+				return r.Postings(m.Name, set...)
+			}
 		}
+	}
+	if rejecting {
+		return r.PostingsForLabelMatching(m.Name, func(v string) bool { return !m.Matches(v) })
 	}
 	return r.PostingsForLabelMatching(m.Name, m.Matches)
-}
-
-// rejectingPostings returns the series that have label m.Name with a value m
-// does not match.
-func rejectingPostings(r Reader, m *labels.Matcher) *roaring.Bitmap {
-	switch m.Type {
-	case labels.MatchNotEqual:
-		return r.Postings(m.Name, m.Value)
-	case labels.MatchNotRegexp:
-		if set := m.SetMatches(); len(set) > 0 {
-			return r.Postings(m.Name, set...)
-		}
-	}
-	return r.PostingsForLabelMatching(m.Name, func(v string) bool { return !m.Matches(v) })
 }
 
 // LabelValues returns the sorted values of label name among the series that

@@ -227,9 +227,7 @@ func (d *TagDict) decodeRecord(data []byte, start, end int) error {
 		}
 		d.addLocked(name, value)
 	}
-	if db.err == nil && db.remaining() != 0 {
-		db.fail(db.off, "%d unused bytes at end of record", db.remaining())
-	}
+	db.finish("record")
 	return db.err
 }
 

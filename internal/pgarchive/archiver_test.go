@@ -148,6 +148,13 @@ func feed(src *fakeSource, rng *rand.Rand, l Level, series []labels.Labels, from
 	}
 }
 
+// ingest feeds [from, to) and then makes it ready, as the ingest path
+// does.
+func ingest(src *fakeSource, rng *rand.Rand, l Level, series []labels.Labels, from, to int64, fill float64) {
+	feed(src, rng, l, series, from, to, fill)
+	src.SetReady(l.Name, to)
+}
+
 func testSeries(n int) []labels.Labels {
 	out := make([]labels.Labels, n)
 	for k := range out {
@@ -264,8 +271,7 @@ func TestPostgresDown(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	a := startArchiver(t, Config{DSN: dsn, SegmentWidth: 8, QueueSize: 64, ChunkSteps: 5, BatchRows: 10,
 		Interval: 5 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, src)
-	feed(src, rng, l, series, t0, t0+30000, 0.8)
-	src.SetReady("1s", t0+30000)
+	ingest(src, rng, l, series, t0, t0+30000, 0.8)
 	waitCaughtUp(t, a, src)
 
 	require.NoError(t, pg.Stop())
@@ -292,8 +298,7 @@ func ingestUnblocked(t *testing.T, src *fakeSource, rng *rand.Rand, l Level, ser
 		defer close(ingested)
 		for k := int64(0); k < 12; k++ {
 			from := from + k*5000
-			feed(src, rng, l, series, from, from+5000, fill)
-			src.SetReady(l.Name, from+5000)
+			ingest(src, rng, l, series, from, from+5000, fill)
 		}
 	}()
 	select {
@@ -312,8 +317,7 @@ func TestPostgresDownAtStart(t *testing.T) {
 	require.NoError(t, pg.Stop())
 	l := Level{Name: "10s", Step: 10 * time.Second, Retention: 10 * time.Minute}
 	src := newFakeSource(l)
-	feed(src, rand.New(rand.NewPCG(5, 6)), l, testSeries(5), t0, t0+300000, 1)
-	src.SetReady("10s", t0+300000)
+	ingest(src, rand.New(rand.NewPCG(5, 6)), l, testSeries(5), t0, t0+300000, 1)
 	a := startArchiver(t, Config{DSN: dsn, Interval: 5 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, src)
 	waitFor(t, "level errors", func() bool { return testutil.ToFloat64(a.m.levelErrors.WithLabelValues("10s")) > 0 })
 	require.NoError(t, pg.Restart())
@@ -331,8 +335,7 @@ func TestSlowPostgres(t *testing.T) {
 	series := testSeries(20)
 	rng := rand.New(rand.NewPCG(7, 8))
 	a := startArchiver(t, Config{DSN: dsn, SegmentWidth: 8, QueueSize: 64, ChunkSteps: 5, Interval: 5 * time.Millisecond}, src)
-	feed(src, rng, l, series, t0, t0+10000, 1)
-	src.SetReady("1s", t0+10000)
+	ingest(src, rng, l, series, t0, t0+10000, 1)
 	waitCaughtUp(t, a, src)
 
 	ctx := context.Background()
@@ -359,8 +362,7 @@ func TestRateLimit(t *testing.T) {
 	dsn := pg.CreateDB(t, "rate")
 	l := Level{Name: "1s", Step: time.Second, Retention: time.Minute}
 	src := newFakeSource(l)
-	feed(src, rand.New(rand.NewPCG(9, 10)), l, testSeries(8), t0, t0+20000, 1)
-	src.SetReady("1s", t0+20000)
+	ingest(src, rand.New(rand.NewPCG(9, 10)), l, testSeries(8), t0, t0+20000, 1)
 	const perSecond = 20
 	start := time.Now()
 	// Width 4: 2 segments × 20 slots = 40 rows, one per flush.
@@ -385,16 +387,14 @@ func TestResume(t *testing.T) {
 	series := testSeries(10)
 	rng := rand.New(rand.NewPCG(11, 12))
 	cfg := Config{DSN: dsn, SegmentWidth: 4, Interval: 5 * time.Millisecond, ChunkSteps: 7}
-	feed(src, rng, l, series, t0, t0+30*60000, 0.9)
-	src.SetReady("1m", t0+30*60000)
+	ingest(src, rng, l, series, t0, t0+30*60000, 0.9)
 	a, err := New(cfg, src, testLogger(t), nil)
 	require.NoError(t, err)
 	require.NoError(t, a.Start())
 	waitCaughtUp(t, a, src)
 	require.NoError(t, a.Close())
 
-	feed(src, rng, l, series, t0+30*60000, t0+50*60000, 0.9)
-	src.SetReady("1m", t0+50*60000)
+	ingest(src, rng, l, series, t0+30*60000, t0+50*60000, 0.9)
 	b := startArchiver(t, cfg, src)
 	waitCaughtUp(t, b, src)
 	c := connect(t, dsn)
@@ -408,8 +408,7 @@ func TestResume(t *testing.T) {
 	_, err = c.Exec(context.Background(), `UPDATE aerie_archive_progress SET done_ms = $1`, t0+20*60000)
 	require.NoError(t, err)
 	gen := b.levels[0].gen.Load()
-	feed(src, rng, l, series, t0+50*60000, t0+55*60000, 0.9)
-	src.SetReady("1m", t0+55*60000)
+	ingest(src, rng, l, series, t0+50*60000, t0+55*60000, 0.9)
 	waitFor(t, "the level to reload", func() bool { return b.levels[0].gen.Load() > gen })
 	waitCaughtUp(t, b, src)
 	requireArchiveMatches(t, c, src)
@@ -472,8 +471,7 @@ func TestCloseWhileBlocked(t *testing.T) {
 	defer tx.Rollback(ctx)
 	_, err = tx.Exec(ctx, `LOCK TABLE ts IN ACCESS EXCLUSIVE MODE`)
 	require.NoError(t, err)
-	feed(src, rand.New(rand.NewPCG(13, 14)), l, testSeries(3), t0, t0+5000, 1)
-	src.SetReady("1s", t0+5000)
+	ingest(src, rand.New(rand.NewPCG(13, 14)), l, testSeries(3), t0, t0+5000, 1)
 	waitFor(t, "a job to wait on the lock", func() bool { return a.queue.len() > 0 })
 	done := make(chan struct{})
 	go func() {

@@ -83,10 +83,8 @@ func sortSmp(s []smp) {
 // one host's whole day, then the next host's. Every sample is stored, seen
 // at once, and kept through the backfill flush and a restart.
 func TestBackfillHostAfterHost(t *testing.T) {
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	want := map[string][]smp{}
 	var mu sync.Mutex
 	base := 100 * day
@@ -123,10 +121,8 @@ func TestBackfillHostAfterHost(t *testing.T) {
 // generation's WAL and come back after a close (the same path as kill -9,
 // which crash_test covers for the head).
 func TestBackfillReplay(t *testing.T) {
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	want := map[string][]smp{}
 	writeHostDay(t, db, 0, 50*day, 50*day+2*hour, 10_000, want, nil)
 	writeHostDay(t, db, 1, 10*day, 10*day+3*day, 300_000, want, nil) // far in the past
@@ -159,10 +155,8 @@ func TestBackfillUnfinishedFlush(t *testing.T) {
 		interrupted bool // the WAL's deletion began
 	}{{"wal whole", false}, {"wal deletion interrupted", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
 			opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour, WALSegmentSize: 64 << 10}
-			db, err := Open(dir, opts)
-			require.NoError(t, err)
+			db, dir := openDir(t, opts)
 			want := map[string][]smp{}
 			writeHostDay(t, db, 0, 50*day, 50*day+2*hour, 10_000, want, nil)
 			writeHostDay(t, db, 1, 10*day, 12*day, 60_000, want, nil)
@@ -221,9 +215,7 @@ func TestBackfillUnfinishedFlush(t *testing.T) {
 // the memory manager's version window (32) is stored through several
 // generations, none refused.
 func TestBackfillManyPartitions(t *testing.T) {
-	dir := t.TempDir()
-	db, err := Open(dir, &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour, BackfillPartitionRange: 2 * hour, BackfillPartitions: 6})
-	require.NoError(t, err)
+	db, _ := openDir(t, &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour, BackfillPartitionRange: 2 * hour, BackfillPartitions: 6})
 	defer db.Close()
 	want := map[string][]smp{}
 	writeHostDay(t, db, 0, 400*day, 400*day+hour, 60_000, want, nil)

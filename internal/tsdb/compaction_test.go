@@ -23,10 +23,8 @@ import (
 // parents recorded, and every series' group time column spanning the
 // output.
 func TestCompactionFoldsBackfill(t *testing.T) {
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	want := map[string][]smp{}
 	base := 100 * day
 	// Host 0 through the head: 3 days, flushed block by block.
@@ -97,10 +95,8 @@ func TestCompactionDropsDeleted(t *testing.T) {
 // block's data is found at open; the block is quarantined, the rest
 // serves.
 func TestCompactedBlockCorruptionQuarantined(t *testing.T) {
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	writeHostDay(t, db, 0, 100*day, 103*day, 60_000, map[string][]smp{}, nil)
 	require.NoError(t, db.Compact())
 	var victim string
@@ -139,10 +135,7 @@ func compactCrashOptions(check time.Duration) *Options {
 // flushes and compactions run every 20 ms; it prints "ack G I" after each
 // commit and "compactions N" now and then.
 func TestCompactionCrashChild(t *testing.T) {
-	dir := os.Getenv(compactCrashEnv)
-	if dir == "" {
-		t.Skip("run by TestCompactionCrashKill9")
-	}
+	dir := crashtest.ChildDir(t, compactCrashEnv)
 	db, err := Open(dir, compactCrashOptions(20*time.Millisecond))
 	crashtest.Check("open", err)
 	start := int64(700)
@@ -180,17 +173,10 @@ func TestCompactionCrashChild(t *testing.T) {
 // value, that no block outlived a compaction that replaced it, and that
 // compactions did run.
 func TestCompactionCrashKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
-	iterations := crashtest.Iterations("AERIE_CRASH_ITERATIONS", 20)
-	dir := t.TempDir()
+	dir, iterations := crashtest.Parent(t, "AERIE_CRASH_ITERATIONS", 20)
 	acked := crashtest.Acks{}
 	compactions, iterMax, compacted := int64(0), int64(0), 0
-	crashtest.KillLoop(t, crashtest.Config{Child: "TestCompactionCrashChild", Env: compactCrashEnv, Dir: dir, Iterations: iterations, MinDelay: 300 * time.Millisecond, Spread: 1200 * time.Millisecond}, func(l string) {
-		if acked.Add(l) {
-			return
-		}
+	crashtest.KillLoop(t, crashtest.Config{Child: "TestCompactionCrashChild", Env: compactCrashEnv, Dir: dir, Iterations: iterations, MinDelay: 300 * time.Millisecond, Spread: 1200 * time.Millisecond, Acks: acked}, func(l string) {
 		if f := strings.Fields(l); len(f) == 2 && f[0] == "compactions" {
 			n, _ := strconv.ParseInt(f[1], 10, 64)
 			iterMax = max(iterMax, n)

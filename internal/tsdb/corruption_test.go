@@ -28,10 +28,8 @@ func fillDB(t *testing.T, db *DB, from, to int64) {
 }
 
 func TestCorruptBlockQuarantined(t *testing.T) {
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1, PartitionRange: 3600_000}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	fillDB(t, db, 0, 960) // 4 h: four 1 h partitions
 	require.NoError(t, db.FlushHead())
 	metas := db.Blocks()
@@ -69,10 +67,8 @@ func TestCorruptBlockQuarantined(t *testing.T) {
 }
 
 func TestCorruptWALTailTruncated(t *testing.T) {
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	fillDB(t, db, 0, 100)
 	require.NoError(t, db.Close())
 

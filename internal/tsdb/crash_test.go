@@ -3,7 +3,6 @@ package tsdb
 import (
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -28,10 +27,7 @@ func crashValue(g, s int, i int64) float64 { return float64(i)*1.5 + float64(g*1
 // TestCrashChild is the child of TestCrashKill9: it appends rows forever
 // and prints "ack G I" after each commit of row I of target G returned.
 func TestCrashChild(t *testing.T) {
-	dir := os.Getenv(crashChildEnv)
-	if dir == "" {
-		t.Skip("run by TestCrashKill9")
-	}
+	dir := crashtest.ChildDir(t, crashChildEnv)
 	db, err := Open(dir, &Options{PartitionRange: 60_000, OOOWindow: 10_000, FlushCheckInterval: 20 * time.Millisecond, WALSegmentSize: 64 << 10})
 	crashtest.Check("open", err)
 	start := int64(0)
@@ -55,15 +51,10 @@ func TestCrashChild(t *testing.T) {
 // TestCrashKill9 kills a child that appends with acknowledgements at
 // random points and checks that every acknowledged row survives.
 func TestCrashKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
-	iterations := crashtest.Iterations("AERIE_CRASH_ITERATIONS", 20)
-	dir := t.TempDir()
+	dir, iterations := crashtest.Parent(t, "AERIE_CRASH_ITERATIONS", 20)
 	acked := crashtest.Acks{}
-	crashtest.KillLoop(t, crashtest.Config{Child: "TestCrashChild", Env: crashChildEnv, Dir: dir, Iterations: iterations, MinDelay: 50 * time.Millisecond, Spread: 400 * time.Millisecond},
-		func(l string) { acked.Add(l) },
-		func(it int) { verifyCrashDir(t, dir, acked, it) })
+	crashtest.KillLoop(t, crashtest.Config{Child: "TestCrashChild", Env: crashChildEnv, Dir: dir, Iterations: iterations, MinDelay: 50 * time.Millisecond, Spread: 400 * time.Millisecond, Acks: acked},
+		nil, func(it int) { verifyCrashDir(t, dir, acked, it) })
 	t.Logf("%d kills, %d acknowledged rows verified after each", iterations, acked.Rows())
 }
 

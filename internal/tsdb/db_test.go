@@ -43,6 +43,15 @@ func collect(t *testing.T, ss storage.SeriesSet) map[string][]smp {
 	return out
 }
 
+// openDir opens a DB with opts on a new directory and returns both.
+func openDir(t *testing.T, opts *Options) (*DB, string) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := Open(dir, opts)
+	require.NoError(t, err)
+	return db, dir
+}
+
 // reopen closes *db and opens dir again in its place.
 func reopen(t *testing.T, db **DB, dir string, opts *Options) {
 	t.Helper()
@@ -53,10 +62,8 @@ func reopen(t *testing.T, db **DB, dir string, opts *Options) {
 }
 
 func TestDBRoundTrip(t *testing.T) {
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1, PartitionRange: 3600_000}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	want := map[string][]smp{}
 	stale := math.Float64frombits(value.StaleNaN)
 	for i := int64(0); i < 400; i++ {

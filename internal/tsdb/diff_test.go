@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/storage"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/difftest"
@@ -27,10 +25,8 @@ func TestDifferential(t *testing.T) {
 	if testing.Short() {
 		cfg, selects = difftest.Small(), 100
 	}
-	dir := t.TempDir()
 	opts := &Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	w, prom, ps, as := writeBoth(t, cfg, cfg.OOOWindow, aerieEngine{db})
 	t.Logf("aerie: %d series in %d groups", db.Head().NumSeries(), db.Head().NumGroups())
 	// Prometheus rejects at Append, Aerie at Commit: compare per sample.
@@ -94,17 +90,8 @@ func stageCompare(t *testing.T, w *difftest.Workload, prom difftest.Engine, db *
 type storageEngine struct{ *DB }
 
 func (e storageEngine) NewAppender() difftest.Appender {
-	return storageAppender{e.DB.Appender(context.Background())}
+	return difftest.StorageAppender(e.DB.Appender(context.Background()))
 }
-
-type storageAppender struct{ a storage.Appender }
-
-func (a storageAppender) Append(l labels.Labels, t int64, v float64) error {
-	_, err := a.a.Append(0, l, t, v)
-	return err
-}
-func (a storageAppender) Commit() error   { return a.a.Commit() }
-func (a storageAppender) Rollback() error { return a.a.Rollback() }
 
 // TestDifferentialHistory adds writes of any age to the differential
 // test: prometheus/tsdb with a one-year out-of-order window against Aerie
@@ -124,10 +111,8 @@ func TestDifferentialHistory(t *testing.T) {
 	if testing.Short() {
 		cfg, selects = difftest.SmallHistory(), 100
 	}
-	dir := t.TempDir()
 	opts := &Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1, BackfillIdle: time.Hour}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	w, prom, _, _ := writeBoth(t, cfg, difftest.HistoryOOOWindow, storageEngine{db})
 	t.Logf("aerie: backfill %+v", db.BackfillStats())
 	require.Positive(t, db.BackfillStats().Samples, "history went through the backfill")

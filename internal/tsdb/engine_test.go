@@ -24,9 +24,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestRetentionDeletesOldBlocks(t *testing.T) {
-	dir := t.TempDir()
-	db, err := Open(dir, &Options{FlushCheckInterval: -1, PartitionRange: 3600_000, Retention: 2 * 3600_000})
-	require.NoError(t, err)
+	db, dir := openDir(t, &Options{FlushCheckInterval: -1, PartitionRange: 3600_000, Retention: 2 * 3600_000})
 	defer db.Close()
 	fillDB(t, db, 0, 240) // 1 h
 	app := db.RowAppender()
@@ -44,7 +42,7 @@ func TestRetentionDeletesOldBlocks(t *testing.T) {
 		require.NotEqual(t, first.ULID, b.ULID)
 		require.Greater(t, b.MaxTime, db.Head().MaxTime()-2*3600_000)
 	}
-	_, err = os.Stat(filepath.Join(dir, blocksDirname, first.ULID))
+	_, err := os.Stat(filepath.Join(dir, blocksDirname, first.ULID))
 	require.True(t, os.IsNotExist(err))
 	got := query(t, db, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "s", "a"))
 	for _, ss := range got {
@@ -85,10 +83,8 @@ func TestConcurrentAppendQueryFlush(t *testing.T) {
 }
 
 func testConcurrentAppendQueryFlush(t *testing.T, opts Options) {
-	dir := t.TempDir()
 	opts.FlushCheckInterval, opts.PartitionRange, opts.OOOWindow = -1, 60_000, 5_000
-	db, err := Open(dir, &opts)
-	require.NoError(t, err)
+	db, _ := openDir(t, &opts)
 	defer db.Close()
 	const writers, rows, width = 4, 600, 8
 	var wg sync.WaitGroup

@@ -1,6 +1,7 @@
 package tsdb
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -89,20 +90,8 @@ func (q *Querier) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*la
 		dirty   []int64 // intervals whose sources must be merged from data
 		covered []int64 // head partitions read from memory
 	}
-	byKey := map[uint64][]*entry{}
-	var all []*entry
-	get := func(lset labels.Labels) *entry {
-		h := lset.Hash()
-		for _, e := range byKey[h] {
-			if labels.Equal(e.lset, lset) {
-				return e
-			}
-		}
-		e := &entry{lset: lset}
-		byKey[h] = append(byKey[h], e)
-		all = append(all, e)
-		return e
-	}
+	var entries seriesTable[entry]
+	newEntry := func(lset labels.Labels) *entry { return &entry{lset: lset} }
 
 	snap, err := q.snapshot(ctx, amin, amax, ms...)
 	if err != nil {
@@ -115,7 +104,7 @@ func (q *Querier) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*la
 				return nil, st, err
 			}
 			s := &hs.series[i]
-			e := get(s.Labels)
+			e := entries.get(s.Labels, newEntry)
 			if hs.seq == 0 {
 				e.covered = s.Covered
 			}
@@ -147,7 +136,7 @@ func (q *Querier) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*la
 		flushedFrom := db.headFlushOf(pid) == bm.ULID
 		for i := range bs.sel.Series {
 			s := &bs.sel.Series[i]
-			e := get(s.Labels)
+			e := entries.get(s.Labels, newEntry)
 			if flushedFrom && slices.Contains(e.covered, pid) {
 				continue // summed from the head's memory
 			}
@@ -161,16 +150,16 @@ func (q *Querier) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*la
 			if err != nil {
 				return nil, st, fmt.Errorf("block %s: metrics of series %s: %w", bm.ULID, s.Labels, err)
 			}
-			i0, _ := slices.BinarySearchFunc(m, lo, func(x block.IntervalMetrics, k int64) int { return cmpInt(x.Interval, k) })
-			i1, _ := slices.BinarySearchFunc(m, hi+1, func(x block.IntervalMetrics, k int64) int { return cmpInt(x.Interval, k) })
+			i0, _ := slices.BinarySearchFunc(m, lo, func(x block.IntervalMetrics, k int64) int { return cmp.Compare(x.Interval, k) })
+			i1, _ := slices.BinarySearchFunc(m, hi+1, func(x block.IntervalMetrics, k int64) int { return cmp.Compare(x.Interval, k) })
 			if i1 > i0 {
 				e.parts = append(e.parts, part{ms: m[i0:i1]})
 			}
 		}
 	}
 
-	out := make([]SeriesMetrics, 0, len(all))
-	for _, e := range all {
+	out := make([]SeriesMetrics, 0, len(entries.all))
+	for _, e := range entries.all {
 		if err := ctx.Err(); err != nil {
 			return nil, st, err
 		}
@@ -230,7 +219,7 @@ func (q *Querier) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*la
 		if len(res) == 0 {
 			continue
 		}
-		slices.SortFunc(res, func(a, b block.IntervalMetrics) int { return cmpInt(a.Interval, b.Interval) })
+		slices.SortFunc(res, func(a, b block.IntervalMetrics) int { return cmp.Compare(a.Interval, b.Interval) })
 		out = append(out, SeriesMetrics{Labels: e.lset, Intervals: res})
 	}
 	sort.Slice(out, func(i, j int) bool { return labelsLess(out[i].Labels, out[j].Labels) })
@@ -307,16 +296,6 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // SeriesBytes is Querier.SeriesBytes through a querier over all time.
 func (db *DB) SeriesBytes(ms ...*labels.Matcher) (index, data int64, err error) {
 	q := db.OpenQuerier(math.MinInt64, math.MaxInt64)
@@ -370,32 +349,22 @@ func (db *DB) SeriesSets(ctx context.Context, mint, maxt int64, ms ...*labels.Ma
 // the range were all deleted may be listed. Sorted.
 func (q *Querier) SeriesSets(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]labels.Labels, error) {
 	mint, maxt = max(mint, q.mint), min(maxt, q.maxt)
-	seen := map[uint64][]labels.Labels{}
-	var out []labels.Labels
-	add := func(ls labels.Labels) {
-		h := ls.Hash()
-		for _, x := range seen[h] {
-			if labels.Equal(x, ls) {
-				return
-			}
-		}
-		seen[h] = append(seen[h], ls)
-		out = append(out, ls)
-	}
+	var seen labelsIndex
 	snap, err := q.snapshot(ctx, mint, maxt, ms...)
 	if err != nil {
 		return nil, err
 	}
 	for _, hs := range snap.heads {
 		for i := range hs.series {
-			add(hs.series[i].Labels)
+			seen.add(hs.series[i].Labels)
 		}
 	}
 	for _, bs := range snap.blocks {
 		for i := range bs.sel.Series {
-			add(bs.sel.Series[i].Labels)
+			seen.add(bs.sel.Series[i].Labels)
 		}
 	}
+	out := seen.lsets
 	sort.Slice(out, func(i, j int) bool { return labelsLess(out[i], out[j]) })
 	return out, nil
 }

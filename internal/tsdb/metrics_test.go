@@ -76,10 +76,8 @@ func checkMetrics(t *testing.T, stage string, db *DB, mint, maxt int64, ms ...*l
 // TestSeriesMetrics checks block metrics answers against the samples over
 // the head, blocks alone (no data read), overlapping writes and deletions.
 func TestSeriesMetrics(t *testing.T) {
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1, PartitionRange: 2 * 3600_000, MetricInterval: 1800_000}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	rng := rand.New(rand.NewPCG(1, 2))
 	const step, n = 10_000, 2160 // 6 h
 	for i := range int64(n) {
@@ -99,9 +97,7 @@ func TestSeriesMetrics(t *testing.T) {
 	require.Positive(t, st.Head)
 
 	require.NoError(t, db.FlushHead())
-	require.NoError(t, db.Close())
-	db, err = Open(dir, opts)
-	require.NoError(t, err)
+	reopen(t, &db, dir, opts)
 	defer func() { require.NoError(t, db.Close()) }()
 	before := db.BlockDataReads()
 	got, st, err := db.SeriesMetrics(context.Background(), 3_000_000, 9_000_000, all)

@@ -217,6 +217,45 @@ func (q *Querier) snapshot(ctx context.Context, mint, maxt int64, ms ...*labels.
 	return snap, nil
 }
 
+// labelsIndex numbers label sets in the order they were first added.
+type labelsIndex struct {
+	byHash map[uint64][]int // label set hash → indexes in lsets
+	lsets  []labels.Labels
+}
+
+// add returns the index of lset, adding it if it is new.
+func (x *labelsIndex) add(lset labels.Labels) (i int, added bool) {
+	h := lset.Hash()
+	for _, i := range x.byHash[h] {
+		if labels.Equal(x.lsets[i], lset) {
+			return i, false
+		}
+	}
+	if x.byHash == nil {
+		x.byHash = map[uint64][]int{}
+	}
+	i = len(x.lsets)
+	x.byHash[h] = append(x.byHash[h], i)
+	x.lsets = append(x.lsets, lset)
+	return i, true
+}
+
+// seriesTable holds one entry per label set; all is in the order the
+// entries were added.
+type seriesTable[E any] struct {
+	labelsIndex
+	all []*E
+}
+
+// get returns the entry of lset, adding newEntry(lset) if it has none.
+func (t *seriesTable[E]) get(lset labels.Labels, newEntry func(labels.Labels) *E) *E {
+	i, added := t.add(lset)
+	if added {
+		t.all = append(t.all, newEntry(lset))
+	}
+	return t.all[i]
+}
+
 // source is one place a series' samples live: a block selection or a head
 // column.
 type source func(chunkenc.Iterator) chunkenc.Iterator
@@ -227,6 +266,8 @@ type seriesEntry struct {
 	seqs    []uint64 // per source: its write order; sources stay sorted by it
 	covered []int64  // head partitions read from memory (see Querier)
 }
+
+func newSeriesEntry(lset labels.Labels) *seriesEntry { return &seriesEntry{lset: lset} }
 
 // add inserts a source after those of a lower or equal seq, so that on
 // equal timestamps Merge keeps the first write.
@@ -254,27 +295,14 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	if hints != nil {
 		mint, maxt = max(mint, hints.Start), min(maxt, hints.End)
 	}
-	byKey := map[uint64][]*seriesEntry{}
-	var all []*seriesEntry
-	get := func(lset labels.Labels) *seriesEntry {
-		h := lset.Hash()
-		for _, e := range byKey[h] {
-			if labels.Equal(e.lset, lset) {
-				return e
-			}
-		}
-		e := &seriesEntry{lset: lset}
-		byKey[h] = append(byKey[h], e)
-		all = append(all, e)
-		return e
-	}
+	var entries seriesTable[seriesEntry]
 	snap, err := q.snapshot(ctx, mint, maxt, ms...)
 	if err != nil {
 		return storage.ErrSeriesSet(err)
 	}
 	for _, hs := range snap.heads {
 		for i := range hs.series {
-			e := get(hs.series[i].Labels)
+			e := entries.get(hs.series[i].Labels, newSeriesEntry)
 			if hs.seq == 0 {
 				e.covered = hs.series[i].Covered
 			}
@@ -292,7 +320,7 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 		flushedFrom := q.db.headFlushOf(pid) == bm.ULID
 		for i := range bs.sel.Series {
 			s := &bs.sel.Series[i]
-			e := get(s.Labels)
+			e := entries.get(s.Labels, newSeriesEntry)
 			if flushedFrom && slices.Contains(e.covered, pid) {
 				q.db.hotReads.Add(1)
 				continue // read from the head's memory
@@ -300,6 +328,7 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 			e.add(s.Iterator, bm.Seq)
 		}
 	}
+	all := entries.all
 	if hints != nil && hints.ShardCount > 0 {
 		all = slices.DeleteFunc(all, func(e *seriesEntry) bool {
 			return labels.StableHash(e.lset)%hints.ShardCount != hints.ShardIndex

@@ -20,10 +20,8 @@ func TestReplayMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1, PartitionRange: 24 * 3600_000}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	const targets, width, rows = 20, 100, 1000
 	lsets := make([][]labels.Labels, targets)
 	for g := range lsets {
@@ -51,7 +49,7 @@ func TestReplayMemoryBounded(t *testing.T) {
 	base := ms.HeapAlloc
 
 	stopPeak := sampleHeapPeak(2*time.Millisecond, func(m *runtime.MemStats) uint64 { return m.HeapAlloc })
-	db, err = Open(dir, opts)
+	db, err := Open(dir, opts)
 	require.NoError(t, err)
 	peak := stopPeak()
 	runtime.GC()

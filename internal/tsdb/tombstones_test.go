@@ -12,10 +12,8 @@ import (
 )
 
 func TestDeleteHonouredEverywhere(t *testing.T) {
-	dir := t.TempDir()
 	opts := &Options{FlushCheckInterval: -1, PartitionRange: 3600_000}
-	db, err := Open(dir, opts)
-	require.NoError(t, err)
+	db, dir := openDir(t, opts)
 	fillDB(t, db, 0, 480) // 2 h of 5 series
 	require.NoError(t, db.Delete(context.Background(), 600_000, 1_200_000, labels.MustNewMatcher(labels.MatchEqual, "s", "a")))
 	require.NoError(t, db.Delete(context.Background(), math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "s", "b")))

@@ -50,8 +50,7 @@ func TestCheckpoint(t *testing.T) {
 
 	check := func(w *WAL) {
 		t.Helper()
-		got, err := replayAll(w)
-		require.NoError(t, err)
+		got := mustReplay(t, w)
 		require.Equal(t, []replayed{{n - 1, live[0]}, {n - 1, live[1]}, {n, []byte("after")}}, got)
 	}
 	check(w)
@@ -67,8 +66,7 @@ func TestCheckpoint(t *testing.T) {
 	require.NoFileExists(t, CheckpointName(dir, n))
 	require.Error(t, w.Checkpoint(n, yieldAll()), "older than the newest checkpoint")
 	require.NoError(t, w.Log([]byte("later")))
-	got, err := replayAll(w)
-	require.NoError(t, err)
+	got := mustReplay(t, w)
 	require.Equal(t, []replayed{{m - 1, []byte("series 3")}, {m, []byte("later")}}, got)
 	require.NoError(t, w.Close())
 }
@@ -86,8 +84,7 @@ func TestCheckpointWithoutActiveSegment(t *testing.T) {
 	w = openT(t, dir, Options{})
 	defer w.Close()
 	require.NoError(t, w.Log([]byte("b")))
-	got, err := replayAll(w)
-	require.NoError(t, err)
+	got := mustReplay(t, w)
 	require.Equal(t, []replayed{{1, []byte("ckpt")}, {2, []byte("b")}}, got)
 }
 
@@ -109,8 +106,7 @@ func TestCheckpointLeftovers(t *testing.T) {
 	w = openT(t, dir, Options{})
 	defer w.Close()
 	assertNoTmp(t, dir)
-	got, err := replayAll(w)
-	require.NoError(t, err)
+	got := mustReplay(t, w)
 	require.Equal(t, []replayed{{n - 1, []byte("ckpt")}, {n, []byte("b")}}, got)
 }
 

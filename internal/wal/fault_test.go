@@ -98,8 +98,7 @@ func TestShortWrite(t *testing.T) {
 
 	w = openT(t, dir, Options{})
 	defer w.Close()
-	got, err := replayAll(w)
-	require.NoError(t, err)
+	got := mustReplay(t, w)
 	require.Len(t, got, n-1, "the complete frames replay, the partial one is cut")
 	frameOffsets(t, SegmentName(dir, 1))
 }

@@ -26,6 +26,14 @@ func replayAll(w *WAL) ([]replayed, error) {
 	return out, err
 }
 
+// mustReplay replays w, failing t on an error.
+func mustReplay(t *testing.T, w *WAL) []replayed {
+	t.Helper()
+	got, err := replayAll(w)
+	require.NoError(t, err)
+	return got
+}
+
 func recs(rs []replayed) [][]byte {
 	out := make([][]byte, len(rs))
 	for i, r := range rs {

@@ -64,8 +64,7 @@ func TestTornTail(t *testing.T) {
 func checkTruncatedTail(t *testing.T, dir, seg string, size int64, want [][]byte) {
 	t.Helper()
 	w := openT(t, dir, Options{})
-	got, err := replayAll(w)
-	require.NoError(t, err)
+	got := mustReplay(t, w)
 	require.Equal(t, want, recs(got))
 	st, err := os.Stat(seg)
 	require.NoError(t, err)
@@ -75,8 +74,7 @@ func checkTruncatedTail(t *testing.T, dir, seg string, size int64, want [][]byte
 
 	w = openT(t, dir, Options{})
 	defer w.Close()
-	got, err = replayAll(w)
-	require.NoError(t, err)
+	got = mustReplay(t, w)
 	require.Equal(t, append(append([][]byte(nil), want...), []byte("later")), recs(got))
 }
 
@@ -245,16 +243,14 @@ func TestRepair(t *testing.T) {
 	first, last, err := w.Segments()
 	require.NoError(t, err)
 	require.Equal(t, [2]int{1, 2}, [2]int{first, last})
-	got, err := replayAll(w)
-	require.NoError(t, err)
+	got := mustReplay(t, w)
 	require.Equal(t, want[:7], recs(got))
 	require.NoError(t, w.Log([]byte("after repair")))
 	require.NoError(t, w.Close())
 
 	w = openT(t, dir, Options{})
 	defer w.Close()
-	got, err = replayAll(w)
-	require.NoError(t, err)
+	got = mustReplay(t, w)
 	require.Equal(t, append(want[:7:7], []byte("after repair")), recs(got))
 	require.Equal(t, 3, got[len(got)-1].seg)
 
@@ -271,7 +267,6 @@ func TestRepairActiveSegment(t *testing.T) {
 	offs := frameOffsets(t, SegmentName(dir, 1))
 	require.NoError(t, w.Repair(&CorruptionError{Segment: SegmentName(dir, 1), Offset: offs[1], Err: errChecksum}))
 	require.NoError(t, w.Log([]byte("d")))
-	got, err := replayAll(w)
-	require.NoError(t, err)
+	got := mustReplay(t, w)
 	require.Equal(t, []replayed{{1, []byte("a")}, {2, []byte("d")}}, got)
 }

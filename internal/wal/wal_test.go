@@ -18,8 +18,7 @@ func TestLogReplay(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			w := openT(t, dir, Options{Sync: mode, SyncInterval: time.Millisecond})
-			got, err := replayAll(w)
-			require.NoError(t, err)
+			got := mustReplay(t, w)
 			require.Empty(t, got)
 			var want [][]byte
 			for i := range 20 {
@@ -30,8 +29,7 @@ func TestLogReplay(t *testing.T) {
 			require.NoError(t, w.Log()) // empty batch: nothing
 			require.Error(t, w.Log([]byte{}))
 			// Replay sees what this process logged, too.
-			got, err = replayAll(w)
-			require.NoError(t, err)
+			got = mustReplay(t, w)
 			require.Equal(t, want, recs(got))
 			require.NoError(t, w.Close())
 			require.ErrorIs(t, w.Close(), ErrClosed)
@@ -39,8 +37,7 @@ func TestLogReplay(t *testing.T) {
 
 			w = openT(t, dir, Options{})
 			defer w.Close()
-			got, err = replayAll(w)
-			require.NoError(t, err)
+			got = mustReplay(t, w)
 			require.Equal(t, want, recs(got))
 			for _, r := range got {
 				require.Equal(t, 1, r.seg)
@@ -95,8 +92,7 @@ func TestSegmentsCutAndOrder(t *testing.T) {
 
 	w = openT(t, dir, opts)
 	defer w.Close()
-	got, err := replayAll(w)
-	require.NoError(t, err)
+	got := mustReplay(t, w)
 	require.Equal(t, want, recs(got))
 	for i := 1; i < len(got); i++ {
 		require.GreaterOrEqual(t, got[i].seg, got[i-1].seg)
@@ -118,8 +114,7 @@ func TestCutOnFreshWAL(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	require.NoError(t, w.Log([]byte("b")))
-	got, err := replayAll(w)
-	require.NoError(t, err)
+	got := mustReplay(t, w)
 	require.Equal(t, []replayed{{1, []byte("a")}, {3, []byte("b")}}, got)
 }
 
@@ -176,8 +171,7 @@ func TestGroupCommit(t *testing.T) {
 
 	w = openT(t, dir, Options{})
 	defer w.Close()
-	got, err := replayAll(w)
-	require.NoError(t, err)
+	got := mustReplay(t, w)
 	require.Len(t, got, n*m)
 	next := make([]int, n)
 	for _, r := range got {
@@ -216,8 +210,7 @@ func TestConcurrentLogAcrossSegments(t *testing.T) {
 			require.NoError(t, w.Close())
 			w = openT(t, dir, Options{})
 			defer w.Close()
-			got, err := replayAll(w)
-			require.NoError(t, err)
+			got := mustReplay(t, w)
 			require.Len(t, got, 2*n*m)
 			for i := 0; i < len(got); i += 2 {
 				// Batches stay whole and in one segment.
