@@ -359,6 +359,11 @@ func TestNameRemovalChanges(t *testing.T) {
 		`max(max_over_time({__name__=~"node_load(1|5|15)", instance="host-01:9100"}[1m])) by (__name__)`: "error: want vector cannot contain metrics with the same labelset, got <nil>",
 		// The same, without the aggregation: the series keep their names.
 		`max_over_time({__name__=~"node_load(1|5|15)"}[5m])`: "error: want vector cannot contain metrics with the same labelset, got <nil>",
+		// The same under an aggregation by other labels (the TSBS
+		// patterns' shape): Prometheus fails before aggregating.
+		`avg by (instance) (avg_over_time({__name__=~"node_load1|node_memory_MemAvailable_bytes|go_goroutines"}[1h]))`: "error: want vector cannot contain metrics with the same labelset, got <nil>",
+		// label_replace sees the name only if its removal is delayed.
+		`max by (metric, instance) (label_replace(max_over_time({__name__=~"node_load1|go_goroutines"}[30m]), "metric", "$1", "__name__", "(.+)"))`: `metric="go_goroutines"`,
 		// Delayed name removal: rate marks the name for removal at the end
 		// of the query instead of removing it, so label_replace still reads
 		// it.

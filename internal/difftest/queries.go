@@ -356,11 +356,12 @@ func CompareQueries(t testing.TB, w *Workload, want, got storage.Queryable) Quer
 }
 
 // CompareEngines is CompareQueries of one storage through two engines:
-// Prometheus' (NewPromQLEngine) and what wrap makes of it.
-func CompareEngines(t testing.TB, w *Workload, q storage.Queryable, wrap func(*promql.Engine) promql.QueryEngine) QueryStats {
+// Prometheus' (NewPromQLEngine, or with delayed name removal off if
+// delayed is false) and what wrap makes of it.
+func CompareEngines(t testing.TB, w *Workload, q storage.Queryable, delayed bool, wrap func(*promql.Engine) promql.QueryEngine) QueryStats {
 	t.Helper()
 	exprs := Expressions(w)
-	ng := NewPromQLEngine()
+	ng := promql.NewEngine(engineOpts(delayed))
 	defer ng.Close()
 	sq := sortedQueryable{q}
 	return report(t, w, exprs, compareExpressions(w, exprs, ng, wrap(ng), sq, sq))

@@ -22,11 +22,14 @@ func (e aerieEngine) NewAppender() difftest.Appender { return e.DB.RowAppender()
 // engines wraps difftest's Prometheus engines and keeps the wrappers.
 type engines []*queryeval.Engine
 
-func (es *engines) wrap(ng *promql.Engine) promql.QueryEngine {
-	// difftest's engine removes names late, as aerie serve does.
-	e := queryeval.New(ng, queryeval.Options{DelayedNameRemoval: true})
-	*es = append(*es, e)
-	return e
+// wrap returns the wrapper of an engine that removes names late (as aerie
+// serve does by default) or not.
+func (es *engines) wrap(delayed bool) func(*promql.Engine) promql.QueryEngine {
+	return func(ng *promql.Engine) promql.QueryEngine {
+		e := queryeval.New(ng, queryeval.Options{DelayedNameRemoval: delayed})
+		*es = append(*es, e)
+		return e
+	}
 }
 
 func (es engines) rollups() (planned, rollups, fallbacks int64) {
@@ -58,10 +61,11 @@ func TestSameAnswers(t *testing.T) {
 	w.Write(t, aerieEngine{db})
 
 	var es engines
-	t.Run("prometheus-tsdb", func(t *testing.T) { difftest.CompareEngines(t, w, prom, es.wrap) })
-	t.Run("head", func(t *testing.T) { difftest.CompareEngines(t, w, db, es.wrap) })
+	t.Run("prometheus-tsdb", func(t *testing.T) { difftest.CompareEngines(t, w, prom, true, es.wrap(true)) })
+	t.Run("prometheus-tsdb-names-at-once", func(t *testing.T) { difftest.CompareEngines(t, w, prom, false, es.wrap(false)) })
+	t.Run("head", func(t *testing.T) { difftest.CompareEngines(t, w, db, true, es.wrap(true)) })
 	require.NoError(t, db.FlushHead())
-	t.Run("blocks", func(t *testing.T) { difftest.CompareEngines(t, w, db, es.wrap) })
+	t.Run("blocks", func(t *testing.T) { difftest.CompareEngines(t, w, db, true, es.wrap(true)) })
 	planned, rollups, fallbacks := es.rollups()
 	t.Logf("%d queries planned, %d rollups evaluated, %d fallbacks", planned, rollups, fallbacks)
 	require.Positive(t, rollups)

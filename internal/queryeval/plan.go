@@ -40,8 +40,9 @@ type rollup struct {
 	rangeMs  int64
 	keepName bool // the synthetic series keep __name__
 	// top: the call's answer is the query's answer: the synthetic series
-	// carry exactly the labels Prometheus answers with, and no two may
-	// collide (Prometheus' engine then reports the error).
+	// carry exactly the labels Prometheus answers with. Wherever names
+	// are dropped at once (!keepName), no two may collide: Prometheus'
+	// engine then reports the error.
 	top bool
 }
 

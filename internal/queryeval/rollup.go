@@ -207,9 +207,9 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 	}
 	annos.Merge(set.Warnings())
 	sortByOrder(out)
-	if r.top {
-		// The answer's own labels: if two collide, Prometheus' engine
-		// gives the answer (its error).
+	if !r.keepName {
+		// Names dropped at once: if two series collide, Prometheus'
+		// engine gives the answer (its error), aggregated or not.
 		seen := make(map[string]struct{}, len(out))
 		for _, s := range out {
 			k := s.lset.String()
@@ -218,7 +218,8 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 			}
 			seen[k] = struct{}{}
 		}
-	} else {
+	}
+	if !r.top {
 		for i, s := range out {
 			b := labels.NewBuilder(s.lset)
 			b.Set(seriesLabel, strconv.Itoa(i))
