@@ -481,7 +481,14 @@ func DecodeColumnTuple(dst []float64, dstPresent []bool, m *ColumnMeta, tuple []
 	if i < 0 || i >= m.NumTuples() {
 		return dst, dstPresent, argErr(fmtColumn, "tuple index out of range")
 	}
-	rows := m.TupleRows(i)
+	return decodeColumnTuple(dst, dstPresent, m, tuple, i)
+}
+
+// decodeColumnTuple is DecodeColumnTuple once m is checked and i is known
+// to be in range, so that DecodeColumn checks them once per column rather
+// than once per tuple.
+func decodeColumnTuple(dst []float64, dstPresent []bool, m *ColumnMeta, tuple []byte, i int) ([]float64, []bool, error) {
+	rows := min(int(m.TupleSize), int(m.Rows)-i*int(m.TupleSize))
 	n0 := len(dst)
 	dst = slices.Grow(dst, rows)[:n0+rows]
 	dstPresent = slices.Grow(dstPresent, rows)
@@ -554,19 +561,21 @@ func DecodeColumn(dst []float64, dstPresent []bool, m *ColumnMeta, data []byte) 
 	dst = slices.Grow(dst, int(m.Rows))
 	dstPresent = slices.Grow(dstPresent, int(m.Rows))
 	var off int64
-	bt := int(m.BlockTuples)
-	for i := range m.NumTuples() {
-		w := m.width(i / bt)
-		var err error
-		dst, dstPresent, err = DecodeColumnTuple(dst, dstPresent, m, data[off:off+w], i)
-		if err != nil {
-			var de *DecodeError
-			if errors.As(err, &de) {
-				de.Offset += int(off)
+	nt := m.NumTuples()
+	for b, i := 0, 0; i < nt; b++ {
+		w := m.width(b)
+		for end := min(i+int(m.BlockTuples), nt); i < end; i++ {
+			var err error
+			dst, dstPresent, err = decodeColumnTuple(dst, dstPresent, m, data[off:off+w], i)
+			if err != nil {
+				var de *DecodeError
+				if errors.As(err, &de) {
+					de.Offset += int(off)
+				}
+				return dst[:n0], dstPresent[:p0], err
 			}
-			return dst[:n0], dstPresent[:p0], err
+			off += w
 		}
-		off += w
 	}
 	return dst, dstPresent, nil
 }

@@ -142,37 +142,92 @@ func writeXOR(w *bitWriter, xs []uint64, p *xorPlan) {
 	}
 }
 
+// ctrlBits is the number of control and header bits of an XOR by the first
+// two bits of its coding: '0' (case 1), '10' (case 2), '11' + LZ + L (case 3).
+var ctrlBits = [4]uint{1, 1, 2, case3Overhead}
+
 // readXOR decodes len(dst) values into dst: the first is ref XOR the first
 // decoded XOR, each following one the previous value XOR its decoded XOR. It
 // returns a reason string when the stream is invalid; running out of bits is
 // left to the reader's sticky flag.
+//
+// Each XOR is decoded from one peek at the reader's buffer, without a branch
+// on its case: the first two bits give the number of control bits through
+// ctrlBits and two masks, one selecting the 11 header bits that follow as
+// the new window (case 3), one the window's value bits (cases 2 and 3; case
+// 1 has none). When the rest of the tuple is case 1 (at least as many zero
+// bits as values left), it is filled at once. Branches are left for that,
+// for errors, and for an XOR longer than the buffer holds, read in steps.
+//
+// The buffer lives in locals, not in r, so that it stays in registers; r is
+// brought up to date before any of its methods runs and before returning.
+// Past the end of the input the buffer reads as zeros and every consuming
+// read fails there as the bit-at-a-time decoder's did
+// (TestReadXORMatchesModel holds readXOR to that model, errors included).
 func readXOR(r *bitReader, dst []float64, ref uint64) string {
-	var lz, l uint
-	for i := range dst {
-		if r.readBit() {
-			var x uint64
-			if r.readBit() {
-				hdr := uint(r.readBits(11))
-				lz, l = hdr>>6, hdr&63
-				if l == 0 {
-					l = 64
-				}
-				if lz+l > 64 {
-					return "significant-bits window exceeds 64 bits"
-				}
-				x = r.readBits(l) << (64 - lz - l)
-			} else {
-				if l == 0 {
-					return "case 2 before any window was set"
-				}
-				x = r.readBits(l) << (64 - lz - l)
+	src, pos, acc, n := r.src, r.pos, r.acc, r.n
+	var l, shift uint // window in force: l value bits shifted left by shift; l == 0: none yet
+	for i := 0; i < len(dst); {
+		pos, acc, n = fill(src, pos, acc, n)
+		if acc>>62 == 0 { // a run of case 1: fill it at once
+			z := min(uint(bits.LeadingZeros64(acc)), n, uint(len(dst)-i))
+			if z == 0 {
+				r.pos, r.acc, r.n = pos, acc, n
+				r.setFail()
+				return ""
 			}
-			ref ^= x
+			v := math.Float64frombits(ref)
+			for end := i + int(z); i < end; i++ {
+				dst[i] = v
+			}
+			acc <<= z
+			n -= z
+			continue
 		}
-		if r.fail {
-			return ""
+		top := uint(acc >> 62)
+		if l == 0 && top == 0b10 {
+			r.pos, r.acc, r.n = pos, acc, n
+			r.skip(2)
+			return "case 2 before any window was set"
 		}
+		ctrl := ctrlBits[top]
+		hdr := uint(acc>>(64-case3Overhead)) & (1<<11 - 1)
+		hlz, hl := hdr>>6, (hdr-1)&63+1 // L is 6 bits, 0 meaning 64
+		isCase3 := -(top >> 1 & top)    // all ones for '11'
+		if (hlz+hl)&isCase3 > 64 {
+			r.pos, r.acc, r.n = pos, acc, n
+			r.skip(ctrl) // or fail first, if the header itself is cut short
+			if r.fail {
+				return ""
+			}
+			return "significant-bits window exceeds 64 bits"
+		}
+		l = l&^isCase3 | hl&isCase3
+		shift = shift&^isCase3 | (64-hlz-hl)&isCase3
+		vb := l & -(top >> 1)         // value bits: none for case 1
+		if ctrl+vb > n && ctrl <= n { // the value crosses the buffer's end: refill after the control bits
+			acc <<= ctrl
+			n -= ctrl
+			ctrl = 0
+			pos, acc, n = fill(src, pos, acc, n)
+		}
+		var x uint64
+		if need := ctrl + vb; need <= n {
+			x = acc << ctrl >> (64 - vb)
+			acc <<= need
+			n -= need
+		} else {
+			r.pos, r.acc, r.n = pos, acc, n
+			r.skip(ctrl)
+			if x = r.readBits(vb); r.fail {
+				return ""
+			}
+			pos, acc, n = r.pos, r.acc, r.n
+		}
+		ref ^= x << (shift & 63)
 		dst[i] = math.Float64frombits(ref)
+		i++
 	}
+	r.pos, r.acc, r.n = pos, acc, n
 	return ""
 }

@@ -1,0 +1,124 @@
+package encoding
+
+import (
+	"math"
+	"testing"
+)
+
+// Value decoding alone, the querier's inner loop (no timestamps), in
+// samples per second. Compare two commits with:
+//
+//	go test -run XXX -bench DecodeValues -count 10 ./internal/encoding/ | tee new.txt
+//	benchstat old.txt new.txt
+//
+// Sub-benchmarks are data=node|tsbs|walk / codec=head|disk, with
+// DefaultTupleSize rows per tuple. Each iteration decodes every value of one
+// series (a fixed stride through all series): head through DecodeValueTuple
+// per tuple, disk through DecodeColumn. Msamples/s counts the series' samples
+// (present rows only) per second of wall time.
+//
+//   - node: the real capture (nodedata_test.go).
+//   - tsbs: TSBS's cpu-only fields, a clamped random walk (normal(0, 1)
+//     steps in [0, 100]) truncated to integers as TSBS writes them.
+//   - walk: the same walk untruncated, full-precision floats: the most bits
+//     per sample.
+func BenchmarkDecodeValues(b *testing.B) {
+	type dataSet struct {
+		name string
+		d    *benchData
+	}
+	var sets []dataSet
+	if d, err := loadNode(); err != nil {
+		b.Logf("node capture unavailable, data=node skipped: %v", err)
+	} else {
+		sets = append(sets, dataSet{"data=node", d})
+	}
+	sets = append(sets, dataSet{"data=tsbs", walkData(true)}, dataSet{"data=walk", walkData(false)})
+	for _, ds := range sets {
+		refs := ds.d.refs()
+		b.Run(ds.name+"/codec=head", func(b *testing.B) {
+			enc := make(map[*benchSeries][]byte)
+			for _, r := range refs {
+				enc[r.s] = headCodec(DefaultTupleSize).encSer(nil, r.s)
+			}
+			var vals []float64
+			decodeLoop(b, refs, func(s *benchSeries) {
+				src, base := enc[s], s.vals[0]
+				vals = vals[:0]
+				for i := 0; i < len(s.vals); i += DefaultTupleSize {
+					var n int
+					var err error
+					vals, n, err = DecodeValueTuple(vals, src, base, min(DefaultTupleSize, len(s.vals)-i))
+					if err != nil {
+						b.Fatal(err)
+					}
+					src = src[n:]
+				}
+			})
+		})
+		b.Run(ds.name+"/codec=disk", func(b *testing.B) {
+			type col struct {
+				m    ColumnMeta
+				data []byte
+			}
+			cols := make(map[*benchSeries]col)
+			for _, r := range refs {
+				data, m := AppendColumn(nil, r.s.col, r.s.present, DefaultTupleSize, DiskBlockTuples)
+				m.Index()
+				cols[r.s] = col{m, data}
+			}
+			var vals []float64
+			var pres []bool
+			decodeLoop(b, refs, func(s *benchSeries) {
+				c := cols[s]
+				var err error
+				if vals, pres, err = DecodeColumn(vals[:0], pres[:0], &c.m, c.data); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+func decodeLoop(b *testing.B, refs []benchRef, decode func(s *benchSeries)) {
+	samples := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := refs[(i*benchStride)%len(refs)].s
+		decode(s)
+		samples += len(s.vals)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(samples)/b.Elapsed().Seconds()/1e6, "Msamples/s")
+}
+
+// walkData is one group of 100 series × 1800 rows at 10 s ± 100 ms, each
+// a TSBS clamped random walk: uniform start in [0, 100), normal(0, 1)
+// steps, clamped to [0, 100]; truncated to integers if trunc.
+func walkData(trunc bool) *benchData {
+	r := newRand(23)
+	rows := regularTimestamps(r, 1800, 1795297874652, 10000, 100)
+	name := "walk"
+	if trunc {
+		name = "tsbs"
+	}
+	g := &benchGroup{name: name, rows: rows}
+	d := &benchData{groups: []*benchGroup{g}}
+	for range 100 {
+		vals := make([]float64, len(rows))
+		x := 100 * r.Float64()
+		for i := range vals {
+			vals[i] = x
+			if trunc {
+				vals[i] = math.Trunc(x)
+			}
+			x = min(max(x+r.NormFloat64(), 0), 100)
+		}
+		s := &benchSeries{ts: rows, vals: vals}
+		s.col, s.present = onRows(rows, s.ts, s.vals)
+		g.series = append(g.series, s)
+		d.samples += len(vals)
+	}
+	return d
+}
