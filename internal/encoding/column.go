@@ -81,19 +81,20 @@ func (m *ColumnMeta) width(b int) int64 {
 	return int64(m.Widths[b])
 }
 
-// offset returns the byte offset of tuple i in the column's data:
-// Σ_{b < i/BlockTuples} Widths[b]·BlockTuples + (i mod BlockTuples)·Widths[i/BlockTuples].
-func (m *ColumnMeta) offset(i int) int64 {
+// locate returns the byte offset of tuple i in the column's data,
+// Σ_{b < i/BlockTuples} Widths[b]·BlockTuples + (i mod BlockTuples)·Widths[i/BlockTuples],
+// and its width, with one division.
+func (m *ColumnMeta) locate(i int) (off, width int64) {
 	bt := int(m.BlockTuples)
-	blk := i / bt
+	blk, k := i/bt, i%bt
+	width = m.width(blk)
 	if blk < len(m.starts) {
-		return m.starts[blk] + int64(i%bt)*m.width(blk)
+		return m.starts[blk] + int64(k)*width, width
 	}
-	var off int64
 	for b := 0; b < blk; b++ {
 		off += m.width(b) * int64(bt)
 	}
-	return off + int64(i%bt)*m.width(blk)
+	return off + int64(k)*width, width
 }
 
 // TupleRange returns the byte range [off, end) of the column's data that
@@ -103,7 +104,12 @@ func (m *ColumnMeta) TupleRange(i, j int) (off, end int64) {
 	if i < 0 || i > j || j >= m.NumTuples() || m.BlockTuples == 0 {
 		return 0, 0
 	}
-	return m.offset(i), m.offset(j) + m.width(j/int(m.BlockTuples))
+	off, w := m.locate(i)
+	if j == i {
+		return off, off + w
+	}
+	offJ, wJ := m.locate(j)
+	return off, offJ + wJ
 }
 
 // DataLen returns the length in bytes of the column's data.
