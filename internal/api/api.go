@@ -190,7 +190,8 @@ func NewEngine(dataDir string, opts Options) *promql.Engine {
 		FeatureRegistry: opts.FeatureRegistry,
 	}
 	if opts.MaxConcurrentQueries > 0 && dataDir != "" {
-		eo.ActiveQueryTracker = promql.NewActiveQueryTracker(dataDir, opts.MaxConcurrentQueries, opts.Logger)
+		// Planned queries are recorded as asked (see queryeval.Tracker).
+		eo.ActiveQueryTracker = queryeval.Tracker(promql.NewActiveQueryTracker(dataDir, opts.MaxConcurrentQueries, opts.Logger))
 	}
 	return promql.NewEngine(eo)
 }

@@ -21,7 +21,9 @@ type Options struct {
 	// DelayedNameRemoval must be what the wrapped engine does.
 	DelayedNameRemoval bool
 	// Concurrency is the number of series a query's rollups evaluate at
-	// once [GOMAXPROCS].
+	// once when the engine is otherwise idle [GOMAXPROCS]: each query's
+	// own goroutine and up to Concurrency−1 helpers, drawn from one pool
+	// of Concurrency−1 shared by all the engine's queries.
 	Concurrency int
 }
 
@@ -31,8 +33,9 @@ type Options struct {
 // Locking: an Engine is immutable and safe for concurrent use; each query
 // owns its state.
 type Engine struct {
-	next promql.QueryEngine
-	opts Options
+	next    promql.QueryEngine
+	opts    Options
+	helpers chan struct{} // tokens of the helper goroutines running
 	// Stats count the queries by how they ran.
 	Stats Stats
 }
@@ -55,7 +58,7 @@ func New(next promql.QueryEngine, opts Options) *Engine {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = runtime.GOMAXPROCS(0)
 	}
-	return &Engine{next: next, opts: opts}
+	return &Engine{next: next, opts: opts, helpers: make(chan struct{}, opts.Concurrency-1)}
 }
 
 // NewInstantQuery implements promql.QueryEngine.
@@ -86,11 +89,13 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 		return e.original(ctx, q, opts, qs, start, end, step)
 	}
 	rq := &rollupQueryable{
-		Queryable: q, rollups: rs, opts: e.opts,
+		Queryable: q, rollups: rs, opts: e.opts, helpers: e.helpers,
 		start: start.UnixMilli(), end: end.UnixMilli(), step: step.Milliseconds(),
 		results: make([]*result, len(rs)),
 	}
-	inner, err := e.original(ctx, rq, opts, expr.String(), start, end, step)
+	// The wrapped engine records the query in its tracker while parsing
+	// it too.
+	inner, err := e.original(context.WithValue(ctx, askedKey{}, qs), rq, opts, expr.String(), start, end, step)
 	if err != nil {
 		// The rewritten query should parse wherever the original did;
 		// if it does not, the original is the answer.
@@ -117,6 +122,7 @@ type query struct {
 }
 
 func (q *query) Exec(ctx context.Context) *promql.Result {
+	ctx = context.WithValue(ctx, askedKey{}, q.qs)
 	res := q.Query.Exec(ctx)
 	if res.Err != nil && errors.Is(res.Err, errFallback) {
 		q.stats.Fallbacks.Add(1)
@@ -143,3 +149,21 @@ func (q *query) Exec(ctx context.Context) *promql.Result {
 
 // String is the query as it was asked.
 func (q *query) String() string { return q.qs }
+
+// askedKey carries, in a planned query's context, the query as it was
+// asked, for Tracker.
+type askedKey struct{}
+
+// Tracker wraps the wrapped engine's active-query tracker (Prometheus'
+// queries.active file) so that a planned query is recorded as it was
+// asked, not as the rewritten expression the wrapped engine runs.
+func Tracker(t promql.QueryTracker) promql.QueryTracker { return tracker{t} }
+
+type tracker struct{ promql.QueryTracker }
+
+func (t tracker) Insert(ctx context.Context, query string) (int, error) {
+	if asked, ok := ctx.Value(askedKey{}).(string); ok {
+		query = asked
+	}
+	return t.QueryTracker.Insert(ctx, query)
+}

@@ -2,6 +2,7 @@ package queryeval_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/difftest"
+	"github.com/aerie-db/aerie/internal/difftest/smith"
 	"github.com/aerie-db/aerie/internal/queryeval"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
@@ -111,4 +113,57 @@ func TestStops(t *testing.T) {
 	defer q.Close()
 	var tooMany promql.ErrTooManySamples
 	require.ErrorAs(t, q.Exec(context.Background()).Err, &tooMany)
+}
+
+// TestRandomQueries compares both engines on expressions promqlsmith
+// generates over the workload's series and queryeval plans, on Aerie's
+// head and then its blocks: a general mix and one leaning on rollups.
+// AERIE_SMITH_SEED picks another seed (the test logs the one it used),
+// AERIE_SMITH_N another number of expressions per mix.
+func TestRandomQueries(t *testing.T) {
+	cfg := difftest.Small()
+	w := difftest.Generate(cfg)
+	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	w.Write(t, aerieEngine{db})
+
+	seed, n := int64(1), 500
+	if testing.Short() {
+		n = 200
+	}
+	if s := os.Getenv("AERIE_SMITH_SEED"); s != "" {
+		seed, err = strconv.ParseInt(s, 10, 64)
+		require.NoError(t, err)
+	}
+	if s := os.Getenv("AERIE_SMITH_N"); s != "" {
+		n, err = strconv.Atoi(s)
+		require.NoError(t, err)
+	}
+	t.Logf("seed %d, %d expressions per mix", seed, n)
+	mixes := []struct {
+		name string
+		mix  smith.Mix
+	}{{"general", smith.General}, {"rollups", smith.Rollups}}
+	var es engines
+	for _, where := range []string{"head", "blocks"} {
+		if where == "blocks" {
+			require.NoError(t, db.FlushHead())
+		}
+		for _, mix := range mixes {
+			t.Run(where+"-"+mix.name, func(t *testing.T) {
+				// Only what queryeval plans: the rest runs on Prometheus'
+				// engine on both sides.
+				exprs := smith.Expressions(w, mix.mix, seed, n, func(qs string) bool { return queryeval.Plans(qs, true) })
+				require.Len(t, exprs, n)
+				st := difftest.CompareEngineExprs(t, w, exprs, db, true, es.wrap(true))
+				// Prometheus' own answer varies for a few (ties, sum
+				// order); many more would mean the check compares little.
+				require.LessOrEqual(t, st.Unstable, n/20)
+			})
+		}
+	}
+	planned, rollups, fallbacks := es.rollups()
+	t.Logf("%d queries planned, %d rollups evaluated, %d fallbacks", planned, rollups, fallbacks)
+	require.Positive(t, rollups)
 }

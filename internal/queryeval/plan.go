@@ -124,3 +124,15 @@ func planCall(c *parser.Call, delayed bool) *rollup {
 	}
 	return &rollup{call: c, sel: vs, rangeMs: ms.Range.Milliseconds(), keepName: f.keepName || delayed}
 }
+
+// Plans tells whether an Engine would evaluate some of the query's range
+// functions itself (with delayed name removal on or off), rather than
+// hand it all to the wrapped engine.
+func Plans(qs string, delayedNameRemoval bool) bool {
+	expr, err := parser.ParseExpr(qs)
+	if err != nil {
+		return false
+	}
+	_, rs := plan(expr, delayedNameRemoval)
+	return len(rs) > 0
+}

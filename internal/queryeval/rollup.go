@@ -27,8 +27,9 @@ type rollupQueryable struct {
 	storage.Queryable
 	rollups          []*rollup
 	opts             Options
-	start, end, step int64      // ms; step 0: an instant query at start
-	mu               sync.Mutex // guards results
+	helpers          chan struct{} // the engine's pool of helper tokens
+	start, end, step int64         // ms; step 0: an instant query at start
+	mu               sync.Mutex    // guards results
 	results          []*result
 }
 
@@ -193,9 +194,19 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 	}
 	// A few series are not worth a goroutine: the workers share the
 	// series out, at least seriesPerWorker each.
+	// Helpers take a token of the engine's pool and are not started
+	// without one: however many queries run (--query.max-concurrency
+	// bounds those), at most Options.Concurrency helpers run beside them.
 	var wg sync.WaitGroup
 	for range min(rq.opts.Concurrency, len(all)/seriesPerWorker) - 1 {
-		wg.Go(work)
+		select {
+		case rq.helpers <- struct{}{}:
+			wg.Go(func() {
+				defer func() { <-rq.helpers }()
+				work()
+			})
+		default:
+		}
 	}
 	work()
 	wg.Wait()

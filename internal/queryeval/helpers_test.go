@@ -1,0 +1,78 @@
+package queryeval
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aerie-db/aerie/internal/tsdb"
+)
+
+// recordingTracker is an active-query tracker that keeps what it is given.
+type recordingTracker struct {
+	mu      sync.Mutex
+	queries []string
+}
+
+func (r *recordingTracker) Close() error          { return nil }
+func (r *recordingTracker) GetMaxConcurrent() int { return 8 }
+func (r *recordingTracker) Delete(int)            {}
+func (r *recordingTracker) Insert(_ context.Context, q string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queries = append(r.queries, q)
+	return len(r.queries), nil
+}
+
+// TestHelpersAndTracker: a query's helper goroutines come from the
+// engine's pool (a query runs on its own goroutine when the pool is
+// empty, and returns its tokens), and the active-query tracker records
+// planned queries as asked.
+func TestHelpersAndTracker(t *testing.T) {
+	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{FlushCheckInterval: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	app := db.Appender(context.Background())
+	for s := range 64 {
+		ls := labels.FromStrings("__name__", "m_total", "s", strconv.Itoa(s), "a", strconv.Itoa(s%3))
+		for i := range 200 {
+			_, err := app.Append(0, ls, int64(i)*15_000, float64(i))
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, app.Commit())
+	tr := &recordingTracker{}
+	ng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e9, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, ActiveQueryTracker: Tracker(tr)})
+	e := New(ng, Options{Concurrency: 4})
+	require.Equal(t, 3, cap(e.helpers))
+	const qs = `sum by (a) (rate(m_total[5m]))`
+	run := func() promql.Matrix {
+		q, err := e.NewRangeQuery(context.Background(), db, nil, qs, time.UnixMilli(0), time.UnixMilli(200*15_000), 15*time.Second)
+		require.NoError(t, err)
+		defer q.Close()
+		res := q.Exec(context.Background())
+		require.NoError(t, res.Err)
+		return res.Value.(promql.Matrix)
+	}
+	want := run()
+	require.Len(t, want, 3)
+	require.Zero(t, len(e.helpers), "tokens returned")
+
+	// Every token taken (other queries' helpers): the query still
+	// answers, alone on its goroutine.
+	for range cap(e.helpers) {
+		e.helpers <- struct{}{}
+	}
+	require.Equal(t, want.String(), run().String())
+	for range cap(e.helpers) {
+		<-e.helpers
+	}
+	require.Equal(t, int64(2), e.Stats.Rollups.Load())
+	require.Equal(t, []string{qs, qs, qs, qs}, tr.queries, "parsed and run, twice")
+}
