@@ -278,8 +278,8 @@ func (s *Server) build() error {
 	}
 	mux := http.NewServeMux()
 	writes := newWriteLimiter(s.opts.MaxInflightWrites)
-	mux.Handle("/api/v1/", s.m.instrument("api", limitBody(handler, s.opts.MaxBody)))
-	mux.Handle("/api/v1/query_range", s.m.instrument("api", limitBody(queryRange, s.opts.MaxBody)))
+	mux.Handle("/api/v1/", s.m.instrument("api", limitBody(compressAnswers(handler), s.opts.MaxBody)))
+	mux.Handle("/api/v1/query_range", s.m.instrument("api", limitBody(compressAnswers(queryRange), s.opts.MaxBody)))
 	iopts := ingest.Options{MaxBodyBytes: s.opts.MaxBody, Logger: s.log.With("component", "ingest"), Metrics: s.m.ingestHook}
 	// Remote write 1.0 through Aerie's decoder, 2.0 through Prometheus'
 	// handler (in the API), which also refuses what the former cannot read.
