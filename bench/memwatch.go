@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"slices"
 	"runtime/metrics"
 	"time"
 
@@ -75,4 +76,25 @@ func procStatusBytes(key string) int64 {
 	}
 	n, _ := harness.StatusBytes(b, key)
 	return n
+}
+
+// allocatedBytes is the bytes the process has allocated on the heap so
+// far (a counter; the difference over a query is what it allocated,
+// including what the collector already freed).
+func allocatedBytes() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
+}
+
+// median is the middle of xs (sorted in place); 0 if empty.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }

@@ -84,6 +84,7 @@ func (r *runner) tsbs(engines []engine, prof tsbs.Profile, variant string) error
 	for _, pt := range tsbs.Heracles {
 		rnd := tsbs.Rand(r.cfg.Seed, pt.Name)
 		lat := make([][]time.Duration, len(engines))
+		alloc := make([][]float64, len(engines)) // MiB allocated per query
 		for i := -1; i < r.scale.QueryRuns; i++ { // i = -1 warms up, unrecorded
 			q := instance(pt, rnd, prof, hs, r.main.MinTime(), r.main.MaxTime())
 			res := make([]promql.Result, len(engines))
@@ -93,11 +94,13 @@ func (r *runner) tsbs(engines []engine, prof tsbs.Profile, variant string) error
 					d   time.Duration
 					err error
 				)
+				a0 := allocatedBytes()
 				if res[k], d, err = q.run(r.engineFor(engines[k]), engines[k]); err != nil {
 					return fmt.Errorf("%s tsbs %s: %w", engines[k].name(), pt.Name, err)
 				}
 				if i >= 0 {
 					lat[k] = append(lat[k], d)
+					alloc[k] = append(alloc[k], harness.MiB(allocatedBytes()-a0))
 				}
 			}
 			if err := sameResult(res[0], res[1]); err != nil {
@@ -110,6 +113,7 @@ func (r *runner) tsbs(engines []engine, prof tsbs.Profile, variant string) error
 		name := "tsbs_" + pt.Name + "_" + variant
 		r.rep.add(name, "ms", lower, harness.Ms(harness.Percentile(lat[0], 0.5)), harness.Ms(harness.Percentile(lat[1], 0.5)), "median; "+pt.Comment)
 		r.rep.add(name+"_p99", "ms", lower, harness.Ms(harness.Percentile(lat[0], 0.99)), harness.Ms(harness.Percentile(lat[1], 0.99)), "")
+		r.rep.add(name+"_alloc", "MiB", lower, median(alloc[0]), median(alloc[1]), "heap allocated per query, median: bounds its peak memory")
 		r.logf("tsbs %-18s %s: aerie %.3f ms, prometheus %.3f ms (median of %d)", pt.Name, variant,
 			harness.Ms(harness.Percentile(lat[0], 0.5)), harness.Ms(harness.Percentile(lat[1], 0.5)), len(lat[0]))
 	}
