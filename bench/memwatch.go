@@ -2,8 +2,8 @@ package bench
 
 import (
 	"os"
-	"slices"
 	"runtime/metrics"
+	"slices"
 	"time"
 
 	"github.com/aerie-db/aerie/bench/harness"

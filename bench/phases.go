@@ -84,7 +84,7 @@ func (r *runner) tsbs(engines []engine, prof tsbs.Profile, variant string) error
 	for _, pt := range tsbs.Heracles {
 		rnd := tsbs.Rand(r.cfg.Seed, pt.Name)
 		lat := make([][]time.Duration, len(engines))
-		alloc := make([][]float64, len(engines)) // MiB allocated per query
+		alloc := make([][]float64, len(engines))  // MiB allocated per query
 		for i := -1; i < r.scale.QueryRuns; i++ { // i = -1 warms up, unrecorded
 			q := instance(pt, rnd, prof, hs, r.main.MinTime(), r.main.MaxTime())
 			res := make([]promql.Result, len(engines))
