@@ -15,7 +15,11 @@
 // the storage. A rollup decodes each selected series once into an array,
 // slides the windows of all steps over it with two indices, and calls
 // Prometheus' own implementation of the function (promql.FunctionCalls)
-// once per window and series; series run on Options.Concurrency workers.
+// once per window and series; series run on the query's goroutine and up
+// to Options.Concurrency−1 helpers, drawn from one pool of that size shared
+// by all the engine's queries (a query whose helpers are all taken runs
+// alone). Tracker makes the wrapped engine's active-query log record a
+// planned query as it was asked, not as rewritten.
 //
 // What it does not do, falling back to Prometheus' engine for the whole
 // query: native histograms in a window, offsets, @ modifiers, anchored or
@@ -44,4 +48,7 @@
 //  4. Whatever the planner or a rollup cannot do exactly is run by
 //     Prometheus' engine unchanged; no query fails because of this
 //     package that Prometheus would answer.
+//  5. At most Options.Concurrency−1 helper goroutines run at once over all
+//     of an Engine's queries; every token taken is returned when its
+//     helper ends.
 package queryeval
