@@ -217,6 +217,24 @@ func (it *Iterator) AppendSamples(ts []int64, vs []float64, max int) ([]int64, [
 		ts = append(ts, it.t)
 		vs = append(vs, it.v)
 	}
+	return it.appendTuples(ts, vs, max, math.MaxInt64)
+}
+
+// appendBefore is AppendSamples of the samples before limit, for an
+// iterator that already stands on a sample: it stops at the first sample
+// at or after limit without taking it (Next then returns it). Where the
+// iterator has extra samples it appends nothing; the caller goes on with
+// Next.
+func (it *Iterator) appendBefore(ts []int64, vs []float64, max int, limit int64) ([]int64, []float64, bool) {
+	if len(it.extra) > 0 || it.end || it.err != nil || it.t == math.MinInt64 {
+		return ts, vs, !it.end
+	}
+	return it.appendTuples(ts, vs, max, limit)
+}
+
+// appendTuples appends the loaded tuple's rows after the current sample,
+// then the next tuples', while len(ts) < max and t < limit.
+func (it *Iterator) appendTuples(ts []int64, vs []float64, max int, limit int64) ([]int64, []float64, bool) {
 	for len(ts) < max {
 		// The loaded tuple's rows after the current sample (pick leaves
 		// it.i past it), then the next tuples.
@@ -228,6 +246,9 @@ func (it *Iterator) AppendSamples(ts []int64, vs []float64, max int) ([]int64, [
 			if t > it.maxt {
 				it.end = true
 				return ts, vs, false
+			}
+			if t >= limit {
+				return ts, vs, true
 			}
 			it.t, it.v = t, it.vs[it.i]
 			ts = append(ts, t)

@@ -189,7 +189,7 @@ func TestMerge(t *testing.T) {
 // a timestamp.
 func TestMergeAgainstModel(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
-	for round := 0; round < 300; round++ {
+	for round := 0; round < 3000; round++ {
 		k := 1 + r.Intn(5)
 		model := map[int64]float64{}
 		var its []chunkenc.Iterator
@@ -201,18 +201,23 @@ func TestMergeAgainstModel(t *testing.T) {
 				base = int64(r.Intn(100))
 			}
 			s := &sliceSource{n: 1 + r.Intn(8)}
+			maxt := int64(1000)
+			if r.Intn(4) == 0 {
+				maxt = base + int64(r.Intn(60))
+			}
 			t0 := base
 			for j := r.Intn(30); j > 0; j-- {
 				t0 += 1 + int64(r.Intn(3))
+				p := r.Intn(5) != 0 // rows where the series has no value
 				s.ts = append(s.ts, t0)
 				s.vs = append(s.vs, float64(i*1000)+float64(t0))
-				s.present = append(s.present, true)
-				if _, ok := model[t0]; !ok {
+				s.present = append(s.present, p)
+				if _, ok := model[t0]; !ok && p && t0 <= maxt {
 					model[t0] = float64(i*1000) + float64(t0)
 				}
 			}
 			base = t0
-			its = append(its, NewIterator(nil, s, nil, 0, 1000))
+			its = append(its, NewIterator(nil, s, nil, 0, maxt))
 		}
 		var want []Sample
 		for t0, v := range model {
@@ -220,9 +225,28 @@ func TestMergeAgainstModel(t *testing.T) {
 		}
 		sort.Slice(want, func(i, j int) bool { return want[i].T < want[j].T })
 		it := Merge(its...)
+		bulk := it.(interface {
+			AppendSamples([]int64, []float64, int) ([]int64, []float64, bool)
+		})
 		i := 0
 		for {
 			var vt chunkenc.ValueType
+			if r.Intn(3) == 0 { // a batch, then on as before
+				ts, vs, more := bulk.AppendSamples(nil, nil, 1+r.Intn(20))
+				for j := range ts {
+					if i >= len(want) || ts[j] != want[i].T || vs[j] != want[i].V {
+						t.Fatalf("round %d: AppendSamples sample %d = (%d, %v), want %v", round, i, ts[j], vs[j], want[min(i, len(want)-1)])
+					}
+					i++
+				}
+				if !more {
+					if it.Next() != chunkenc.ValNone {
+						t.Fatalf("round %d: Next after AppendSamples said no more", round)
+					}
+					break
+				}
+				continue
+			}
 			if r.Intn(4) == 0 && i < len(want) {
 				skip := r.Intn(3)
 				if i+skip >= len(want) {

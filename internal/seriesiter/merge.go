@@ -113,6 +113,32 @@ func (m *mergeIterator) pick() chunkenc.ValueType {
 	return chunkenc.ValFloat
 }
 
+// AppendSamples is Iterator.AppendSamples for merged sources: while the
+// current source is a tuple iterator and the others start later, its
+// samples up to the next source's first are appended in bulk (sources
+// that do not overlap in time, partitions and blocks, are appended one
+// after the other); otherwise one Next at a time.
+func (m *mergeIterator) AppendSamples(ts []int64, vs []float64, max int) ([]int64, []float64, bool) {
+	for len(ts) < max {
+		if m.started && m.cur >= 0 && m.t < m.next {
+			if b, ok := m.its[m.cur].(*Iterator); ok {
+				n := len(ts)
+				ts, vs, _ = b.appendBefore(ts, vs, max, m.next)
+				if len(ts) > n {
+					m.t, m.v = ts[len(ts)-1], vs[len(vs)-1]
+					continue
+				}
+			}
+		}
+		if m.Next() == chunkenc.ValNone {
+			return ts, vs, false
+		}
+		ts = append(ts, m.t)
+		vs = append(vs, m.v)
+	}
+	return ts, vs, true
+}
+
 func (m *mergeIterator) At() (int64, float64) { return m.t, m.v }
 func (m *mergeIterator) AtT() int64           { return m.t }
 func (m *mergeIterator) AtST() int64          { return 0 }
