@@ -297,6 +297,14 @@ func (rc *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out := newMatrix()
 	var fetched []*matrix
 	var warnings, infos []string
+	// The answer's pieces, fetched and cached, are disjoint in time: merged
+	// in time order, each series' points arrive sorted and appendJSON
+	// need not sort them.
+	type piece struct {
+		from int64
+		m    *matrix
+	}
+	var pieces []piece
 	for _, g := range gaps {
 		m, rec, err := rc.fetch(r, req, g.from, g.to)
 		if err != nil {
@@ -311,12 +319,16 @@ func (rc *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		warnings, infos = append(warnings, m.warnings...), append(infos, m.infos...)
 		fetched = append(fetched, m)
-		out.merge(m)
+		pieces = append(pieces, piece{g.from, m})
 	}
 	for _, p := range parts {
 		if p.cached != nil {
-			out.merge(p.cached)
+			pieces = append(pieces, piece{p.got.Start, p.cached})
 		}
+	}
+	slices.SortFunc(pieces, func(a, b piece) int { return cmp.Compare(a.from, b.from) })
+	for _, pc := range pieces {
+		out.merge(pc.m)
 	}
 
 	// Store what may be cached, unless anything was invalidated since the
