@@ -757,6 +757,16 @@ func (c *Cache) planLocked(key Key, start, end int64, fields []string) *getPlan 
 		}
 		if o := fi.open; o != nil {
 			if ki, ok := o.keyIdx[keyEpoch{key, e.epoch}]; ok {
+				// Sized first: the points and their bytes are copied
+				// without growing either slice.
+				n, size := 0, 0
+				for _, i := range o.byKey[ki] {
+					if p := &o.points[i]; p.t >= lo && p.t <= hi {
+						n, size = n+1, size+len(p.v)
+					}
+				}
+				plan.out[fx] = slices.Grow(plan.out[fx], n)
+				plan.arena = slices.Grow(plan.arena, size)
 				for _, i := range o.byKey[ki] {
 					if p := &o.points[i]; p.t >= lo && p.t <= hi {
 						plan.out[fx] = append(plan.out[fx], Point{T: p.t, V: plan.save(p.v)})

@@ -39,7 +39,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 
 // postInflux posts Influx lines to base's /write with the precision given
 // and wants them all stored.
-func postInflux(t *testing.T, base, precision, body string) {
+func postInflux(t testing.TB, base, precision, body string) {
 	t.Helper()
 	resp, err := http.Post(base+"/write?precision="+precision, "text/plain", strings.NewReader(body))
 	require.NoError(t, err)
