@@ -6,11 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // DiskUsage returns the bytes of the regular files under dir, in all and
 // by the top-level entry of dir they are in. Files removed during the walk
-// (a merge, a flush) are skipped.
+// (a merge, a flush) are skipped. A file counts its size or, if fewer,
+// the bytes the file system holds for it: a sparse file (Aerie's results
+// cache is created at its capacity) counts what was written, not its
+// length.
 func DiskUsage(dir string) (total int64, byTop map[string]int64, err error) {
 	byTop = map[string]int64{}
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -30,10 +34,14 @@ func DiskUsage(dir string) (total int64, byTop map[string]int64, err error) {
 			}
 			return err
 		}
-		total += info.Size()
+		size := info.Size()
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			size = min(size, st.Blocks*512) // st_blocks is in 512-byte units
+		}
+		total += size
 		rel, _ := filepath.Rel(dir, path)
 		top, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
-		byTop[top] += info.Size()
+		byTop[top] += size
 		return nil
 	})
 	return total, byTop, err

@@ -105,6 +105,19 @@ func TestDiskUsageAndCopy(t *testing.T) {
 	if err != nil || total2 != 150 || len(byTop2) != 4 {
 		t.Fatalf("copy: %d %v %v", total2, byTop2, err)
 	}
+	// A sparse file (a results cache created at its capacity) counts what
+	// the file system holds, not its length.
+	f, err := os.Create(filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if total, _, err = DiskUsage(dir); err != nil || total > 150+64<<10 {
+		t.Fatalf("with a sparse 64 MiB file: %d bytes, %v", total, err)
+	}
 }
 
 func TestSchedstatAndSelf(t *testing.T) {
