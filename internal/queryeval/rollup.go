@@ -168,7 +168,8 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 	defer cancel()
 	fn := promql.FunctionCalls[r.call.Func.Name]
 	work := func() {
-		w := worker{rq: rq, r: r, fn: fn}
+		w := getWorker(rq, r, fn)
+		defer putWorker(w)
 		for {
 			i := int(next.Add(1) - 1)
 			if i >= len(all) || wctx.Err() != nil {
@@ -254,6 +255,35 @@ type worker struct {
 	it     chunkenc.Iterator
 	enh    promql.EvalNodeHelper
 	matrix promql.Matrix
+}
+
+// workers keeps workers with their buffers between rollups: a query's
+// arrays would otherwise be grown from nothing by every rollup, the most
+// of what it allocates.
+var workers = sync.Pool{New: func() any { return new(worker) }}
+
+// maxPooledPoints bounds the window buffer a pooled worker keeps (16 B a
+// point): a rollup over a long range does not pin its arrays.
+const maxPooledPoints = 1 << 16
+
+func getWorker(rq *rollupQueryable, r *rollup, fn promql.FunctionCall) *worker {
+	w := workers.Get().(*worker)
+	w.rq, w.r, w.fn = rq, r, fn
+	return w
+}
+
+func putWorker(w *worker) {
+	if cap(w.pts) > maxPooledPoints {
+		w.pts = nil
+	}
+	if w.matrix != nil {
+		w.matrix[0] = promql.Series{}
+	}
+	// No series, rollup or iterator outlives its query.
+	w.rq, w.r, w.fn, w.it = nil, nil, nil, nil
+	w.pts, w.ts, w.vs = w.pts[:0], w.ts[:0], w.vs[:0]
+	w.enh = promql.EvalNodeHelper{Out: w.enh.Out[:0]}
+	workers.Put(w)
 }
 
 // bulk is an iterator that appends its samples to arrays without a call
@@ -389,6 +419,10 @@ func (w *worker) series(ctx context.Context, s storage.Series) (*synthSeries, an
 				open = false
 			}
 			continue
+		}
+		if out.t == nil { // sized once: a point per step at most, and a stale marker
+			n := (rq.end-t)/step + 2
+			out.t, out.f = make([]int64, 0, n), make([]float64, 0, n)
 		}
 		out.t, out.f = append(out.t, t), append(out.f, vec[0].F)
 		open = true
