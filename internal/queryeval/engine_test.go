@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/stretchr/testify/require"
 
@@ -76,18 +75,7 @@ func TestSameAnswers(t *testing.T) {
 // TestStops: a planned query whose context is done stops with
 // Prometheus' error for it.
 func TestStops(t *testing.T) {
-	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{FlushCheckInterval: -1})
-	require.NoError(t, err)
-	defer db.Close()
-	app := db.Appender(context.Background())
-	for s := range 20 {
-		ls := labels.FromStrings("__name__", "m_total", "s", strconv.Itoa(s), "a", strconv.Itoa(s%3))
-		for i := range 2000 {
-			_, err := app.Append(0, ls, int64(i)*15_000, float64(i))
-			require.NoError(t, err)
-		}
-	}
-	require.NoError(t, app.Commit())
+	db := queryeval.CounterDB(t, 20, 2000)
 	ng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e9, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
 	e := queryeval.New(ng, queryeval.Options{})
 	run := func(ctx context.Context) *promql.Result {

@@ -14,6 +14,27 @@ import (
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
+// CounterDB opens an Aerie storage for a test (closed at its end) holding
+// n counters m_total{s="0".."n-1", a=s%3} of points samples each, every
+// 15 s from 0, the value the sample's index. Exported for the package's
+// external tests.
+func CounterDB(t testing.TB, n, points int) *tsdb.DB {
+	t.Helper()
+	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{FlushCheckInterval: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	app := db.Appender(context.Background())
+	for s := range n {
+		ls := labels.FromStrings("__name__", "m_total", "s", strconv.Itoa(s), "a", strconv.Itoa(s%3))
+		for i := range points {
+			_, err := app.Append(0, ls, int64(i)*15_000, float64(i))
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, app.Commit())
+	return db
+}
+
 // recordingTracker is an active-query tracker that keeps what it is given.
 type recordingTracker struct {
 	mu      sync.Mutex
@@ -35,18 +56,7 @@ func (r *recordingTracker) Insert(_ context.Context, q string) (int, error) {
 // empty, and returns its tokens), and the active-query tracker records
 // planned queries as asked.
 func TestHelpersAndTracker(t *testing.T) {
-	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{FlushCheckInterval: -1})
-	require.NoError(t, err)
-	defer db.Close()
-	app := db.Appender(context.Background())
-	for s := range 64 {
-		ls := labels.FromStrings("__name__", "m_total", "s", strconv.Itoa(s), "a", strconv.Itoa(s%3))
-		for i := range 200 {
-			_, err := app.Append(0, ls, int64(i)*15_000, float64(i))
-			require.NoError(t, err)
-		}
-	}
-	require.NoError(t, app.Commit())
+	db := CounterDB(t, 64, 200)
 	tr := &recordingTracker{}
 	ng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e9, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, ActiveQueryTracker: Tracker(tr)})
 	e := New(ng, Options{Concurrency: 4})
