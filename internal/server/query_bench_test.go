@@ -15,9 +15,9 @@ import (
 
 // BenchmarkSmallQuery measures what a small query costs over HTTP beyond
 // its data: TSBS's 5-1-12 (max of 5 metrics of one host over 12 h at
-// 1 m steps) against a server holding 10 hosts × 12 h of 10 s rows, one
-// client, with the request and the answer as a Grafana panel sends and
-// reads them (gzip).
+// 1 m steps) and lastpoint (an instant query of one series) against a
+// server holding 10 hosts × 12 h of 10 s rows, one client, with the
+// request and the answer as a Grafana panel sends and reads them (gzip).
 //
 //	go test -run XXX -bench SmallQuery ./internal/server/
 func BenchmarkSmallQuery(b *testing.B) {
@@ -42,22 +42,30 @@ func BenchmarkSmallQuery(b *testing.B) {
 			sb.Reset()
 		}
 	}
-	q := url.Values{
-		"query": {`max(max_over_time({__name__=~"cpu_(usage_user|usage_system|usage_idle|usage_nice|usage_iowait)",hostname=~"host_1"}[1m])) by (__name__)`},
-		"start": {fmt.Sprint(start / 1000)}, "end": {fmt.Sprint(end / 1000)}, "step": {"60"},
-	}
-	client := &http.Client{}
-	body := q.Encode()
-	b.ResetTimer()
-	for range b.N {
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/query_range", strings.NewReader(body))
-		require.NoError(b, err)
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		resp, err := client.Do(req)
-		require.NoError(b, err)
-		_, err = io.Copy(io.Discard, resp.Body)
-		require.NoError(b, err)
-		resp.Body.Close()
-		require.Equal(b, http.StatusOK, resp.StatusCode)
+	for _, bc := range []struct {
+		name, path string
+		q          url.Values
+	}{
+		{"5-1-12", "/api/v1/query_range", url.Values{
+			"query": {`max(max_over_time({__name__=~"cpu_(usage_user|usage_system|usage_idle|usage_nice|usage_iowait)",hostname=~"host_1"}[1m])) by (__name__)`},
+			"start": {fmt.Sprint(start / 1000)}, "end": {fmt.Sprint(end / 1000)}, "step": {"60"},
+		}},
+		{"lastpoint", "/api/v1/query", url.Values{"query": {`cpu_usage_user{hostname="host_1"}`}, "time": {fmt.Sprint(end / 1000)}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			client := &http.Client{}
+			body := bc.q.Encode()
+			for range b.N {
+				req, err := http.NewRequest(http.MethodPost, srv.URL+bc.path, strings.NewReader(body))
+				require.NoError(b, err)
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				resp, err := client.Do(req)
+				require.NoError(b, err)
+				_, err = io.Copy(io.Discard, resp.Body)
+				require.NoError(b, err)
+				resp.Body.Close()
+				require.Equal(b, http.StatusOK, resp.StatusCode)
+			}
+		})
 	}
 }
