@@ -194,10 +194,10 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 		}
 	}
 	// A few series are not worth a goroutine: the workers share the
-	// series out, at least seriesPerWorker each.
-	// Helpers take a token of the engine's pool and are not started
-	// without one: however many queries run (--query.max-concurrency
-	// bounds those), at most Options.Concurrency helpers run beside them.
+	// series out, at least seriesPerWorker each. Helpers take a token of
+	// the engine's pool and are not started without one: however many
+	// queries run (--query.max-concurrency bounds those), at most
+	// Options.Concurrency−1 helpers run beside them.
 	var wg sync.WaitGroup
 	for range min(rq.opts.Concurrency, len(all)/seriesPerWorker) - 1 {
 		select {
