@@ -200,3 +200,12 @@ func TestWriteDocumentOrder(t *testing.T) {
 		t.Fatal("a document without an engine report")
 	}
 }
+
+// TestRunRejectsUnknownQueryEngine: --aerie.query-engine takes aerie or
+// prometheus only.
+func TestRunRejectsUnknownQueryEngine(t *testing.T) {
+	_, err := Run(Config{Workload: "tsbs", Scale: "small", AerieQueryEngine: "vm"})
+	if err == nil || !strings.Contains(err.Error(), "--aerie.query-engine") {
+		t.Fatalf("want an error naming --aerie.query-engine, got %v", err)
+	}
+}

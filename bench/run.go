@@ -38,6 +38,10 @@ type Config struct {
 	// writes at commit and fsyncs when a segment is full) or "batch" (fsync
 	// before every commit returns).
 	AerieSync string
+	// AerieQueryEngine is what Aerie's queries run on: "aerie" (default:
+	// queryeval over Prometheus' engine, as aerie serve) or "prometheus"
+	// (Prometheus' engine alone, the evaluation before issue 23).
+	AerieQueryEngine string
 	// AerieFlushCPU is Aerie's flush CPU budget, a share of one core
 	// (tsdb.Options.FlushCPUBudget; 0 → 1).
 	AerieFlushCPU float64
@@ -108,6 +112,11 @@ func Run(cfg Config) (*Report, error) {
 	default:
 		return nil, fmt.Errorf("--aerie.wal-sync=%q: want interval or batch", cfg.AerieSync)
 	}
+	switch cfg.AerieQueryEngine {
+	case "", "aerie", "prometheus":
+	default:
+		return nil, fmt.Errorf("--aerie.query-engine=%q: want aerie or prometheus", cfg.AerieQueryEngine)
+	}
 	r.cfg = cfg
 	if cfg.Workload != historyWorkload {
 		if err := r.workloads(); err != nil {
@@ -150,7 +159,7 @@ func Run(cfg Config) (*Report, error) {
 // engineFor is the PromQL engine that queries e, as its server would:
 // Aerie's evaluator for Aerie, Prometheus' engine for prometheus/tsdb.
 func (r *runner) engineFor(e interface{ name() string }) promql.QueryEngine {
-	if e.name() == "aerie" {
+	if e.name() == "aerie" && r.cfg.AerieQueryEngine != "prometheus" {
 		return r.aeng
 	}
 	return r.eng

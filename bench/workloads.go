@@ -40,6 +40,7 @@ func engineWorkload(name, compares string) *harness.Workload {
 			f.IntVar(&cfg.Targets, "targets", 0, "targets (tsbs: hosts) of the main dataset (default: the scale's series count; history: the hosts with every series)")
 			f.DurationVar(&cfg.Duration, "duration", 0, "span of the main dataset (default: the scale's, 12h; history: those hosts' history, whole days)")
 			f.StringVar(&cfg.AerieSync, "aerie.wal-sync", "interval", "Aerie's WAL sync: interval (fsync every second) or batch (fsync before each commit returns)")
+			f.StringVar(&cfg.AerieQueryEngine, "aerie.query-engine", "aerie", "the engine Aerie's queries run on: aerie (range functions over arrays, as aerie serve) or prometheus (Prometheus' engine alone, as --query.engine=prometheus)")
 			f.Float64Var(&cfg.AerieFlushCPU, "aerie.flush-cpu", 1, "Aerie's flush CPU budget, a share of one core (0 < x <= 1)")
 			f.IntVar(&cfg.QueryRuns, "query-runs", 0, "instances of each TSBS pattern (default: the scale's)")
 			return func(_ context.Context, o harness.Options) (harness.Report, error) {
