@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -128,9 +126,6 @@ func refreshQueries(panels []DashboardPanel, end int64) []query {
 	return qs
 }
 
-// aerieOffConfig turns the results cache off.
-const aerieOffConfig = "aerie:\n  cache:\n    results:\n      enabled: false\n"
-
 // cacheCounters are the results cache's counters on Aerie's /metrics.
 var cacheCounters = []string{"hits", "partial_hits", "misses", "passed", "engine_queries", "invalidations", "stores_skipped"}
 
@@ -181,11 +176,11 @@ func RunDashboard(ctx context.Context, cfg DashboardConfig) (harness.Report, err
 	if r.w, err = workload.New("node", workload.Spec{Targets: sc.Targets, Duration: span, Start: start, Seed: cfg.Seed}); err != nil {
 		return nil, err
 	}
-	offConfig := filepath.Join(r.root, "aerie-off.yml")
-	if err := os.WriteFile(offConfig, []byte(aerieOffConfig), 0o644); err != nil {
+	off, err := r.cacheOffFlag()
+	if err != nil {
 		return nil, err
 	}
-	specs := []harness.PeerSpec{aerieSpec(cfg.Aerie, aerieOff, "--config.file="+offConfig), aerieSpec(cfg.Aerie, aerieOn), vmSpec(cfg.VM, vm)}
+	specs := []harness.PeerSpec{aerieSpec(cfg.Aerie, aerieOff, off), aerieSpec(cfg.Aerie, aerieOn), vmSpec(cfg.VM, vm)}
 	rep.fill(cfg, sc, r.w)
 	rep.Peers = describe(rep.Commit, cfg.VM, specs...)
 	rep.Config["loadavg_start"] = harness.LoadAvg()

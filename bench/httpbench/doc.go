@@ -10,13 +10,17 @@
 //
 //   - aerie: this binary's `serve --data.dir=DIR --http.addr=127.0.0.1:PORT`
 //     with every other setting at its default. Its WAL syncs in batch
-//     mode: a write is acknowledged only after its rows are fsync'd.
+//     mode: a write is acknowledged only after its rows are fsync'd. Its
+//     results cache is on, as by default.
+//   - aerie-nocache (queries only): the same with its results cache off
+//     (`--config.file` holding `aerie: cache: results: enabled: false`),
+//     so that repeated queries do all their work.
 //   - vm: VictoriaMetrics (../shared/peers/victoria-metrics, --vm) with
 //     -retentionPeriod=100y (the data are from 2023) and
 //     -search.latencyOffset=0s, otherwise its defaults. It acknowledges a
 //     write before anything is fsync'd.
 //   - vm-nocache: the same with -search.disableCache, so that repeated
-//     queries do the same work as in Aerie, which has no result cache.
+//     queries do the same work as in aerie-nocache.
 //
 // # Method
 //
@@ -53,9 +57,12 @@
 //     of the data directory counts; for Aerie the WAL and the blocks (with
 //     the samples they hold, from /api/v1/status/tsdb/blocks) are also
 //     reported apart.
-//  5. Queries: those servers are stopped and restarted over their data:
-//     Aerie, vm-nocache on VictoriaMetrics' directory and vm on a copy of
-//     it, and the samples are counted again in each. Each pattern of
+//  5. Queries: those servers are stopped and restarted over their data,
+//     each twice: aerie-nocache on Aerie's directory and aerie on a copy
+//     of it, vm-nocache on VictoriaMetrics' directory and vm on a copy of
+//     it, and the samples are counted again in each. aerie-nocache is
+//     compared with vm-nocache (the same work on every run) and aerie
+//     with vm (both answering repeats from their result caches). Each pattern of
 //     bench/tsbs (Heracles Table 2's six and, on tsbs, cpu-max-all-1,
 //     double-groupby-all, high-cpu-1 and TSBS' lastpoint as
 //     "lastpoint-all", in its VictoriaMetrics dialect, as TSBS'
@@ -67,8 +74,8 @@
 //     answer's last byte. Median and p99 are reported per pattern and
 //     server.
 //  6. Answers agree when they hold the same series (by label set) with the
-//     same timestamps and values within 1e-9 relative. Aerie and vm are
-//     each compared with vm-nocache. Known differences are reported, not
+//     same timestamps and values within 1e-9 relative. aerie-nocache,
+//     aerie and vm are each compared with vm-nocache. Known differences are reported, not
 //     failed: an error answer from either side (the run goes on without
 //     that server's timings), a result that agrees once __name__ is
 //     dropped (VictoriaMetrics keeps the name of a single-metric

@@ -22,12 +22,26 @@ import (
 
 // Peer names.
 const (
-	aerie     = "aerie"
-	aerieOff  = "aerie-off"  // results cache off: aerie.cache.results.enabled: false
-	aerieOn   = "aerie-on"   // results cache on, as by default
-	vm        = "vm"         // VictoriaMetrics with its defaults
-	vmNoCache = "vm-nocache" // VictoriaMetrics with -search.disableCache
+	aerie        = "aerie"         // Aerie with its defaults (results cache on)
+	aerieNoCache = "aerie-nocache" // results cache off: the same work as vm-nocache
+	aerieOff     = "aerie-off"     // results cache off: aerie.cache.results.enabled: false
+	aerieOn      = "aerie-on"      // results cache on, as by default
+	vm           = "vm"            // VictoriaMetrics with its defaults
+	vmNoCache    = "vm-nocache"    // VictoriaMetrics with -search.disableCache
 )
+
+// cacheOffConfig turns Aerie's results cache off.
+const cacheOffConfig = "aerie:\n  cache:\n    results:\n      enabled: false\n"
+
+// cacheOffFlag writes cacheOffConfig into the runner's directory and
+// returns the `aerie serve` flag that reads it.
+func (r *runner) cacheOffFlag() (string, error) {
+	path := filepath.Join(r.root, "aerie-cache-off.yml")
+	if err := os.WriteFile(path, []byte(cacheOffConfig), 0o644); err != nil {
+		return "", err
+	}
+	return "--config.file=" + path, nil
+}
 
 // aerieSpec is this binary's `aerie serve` named name, with extra flags.
 func aerieSpec(bin, name string, extra ...string) harness.PeerSpec {

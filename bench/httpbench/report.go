@@ -202,25 +202,27 @@ func (c CardinalityResult) peer() string { return c.Peer }
 func (q QueryPeer) peer() string         { return q.Peer }
 func (s DashboardSystem) peer() string   { return s.Peer }
 
-// queryCells are a pattern's latencies: the medians of aerie,
-// vm-nocache and vm, Aerie's ratios to both, and the same for the p99.
+// queryCells are a pattern's latencies: the medians of aerie-nocache,
+// vm-nocache, aerie and vm, then aerie-nocache ÷ vm-nocache (the same
+// work: neither has a result cache) and aerie ÷ vm (both with their
+// defaults, caches on); the same for the p99.
 func (rep *Report) queryCells(q QueryResult) []string {
-	a, n, v := peerQuery(q, aerie), peerQuery(q, vmNoCache), peerQuery(q, vm)
+	an, vn, a, v := peerQuery(q, aerieNoCache), peerQuery(q, vmNoCache), peerQuery(q, aerie), peerQuery(q, vm)
 	var cells []string
 	for _, f := range []func(QueryPeer) float64{
 		func(p QueryPeer) float64 { return p.MedianMs },
 		func(p QueryPeer) float64 { return p.P99Ms },
 	} {
-		for _, p := range []QueryPeer{a, n, v} {
+		for _, p := range []QueryPeer{an, vn, a, v} {
 			cells = append(cells, harness.Num(f(p)))
 			if p.Error != "" {
 				cells[len(cells)-1] = "error"
 			}
 		}
-		for _, b := range []QueryPeer{n, v} {
+		for _, pair := range [][2]QueryPeer{{an, vn}, {a, v}} {
 			r := "—"
-			if a.Error == "" && b.Error == "" {
-				r = harness.RatioOf(f(a), f(b))
+			if pair[0].Error == "" && pair[1].Error == "" {
+				r = harness.RatioOf(f(pair[0]), f(pair[1]))
 			}
 			cells = append(cells, r)
 		}
@@ -258,7 +260,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	tabRow(tw, "", harness.Num(da.BytesPerSample), harness.Num(dv.BytesPerSample), harness.RatioOf(da.BytesPerSample, dv.BytesPerSample),
 		harness.Num(da.BlockBytesPerSample), harness.RatioOf(da.BlockBytesPerSample, dv.BytesPerSample))
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "pattern\taerie ms\tvm-nocache ms\tvm ms\t÷nocache\t÷vm\taerie p99\tvm-nocache p99\tvm p99\t÷nocache\t÷vm\tanswers\t")
+	fmt.Fprintln(tw, "pattern\taerie-nocache ms\tvm-nocache ms\taerie ms\tvm ms\tnocache ratio\tratio\taerie-nocache p99\tvm-nocache p99\taerie p99\tvm p99\tnocache ratio\tratio\tanswers\t")
 	for _, q := range rep.Queries {
 		tabRow(tw, slices.Concat([]string{q.Pattern}, rep.queryCells(q), []string{shorten(q.Agreement, 80)})...)
 	}
@@ -313,12 +315,12 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		da.Seconds, noteSuffix(da.Note), 100*float64(da.WALBytes)/float64(max(da.Bytes, 1)))
 
 	p("### Queries\n\n")
-	p("| pattern | Aerie median (ms) | VM no-cache | VM | Aerie ÷ VM no-cache | Aerie ÷ VM | Aerie p99 (ms) | VM no-cache p99 | VM p99 | Aerie ÷ VM no-cache | Aerie ÷ VM | answers |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	p("| pattern | Aerie no-cache median (ms) | VM no-cache | Aerie | VM | Aerie no-cache ÷ VM no-cache | Aerie ÷ VM | Aerie no-cache p99 (ms) | VM no-cache p99 | Aerie p99 | VM p99 | Aerie no-cache ÷ VM no-cache | Aerie ÷ VM | answers |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, q := range rep.Queries {
 		io.WriteString(w, mdRow(slices.Concat([]string{"`" + q.Pattern + "`"}, rep.queryCells(q), []string{harness.MDEscape(q.Agreement)})...))
 	}
-	p("\nThe servers of the last load are restarted over its data: Aerie; VictoriaMetrics with `-search.disableCache` (no rollup result cache: the same work as Aerie, \"VM no-cache\"); and VictoriaMetrics with its defaults on a copy of the same data (\"VM\", whose cache answers repeated queries). ")
+	p("\nThe servers of the last load are restarted over its data, each twice: Aerie with its results cache off (`aerie: cache: results: enabled: false`, \"Aerie no-cache\") and VictoriaMetrics with `-search.disableCache` (\"VM no-cache\"), which do the same work for every repeat of a query; and each with its defaults on a copy of the same data (\"Aerie\", \"VM\"), whose result caches answer repeated queries. ")
 	p("One client sends `/api/v1/query_range` (`/api/v1/query` for the lastpoints): %s instances of each pattern (hosts and start drawn by seed, start and end on whole steps), each run once unrecorded, its answers compared, then %s times per server, rotating which server goes first. Latency is from sending the request to reading the last byte of the answer. ", c["instances"], c["repeats"])
 	p("Answers agree when they hold the same series with the same timestamps and values within 1e-9 relative; \"error\" is an error answer (the run goes on), and any other disagreement fails the run. Expressions (first instance):\n\n")
 	for _, q := range rep.Queries {

@@ -24,7 +24,7 @@ func sampleReport() *Report {
 		Samples:  2_160_000,
 		Config: map[string]string{"targets": "50", "interval": "10s", "span": "12h0m0s", "clients": "2,8",
 			"lp_batch": "10000", "timestamps": timestamps("tsbs"), "rw_batch": "2000", "instances": "1", "repeats": "3", "loadavg_start": "1.00 0.50 0.25", "loadavg_end": "2.00 1.00 0.50"},
-		Peers: []Peer{{Name: aerie, Version: "0123456789ab"}, {Name: vm, Version: "victoria-metrics-test"}, {Name: vmNoCache, Version: "victoria-metrics-test"}},
+		Peers: []Peer{{Name: aerie, Version: "0123456789ab"}, {Name: aerieNoCache, Version: "0123456789ab"}, {Name: vm, Version: "victoria-metrics-test"}, {Name: vmNoCache, Version: "victoria-metrics-test"}},
 		Ingest: []IngestResult{
 			{Peer: aerie, Protocol: lineProtocol, Clients: 2, SamplesPerSecond: 500_000, CPUSecondsPerMillion: 2, PeakRSSBytes: 64 << 20},
 			{Peer: vm, Protocol: lineProtocol, Clients: 2, SamplesPerSecond: 1_000_000, CPUSecondsPerMillion: 0.8, PeakRSSBytes: 128 << 20},
@@ -36,9 +36,9 @@ func sampleReport() *Report {
 		},
 		Queries: []QueryResult{
 			{Pattern: "5-1-1", Comment: "max of 5 metrics of 1 host", Example: `max(max_over_time({__name__=~"cpu_(usage_user|usage_system)",hostname="host_1"}[5m])) by (__name__)`, Agreement: agree,
-				Peers: []QueryPeer{{Peer: aerie, Runs: 3, MedianMs: 2, P99Ms: 4}, {Peer: vmNoCache, Runs: 3, MedianMs: 1, P99Ms: 2}, {Peer: vm, Runs: 3, MedianMs: 0.5, P99Ms: 1}}},
+				Peers: []QueryPeer{{Peer: aerieNoCache, Runs: 3, MedianMs: 2, P99Ms: 4}, {Peer: aerie, Runs: 3, MedianMs: 0.4, P99Ms: 0.8}, {Peer: vmNoCache, Runs: 3, MedianMs: 1, P99Ms: 2}, {Peer: vm, Runs: 3, MedianMs: 0.5, P99Ms: 1}}},
 			{Pattern: "double-groupby-1", Comment: "mean per host per hour", Example: "avg(avg_over_time(cpu_usage_user[1h])) by (__name__, hostname)", Agreement: "aerie: " + agreeName + " | x",
-				Peers: []QueryPeer{{Peer: aerie, Error: "execution: vector cannot contain metrics with the same labelset"}, {Peer: vmNoCache, Runs: 3, MedianMs: 10, P99Ms: 20}, {Peer: vm, Runs: 3, MedianMs: 2, P99Ms: 3}}},
+				Peers: []QueryPeer{{Peer: aerieNoCache, Error: "execution: vector cannot contain metrics with the same labelset"}, {Peer: aerie, Error: "execution: vector cannot contain metrics with the same labelset"}, {Peer: vmNoCache, Runs: 3, MedianMs: 10, P99Ms: 20}, {Peer: vm, Runs: 3, MedianMs: 2, P99Ms: 3}}},
 		},
 		Cardinality: []CardinalityResult{
 			{Peer: aerie, Series: 20_000, Clients: 8, Seconds: 0.4, SeriesPerSecond: 50_000, RSSBytesPerSeries: 900},
@@ -71,8 +71,8 @@ func TestWriteMarkdownGolden(t *testing.T) {
 		"| influx | 2 | 500000 | 1000000 | 0.500 | 2.000 | 0.8000 | 2.500 | 64.000 | 128.0 | 0.500 |", // every number with its ratio
 		"| remote-write | 8 | 0 | 800000 | — |",                                                       // a missing load has no ratio
 		"| data directory, B/sample | 7.500 | 1.800 | 4.167 |",
-		"| `5-1-1` | 2.000 | 1.000 | 0.5000 | 2.000 | 4.000 |",
-		"| `double-groupby-1` | error | 10.000 | 2.000 | — | — |",
+		"| `5-1-1` | 2.000 | 1.000 | 0.4000 | 0.5000 | 2.000 | 0.800 | 4.000 |", // aerie-nocache ÷ vm-nocache, aerie ÷ vm
+		"| `double-groupby-1` | error | 10.000 | error | 2.000 | — | — |",
 		`agree except __name__ \| x`, // a '|' stays in its cell
 		"| 20000 | 0.4000 | 0.8000 | 0.500 |",
 		"fsync",
