@@ -202,6 +202,13 @@ func Expressions(w *Workload) []string {
 		`max_over_time({__name__=~"node_load(1|5|15)"}[5m])`,
 		`avg by (__name__) (rate({__name__=~"node_network_(receive|transmit)_bytes_total"}[5m]))`,
 		`label_replace(rate(node_cpu_seconds_total{mode="user"}[5m]), "name", "$1", "__name__", "(.+)")`,
+		// The same as the name compatibility asks them (the name restored
+		// by label_replace), which internal/queryeval evaluates itself.
+		`max by (__name__) (label_replace(max_over_time({__name__=~"node_load(1|5|15)", instance="host-01:9100"}[1m]), "__name__", "$1", "__name__", "(.+)"))`,
+		`avg by (__name__, instance) (label_replace(avg_over_time({__name__=~"node_load1|go_goroutines|node_weird_value"}[1h]), "__name__", "$1", "__name__", "(.+)"))`,
+		`sum by (__name__, job) (label_replace(rate({__name__=~"http_requests_total|process_cpu_seconds_total"}[5m]), "__name__", "$1", "__name__", "(.+)"))`,
+		`max by (__name__) (label_replace(max_over_time({__name__=~"node_load(1|5)"}[5m]), "__name__", "$1", "__name__", "(node_load1)"))`,
+		`count by (__name__) (count_over_time({__name__=~"node_load1|node_systemd_unit_state"}[10m]))`,
 		`abs({__name__=~"node_load1|node_load5"}) > 0`,
 		// count_values, sort, timestamp.
 		`count_values("value", round(node_load1))`,

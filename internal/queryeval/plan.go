@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/schema"
 )
 
 // Labels of the synthetic series. They never reach a result: a rollup is
@@ -46,6 +47,25 @@ type rollup struct {
 	top bool
 }
 
+// below is what the nearest ancestor of an expression that is not a
+// parenthesis (nor a label function passed through) lets a rollup there
+// be.
+type below int
+
+const (
+	belowOther below = iota // no rollup: its series' labels reach the answer
+	belowAgg                // an aggregation keeping its `by` labels alone
+	// belowNamedAgg: such an aggregation whose `by` labels hold __name__,
+	// with delayed name removal. The range function's result keeps its
+	// name until the end of the query, flagged to be dropped; the
+	// synthetic series cannot carry that flag. A rollup is planned there
+	// only under label_replace(…, "__name__", "$1", "__name__", "(.+)"),
+	// which sets the name again and clears the flag in Prometheus' engine
+	// as on the synthetic series (the form in which the name
+	// compatibility asks such queries, internal/api/namecompat.go).
+	belowNamedAgg
+)
+
 // plan finds the rollups of expr and replaces each, in expr, by the vector
 // selector of its synthetic series; it returns the new root (expr itself
 // unless expr is a rollup). expr must be the caller's own copy.
@@ -53,27 +73,30 @@ type rollup struct {
 // label_join may then see __name__ after a range function).
 func plan(expr parser.Expr, delayed bool) (parser.Expr, []*rollup) {
 	var rs []*rollup
-	var walk func(e parser.Expr, agg bool, labelFns bool) parser.Expr
+	var walk func(e parser.Expr, b below, labelFns bool) parser.Expr
 	top := true // e is the query's answer (the root, or in its parentheses)
-	// walk returns what replaces e. agg: an aggregation that keeps only
-	// `by` labels without __name__ is the nearest ancestor that is not a
-	// parenthesis (or, labelFns, not a label function either).
-	walk = func(e parser.Expr, agg, labelFns bool) parser.Expr {
+	// walk returns what replaces e. labelFns: label functions may stand
+	// between e and the aggregation b names.
+	walk = func(e parser.Expr, b below, labelFns bool) parser.Expr {
 		isTop := top
 		if _, paren := e.(*parser.ParenExpr); !paren {
 			top = false
 		}
 		switch n := e.(type) {
 		case *parser.AggregateExpr:
-			ok := keepsByLabels[n.Op] && !n.Without && n.Param == nil &&
-				!slices.Contains(n.Grouping, labels.MetricName) &&
-				!slices.Contains(n.Grouping, rollupLabel) && !slices.Contains(n.Grouping, seriesLabel)
-			n.Expr = walk(n.Expr, ok, ok)
+			nb := belowOther
+			if keepsByLabels[n.Op] && !n.Without && n.Param == nil && !slices.ContainsFunc(n.Grouping, reservedLabel) {
+				nb = belowAgg
+				if delayed && slices.Contains(n.Grouping, labels.MetricName) {
+					nb = belowNamedAgg
+				}
+			}
+			n.Expr = walk(n.Expr, nb, nb != belowOther)
 		case *parser.ParenExpr:
-			n.Expr = walk(n.Expr, agg, labelFns)
+			n.Expr = walk(n.Expr, b, labelFns)
 		case *parser.Call:
-			if r := planCall(n, delayed); r != nil && (agg || isTop) {
-				if !agg {
+			if r := planCall(n, delayed); r != nil && (b == belowAgg || isTop) {
+				if b != belowAgg {
 					r.top, r.keepName = true, rollupFuncs[n.Func.Name].keepName
 				}
 				rs = append(rs, r)
@@ -83,24 +106,55 @@ func plan(expr parser.Expr, delayed bool) (parser.Expr, []*rollup) {
 				}
 			}
 			through := delayed && labelFns && (n.Func.Name == "label_replace" || n.Func.Name == "label_join")
+			nb := b
+			if through && b == belowNamedAgg && restoresName(n) {
+				nb = belowAgg
+			}
 			for i, a := range n.Args {
-				n.Args[i] = walk(a, through && i == 0, through && i == 0)
+				if through && i == 0 {
+					n.Args[i] = walk(a, nb, true)
+				} else {
+					n.Args[i] = walk(a, belowOther, false)
+				}
 			}
 		case *parser.BinaryExpr:
-			n.LHS = walk(n.LHS, false, false)
-			n.RHS = walk(n.RHS, false, false)
+			n.LHS = walk(n.LHS, belowOther, false)
+			n.RHS = walk(n.RHS, belowOther, false)
 		case *parser.UnaryExpr:
-			n.Expr = walk(n.Expr, false, false)
+			n.Expr = walk(n.Expr, belowOther, false)
 		case *parser.StepInvariantExpr:
-			n.Expr = walk(n.Expr, false, false)
+			n.Expr = walk(n.Expr, belowOther, false)
 		case *parser.SubqueryExpr, *parser.MatrixSelector, *parser.VectorSelector,
 			*parser.NumberLiteral, *parser.StringLiteral:
 			// A subquery steps at its own times: nothing below it is planned.
 		}
 		return e
 	}
-	root := walk(expr, false, false)
+	root := walk(expr, belowOther, false)
 	return root, rs
+}
+
+// reservedLabel tells the labels an aggregation may not group a rollup by:
+// the synthetic series' own, and the metadata labels other than __name__
+// that the end of a query drops with it (__type__, __unit__).
+func reservedLabel(name string) bool {
+	return name == rollupLabel || name == seriesLabel || (name != labels.MetricName && schema.IsMetadataLabel(name))
+}
+
+// restoresName tells label_replace(v, "__name__", "$1", "__name__", "(.+)"),
+// which sets every named series' name to itself.
+func restoresName(c *parser.Call) bool {
+	if c.Func.Name != "label_replace" || len(c.Args) != 5 {
+		return false
+	}
+	want := []string{labels.MetricName, "$1", labels.MetricName, "(.+)"}
+	for i, w := range want {
+		s, ok := c.Args[i+1].(*parser.StringLiteral)
+		if !ok || s.Val != w {
+			return false
+		}
+	}
+	return true
 }
 
 // planCall returns the rollup of a call, or nil if it is not one.

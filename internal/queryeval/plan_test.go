@@ -24,6 +24,13 @@ func TestPlan(t *testing.T) {
 		{expr: `max by (metric) (label_replace(max_over_time({__name__=~"a|b"}[1h]), "metric", "$1", "__name__", "(.+)"))`, delayed: true,
 			want: `max by (metric) (label_replace({__aerie_rollup__="0"}, "metric", "$1", "__name__", "(.+)"))`},
 		{expr: `max by (metric) (label_replace(max_over_time({__name__=~"a|b"}[1h]), "metric", "$1", "__name__", "(.+)"))`},
+		// Grouped by __name__: names are dropped at once, or (delayed)
+		// restored by the name compatibility's label_replace.
+		{expr: `sum by (__name__) (rate(x[5m]))`, want: `sum by (__name__) ({__aerie_rollup__="0"})`},
+		{expr: `max by (__name__) (label_replace(max_over_time({__name__=~"a|b"}[5m]), "__name__", "$1", "__name__", "(.+)"))`, delayed: true,
+			want: `max by (__name__) (label_replace({__aerie_rollup__="0"}, "__name__", "$1", "__name__", "(.+)"))`},
+		{expr: `avg by (__name__, h) ((label_replace(label_replace(avg_over_time(x[1h]), "a", "b", "", ""), "__name__", "$1", "__name__", "(.+)")))`, delayed: true,
+			want: `avg by (__name__, h) ((label_replace(label_replace({__aerie_rollup__="0"}, "a", "b", "", ""), "__name__", "$1", "__name__", "(.+)")))`},
 		// Not rollups: the series' labels reach the answer, or the
 		// function or selector is not one a rollup evaluates.
 		// The answer of the query itself.
@@ -31,7 +38,10 @@ func TestPlan(t *testing.T) {
 		{expr: `(last_over_time(x[5m]))`, want: `({__aerie_rollup__="0"})`},
 		{expr: `rate(x[5m]) * 2`},
 		{expr: `sum without (i) (rate(x[5m]))`},
-		{expr: `sum by (__name__) (rate(x[5m]))`},
+		{expr: `sum by (__name__) (rate(x[5m]))`, delayed: true},
+		{expr: `max by (__name__) (label_replace(max_over_time(x[5m]), "__name__", "$1", "__name__", "(a.+)"))`, delayed: true},
+		{expr: `max by (__name__) (label_replace(max_over_time(x[5m]), "n", "$1", "__name__", "(.+)"))`, delayed: true},
+		{expr: `sum by (__type__) (rate(x[5m]))`},
 		{expr: `topk(3, rate(x[5m]))`},
 		{expr: `sum by (i) (rate(x[5m] offset 1m))`},
 		{expr: `sum by (i) (rate(x[5m] @ 100))`},
