@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/util/stats"
 
 	"github.com/aerie-db/aerie/internal/positive"
+	"github.com/aerie-db/aerie/internal/queryeval"
 )
 
 // VictoriaMetrics-style metric names.
@@ -190,7 +191,7 @@ func (c *compatQuery) argCollides(ctx context.Context, a parser.Expr) bool {
 		rng, a = m.Range, m.VectorSelector
 	}
 	vs, ok := a.(*parser.VectorSelector)
-	if !ok || singleName(vs.LabelMatchers) {
+	if !ok || queryeval.SingleName(vs.LabelMatchers) {
 		return false
 	}
 	start, end := c.start, c.end
@@ -220,16 +221,6 @@ func (c *compatQuery) argCollides(ctx context.Context, a parser.Expr) bool {
 			}
 		}
 		seen[h] = append(seen[h], rest)
-	}
-	return false
-}
-
-// singleName reports whether ms select one metric name by equality.
-func singleName(ms []*labels.Matcher) bool {
-	for _, m := range ms {
-		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
-			return true
-		}
 	}
 	return false
 }

@@ -197,3 +197,38 @@ func TestSelectIDs(t *testing.T) {
 	_, err = r.SelectIDs(0, 1, []uint32{uint32(n)})
 	require.ErrorContains(t, err, "out of range")
 }
+
+// TestSurelyHasSample: the index tells a sample in range only for a
+// column holding every row whose group's first or last row is in range,
+// and whenever it tells one, the data hold one.
+func TestSurelyHasSample(t *testing.T) {
+	bdir, dict := testBlock(t, 1, 2, 100) // m0 every row, m1 every row but i%3 == 0; rows at 0 … 1,485,004
+	r, err := Open(bdir, dict, ReaderOptions{})
+	require.NoError(t, err)
+	defer r.Close()
+	for _, tc := range []struct {
+		mint, maxt int64
+		m0, m1     bool
+	}{
+		{0, 600_000, true, false},            // first row in range; m1 is sparse
+		{30_000, 600_000, false, false},      // neither end: the data must tell
+		{1_000_000, 2_000_000, true, false},  // last row in range
+		{-1_000, 1_485_004, true, false},     // both
+		{1_485_005, 3_000_000, false, false}, // after the group
+	} {
+		sel, err := r.Select(tc.mint, tc.maxt, labels.MustNewMatcher(labels.MatchRegexp, "__name__", "m[01]"))
+		require.NoError(t, err)
+		var it chunkenc.Iterator
+		for _, s := range sel.Series {
+			want := tc.m0
+			if s.Labels.Get("__name__") == "m1" {
+				want = tc.m1
+			}
+			require.Equal(t, want, s.SurelyHasSample(), "%s [%d, %d]", s.Labels, tc.mint, tc.maxt)
+			if want {
+				it = s.Iterator(it)
+				require.NotEqual(t, chunkenc.ValNone, it.Next())
+			}
+		}
+	}
+}

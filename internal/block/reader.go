@@ -537,6 +537,24 @@ func (s *Series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
 	return seriesiter.Merge(its...)
 }
 
+// SurelyHasSample reports, from the index alone, that the series has a
+// sample in the selection's range: one of its columns holds every row of
+// its group (not ColumnSparse) and the group's first or last row lies in
+// the range. false means only that the data must be read to tell.
+func (s *Series) SurelyHasSample() bool {
+	q := s.q
+	for _, l := range q.r.series[s.ID] {
+		g := &q.r.groups[l.group]
+		if g.rows == 0 || g.cols[l.col].meta.Flags&encoding.ColumnSparse != 0 {
+			continue
+		}
+		if (g.minT >= q.mint && g.minT <= q.maxt) || (g.maxT >= q.mint && g.maxT <= q.maxt) {
+			return true
+		}
+	}
+	return false
+}
+
 // source reads the byte range of the column covering the selection.
 func (q *Selection) source(l loc) (seriesiter.TupleSource, error) {
 	src, off, end, err := q.span(l)

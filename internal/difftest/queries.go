@@ -209,6 +209,10 @@ func Expressions(w *Workload) []string {
 		`sum by (__name__, job) (label_replace(rate({__name__=~"http_requests_total|process_cpu_seconds_total"}[5m]), "__name__", "$1", "__name__", "(.+)"))`,
 		`max by (__name__) (label_replace(max_over_time({__name__=~"node_load(1|5)"}[5m]), "__name__", "$1", "__name__", "(node_load1)"))`,
 		`count by (__name__) (count_over_time({__name__=~"node_load1|node_systemd_unit_state"}[10m]))`,
+		`avg by (__name__, instance) (avg_over_time(node_load1[1h]))`,
+		`sum by (__name__, job) (rate(http_requests_total[5m]))`,
+		`max by (__name__) (last_over_time(node_systemd_unit_state[10m]))`,
+		`sum by (__name__, job) (rate(http_requests_total[5m])) * 2`,
 		`abs({__name__=~"node_load1|node_load5"}) > 0`,
 		// count_values, sort, timestamp.
 		`count_values("value", round(node_load1))`,

@@ -64,6 +64,13 @@ const (
 	// as on the synthetic series (the form in which the name
 	// compatibility asks such queries, internal/api/namecompat.go).
 	belowNamedAgg
+	// belowNamedTop: belowNamedAgg that is the query's answer. The end of
+	// the query drops the names it groups by, so a rollup directly under
+	// it that reads one metric name (an equality on __name__) is planned
+	// with the name dropped at once: its groups are the same, and nothing
+	// reads the name before the end (double-groupby-1 in VictoriaMetrics'
+	// dialect: avg(avg_over_time(x[1h])) by (__name__, hostname)).
+	belowNamedTop
 )
 
 // plan finds the rollups of expr and replaces each, in expr, by the vector
@@ -89,13 +96,21 @@ func plan(expr parser.Expr, delayed bool) (parser.Expr, []*rollup) {
 				nb = belowAgg
 				if delayed && slices.Contains(n.Grouping, labels.MetricName) {
 					nb = belowNamedAgg
+					if isTop {
+						nb = belowNamedTop
+					}
 				}
 			}
 			n.Expr = walk(n.Expr, nb, nb != belowOther)
 		case *parser.ParenExpr:
 			n.Expr = walk(n.Expr, b, labelFns)
 		case *parser.Call:
-			if r := planCall(n, delayed); r != nil && (b == belowAgg || isTop) {
+			r := planCall(n, delayed)
+			if r != nil && b == belowNamedTop && SingleName(r.sel.LabelMatchers) {
+				r.keepName = rollupFuncs[n.Func.Name].keepName
+				b = belowAgg
+			}
+			if r != nil && (b == belowAgg || isTop) {
 				if b != belowAgg {
 					r.top, r.keepName = true, rollupFuncs[n.Func.Name].keepName
 				}
@@ -107,8 +122,12 @@ func plan(expr parser.Expr, delayed bool) (parser.Expr, []*rollup) {
 			}
 			through := delayed && labelFns && (n.Func.Name == "label_replace" || n.Func.Name == "label_join")
 			nb := b
-			if through && b == belowNamedAgg && restoresName(n) {
-				nb = belowAgg
+			switch {
+			case b == belowNamedTop || b == belowNamedAgg:
+				nb = belowNamedAgg
+				if restoresName(n) {
+					nb = belowAgg
+				}
 			}
 			for i, a := range n.Args {
 				if through && i == 0 {
@@ -132,6 +151,16 @@ func plan(expr parser.Expr, delayed bool) (parser.Expr, []*rollup) {
 	}
 	root := walk(expr, belowOther, false)
 	return root, rs
+}
+
+// SingleName reports whether ms select one metric name by equality.
+func SingleName(ms []*labels.Matcher) bool {
+	for _, m := range ms {
+		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			return true
+		}
+	}
+	return false
 }
 
 // reservedLabel tells the labels an aggregation may not group a rollup by:

@@ -38,7 +38,14 @@ func TestPlan(t *testing.T) {
 		{expr: `(last_over_time(x[5m]))`, want: `({__aerie_rollup__="0"})`},
 		{expr: `rate(x[5m]) * 2`},
 		{expr: `sum without (i) (rate(x[5m]))`},
-		{expr: `sum by (__name__) (rate(x[5m]))`, delayed: true},
+		// … or, as the query's answer, over one metric name (the end of
+		// the query drops it).
+		{expr: `avg(avg_over_time(cpu_usage_user[1h])) by (__name__, hostname)`, delayed: true,
+			want: `avg by (__name__, hostname) ({__aerie_rollup__="0"})`},
+		{expr: `sum by (__name__) (rate(x[5m]))`, delayed: true, want: `sum by (__name__) ({__aerie_rollup__="0"})`},
+		{expr: `avg(avg_over_time({__name__=~"a|b"}[1h])) by (__name__, hostname)`, delayed: true},
+		{expr: `avg(avg_over_time(x[1h])) by (__name__, hostname) * 2`, delayed: true},
+		{expr: `sum by (__name__) (label_replace(rate(x[5m]), "a", "b", "", ""))`, delayed: true},
 		{expr: `max by (__name__) (label_replace(max_over_time(x[5m]), "__name__", "$1", "__name__", "(a.+)"))`, delayed: true},
 		{expr: `max by (__name__) (label_replace(max_over_time(x[5m]), "n", "$1", "__name__", "(.+)"))`, delayed: true},
 		{expr: `sum by (__type__) (rate(x[5m]))`},

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,26 +24,7 @@ import (
 //	go test -run XXX -bench SmallQuery ./internal/server/
 func BenchmarkSmallQuery(b *testing.B) {
 	_, srv := serveForTest(b, Options{DataDir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
-	end := time.Now().Add(-time.Minute).Truncate(10 * time.Second).UnixMilli()
-	start := end - 12*3600_000
-	fields := []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"}
-	var sb strings.Builder
-	for t := start; t <= end; t += 10_000 {
-		for h := range 10 {
-			fmt.Fprintf(&sb, "cpu,hostname=host_%d ", h)
-			for i, f := range fields {
-				if i > 0 {
-					sb.WriteByte(',')
-				}
-				fmt.Fprintf(&sb, "%s=%d", f, (t/10_000*int64(i+h))%100)
-			}
-			fmt.Fprintf(&sb, " %d\n", t)
-		}
-		if sb.Len() > 1<<20 || t+10_000 > end {
-			postInflux(b, srv.URL, "ms", sb.String())
-			sb.Reset()
-		}
-	}
+	start, end := loadCPU(b, srv.URL, 10)
 	for _, bc := range []struct {
 		name, path string
 		q          url.Values
@@ -52,20 +35,81 @@ func BenchmarkSmallQuery(b *testing.B) {
 		}},
 		{"lastpoint", "/api/v1/query", url.Values{"query": {`cpu_usage_user{hostname="host_1"}`}, "time": {fmt.Sprint(end / 1000)}}},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			client := &http.Client{}
-			body := bc.q.Encode()
-			for range b.N {
-				req, err := http.NewRequest(http.MethodPost, srv.URL+bc.path, strings.NewReader(body))
-				require.NoError(b, err)
-				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				resp, err := client.Do(req)
-				require.NoError(b, err)
-				_, err = io.Copy(io.Discard, resp.Body)
-				require.NoError(b, err)
-				resp.Body.Close()
-				require.Equal(b, http.StatusOK, resp.StatusCode)
+		b.Run(bc.name, func(b *testing.B) { benchQuery(b, srv.URL+bc.path, bc.q) })
+	}
+}
+
+// BenchmarkHeavyQuery measures TSBS's double-groupby-all as `aerie bench
+// http` asks it (VictoriaMetrics' dialect, through the name compatibility)
+// over 50 hosts × 12 h of 10 s rows (2.16 M samples), with the results
+// cache off: every run reads every sample, from the head or (blocks) after
+// flushing it. Reports the samples read per second.
+//
+//	go test -run XXX -bench HeavyQuery -cpuprofile cpu.pprof ./internal/server/
+func BenchmarkHeavyQuery(b *testing.B) {
+	dir := b.TempDir()
+	cfg := filepath.Join(dir, "aerie.yml")
+	require.NoError(b, os.WriteFile(cfg, []byte("aerie:\n  cache:\n    results: {enabled: false}\n"), 0o644))
+	s, srv := serveForTest(b, Options{DataDir: filepath.Join(dir, "data"), ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
+	const hosts = 50
+	start, end := loadCPU(b, srv.URL, hosts)
+	q := url.Values{
+		"query": {`avg(avg_over_time({__name__=~"cpu_(usage_user|usage_system|usage_idle|usage_nice|usage_iowait|usage_irq|usage_softirq|usage_steal|usage_guest|usage_guest_nice)"}[1h])) by (__name__, hostname)`},
+		"start": {fmt.Sprint(start / 1000)}, "end": {fmt.Sprint(end / 1000)}, "step": {"3600"},
+	}
+	samples := float64(hosts*len(cpuFields)) * float64((end-start)/10_000+1)
+	run := func(b *testing.B) {
+		benchQuery(b, srv.URL+"/api/v1/query_range", q)
+		b.ReportMetric(samples*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+	}
+	b.Run("double-groupby-all/head", run)
+	require.NoError(b, s.db.FlushHead())
+	b.Run("double-groupby-all/blocks", run)
+}
+
+// cpuFields are the TSBS cpu measurement's fields.
+var cpuFields = []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"}
+
+// loadCPU writes hosts TSBS cpu rows every 10 s over the 12 h before the
+// last minute into the server at url, and returns their first and last
+// times (ms).
+func loadCPU(b *testing.B, url string, hosts int) (start, end int64) {
+	end = time.Now().Add(-time.Minute).Truncate(10 * time.Second).UnixMilli()
+	start = end - 12*3600_000
+	var sb strings.Builder
+	for t := start; t <= end; t += 10_000 {
+		for h := range hosts {
+			fmt.Fprintf(&sb, "cpu,hostname=host_%d ", h)
+			for i, f := range cpuFields {
+				if i > 0 {
+					sb.WriteByte(',')
+				}
+				fmt.Fprintf(&sb, "%s=%d", f, (t/10_000*int64(i+h))%100)
 			}
-		})
+			fmt.Fprintf(&sb, " %d\n", t)
+		}
+		if sb.Len() > 1<<20 || t+10_000 > end {
+			postInflux(b, url, "ms", sb.String())
+			sb.Reset()
+		}
+	}
+	return start, end
+}
+
+// benchQuery posts q to url b.N times, reading each answer as a Grafana
+// panel does (gzip).
+func benchQuery(b *testing.B, url string, q url.Values) {
+	client := &http.Client{}
+	body := q.Encode()
+	for b.Loop() {
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		require.NoError(b, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := client.Do(req)
+		require.NoError(b, err)
+		_, err = io.Copy(io.Discard, resp.Body)
+		require.NoError(b, err)
+		resp.Body.Close()
+		require.Equal(b, http.StatusOK, resp.StatusCode)
 	}
 }

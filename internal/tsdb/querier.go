@@ -265,6 +265,7 @@ type seriesEntry struct {
 	sources []source
 	seqs    []uint64 // per source: its write order; sources stay sorted by it
 	covered []int64  // head partitions read from memory (see Querier)
+	sure    bool     // a block's index says it has a sample in range
 }
 
 func newSeriesEntry(lset labels.Labels) *seriesEntry { return &seriesEntry{lset: lset} }
@@ -326,6 +327,7 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 				continue // read from the head's memory
 			}
 			e.add(s.Iterator, bm.Seq)
+			e.sure = e.sure || s.SurelyHasSample()
 		}
 	}
 	all := entries.all
@@ -336,6 +338,8 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	}
 	// A series is returned only if it has a sample in range: a group
 	// partition overlapping the range does not mean this slot has one.
+	// Where a block's index tells it (and nothing is deleted), its data
+	// are not read for this.
 	out := make([]storage.Series, 0, len(all))
 	ip := checkIters.Get().(*chunkenc.Iterator)
 	defer checkIters.Put(ip)
@@ -345,6 +349,10 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 		s := &series{lset: e.lset, sources: e.sources, deleted: q.db.deletedIntervals(e.lset)}
 		if err := ctx.Err(); err != nil {
 			return storage.ErrSeriesSet(err)
+		}
+		if e.sure && len(s.deleted) == 0 {
+			out = append(out, s)
+			continue
 		}
 		it = s.rawIterator(it)
 		if it.Next() == chunkenc.ValNone {
