@@ -3,6 +3,7 @@ package head
 import (
 	"errors"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -299,4 +300,60 @@ func TestPartitionLimit(t *testing.T) {
 	require.NoError(t, app.Append(l, memory.VersionWindow*1000, 1))
 	require.NoError(t, app.Commit())
 	require.Len(t, samplesOf(t, h, "m"), memory.VersionWindow+1) // partitions 1..31 and the two later rows; 0 was dropped
+}
+
+// TestSharedTimes: the columns of one partition a Select returns share one
+// decoded time column, and series read through it, concurrently, hold
+// exactly what each read alone holds.
+func TestSharedTimes(t *testing.T) {
+	h := mustNew(t, Options{})
+	names := []string{"a", "b", "c", "d"}
+	for i := range 300 {
+		app := h.Appender()
+		for j, n := range names {
+			if j == 3 && i%4 == 0 {
+				continue // d is sparse
+			}
+			require.NoError(t, app.Append(lbl("__name__", n, "host", "h"), int64(i)*10_000+int64(i%3), float64(i*j)))
+		}
+		require.NoError(t, app.Commit())
+	}
+	alone := map[string][]seriesiter.Sample{}
+	for _, n := range names {
+		alone[n] = samplesOf(t, h, n)
+		require.NotEmpty(t, alone[n])
+	}
+	guard := h.Enter()
+	defer guard.Exit()
+	ss, err := h.Select(math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "host", "h"))
+	require.NoError(t, err)
+	require.Len(t, ss, len(names))
+	shared := 0
+	for _, s := range ss {
+		for _, c := range s.Columns {
+			if c.tc != nil {
+				shared++
+			}
+		}
+	}
+	require.Positive(t, shared, "no column shares its partition's times")
+	got := make([][]seriesiter.Sample, len(ss))
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Go(func() {
+			var its []chunkenc.Iterator
+			for _, c := range s.Columns {
+				its = append(its, seriesiter.NewIterator(nil, c, c.Extra, math.MinInt64, math.MaxInt64))
+			}
+			it := seriesiter.Merge(its...)
+			for it.Next() == chunkenc.ValFloat {
+				a, b := it.At()
+				got[i] = append(got[i], seriesiter.Sample{T: a, V: b})
+			}
+		})
+	}
+	wg.Wait()
+	for i, s := range ss {
+		require.Equal(t, alone[s.Labels.Get("__name__")], got[i], s.Labels.String())
+	}
 }

@@ -36,6 +36,9 @@ type ColumnSnapshot struct {
 	openV    [MaxTupleSize]float64
 	openPres uint8
 
+	part *gpart     // the partition the column is in
+	tc   *timeCache // its time tuples decoded, shared with the Select's other columns of it
+
 	Extra      []seriesiter.Sample
 	MinT, MaxT int64
 	// Partition is the head partition the column belongs to; Flushed is
@@ -75,9 +78,14 @@ func (c *ColumnSnapshot) Load(k int, ts []int64, vs []float64) (int, uint32, err
 		copy(vs, c.openV[:c.openN])
 		return n, uint32(c.openPres), nil
 	}
-	tts, _, err := encoding.DecodeTimeTuple(ts[:0], c.times.tuple(c.m, gk), c.tupleSize)
-	if err != nil {
-		return 0, 0, err
+	var tts []int64
+	if cached := c.tc.tuple(c, gk); cached != nil {
+		tts = append(ts[:0], cached...)
+	} else {
+		var err error
+		if tts, _, err = encoding.DecodeTimeTuple(ts[:0], c.times.tuple(c.m, gk), c.tupleSize); err != nil {
+			return 0, 0, err
+		}
 	}
 	p := c.pres[k]
 	if p == 0 {
@@ -102,6 +110,74 @@ func (c *ColumnSnapshot) Load(k int, ts []int64, vs []float64) (int, uint32, err
 // (under the caller's guard).
 func (c *ColumnSnapshot) valid() bool {
 	return c.times.valid(c.m) && c.vals.valid(c.m)
+}
+
+// timeCache holds the closed time tuples of one group partition, decoded,
+// for the columns of that partition one Select returns: a query over
+// several series of a group decodes the group's time column once instead
+// of once per series (issue 23). A tuple is decoded on its first use.
+// Closed tuples never change, so a column whose view of the partition is
+// longer or shorter than the cache's may use every tuple the cache holds.
+//
+// Locking: each tuple is decoded under its own sync.Once, and only read
+// after it.
+type timeCache struct {
+	tupleSize int
+	once      []sync.Once
+	n         []int8  // tuple k's length; -1: it did not decode (Load decodes it again and reports why)
+	ts        []int64 // tuple k at [k*tupleSize, k*tupleSize+n[k])
+}
+
+// tuple returns closed time tuple gk of c's partition, or nil when the
+// cache does not hold it (nor c have one).
+func (tc *timeCache) tuple(c *ColumnSnapshot, gk int) []int64 {
+	if tc == nil || gk >= len(tc.n) {
+		return nil
+	}
+	at := gk * tc.tupleSize
+	tc.once[gk].Do(func() {
+		t, _, err := encoding.DecodeTimeTuple(tc.ts[at:at:at+tc.tupleSize], c.times.tuple(c.m, gk), tc.tupleSize)
+		if err != nil || len(t) > tc.tupleSize {
+			tc.n[gk] = -1
+			return
+		}
+		tc.n[gk] = int8(len(t))
+	})
+	if tc.n[gk] < 0 {
+		return nil
+	}
+	return tc.ts[at : at+int(tc.n[gk])]
+}
+
+// shareTimes gives the columns of out that are in one partition, where
+// there are several, one timeCache.
+func shareTimes(out []SeriesSnapshot) {
+	if len(out) < 2 {
+		return
+	}
+	type shared struct {
+		first *ColumnSnapshot
+		tc    *timeCache
+	}
+	seen := map[*gpart]*shared{}
+	for i := range out {
+		for _, c := range out[i].Columns {
+			if len(c.times.offs) == 0 {
+				continue
+			}
+			e := seen[c.part]
+			switch {
+			case e == nil:
+				seen[c.part] = &shared{first: c}
+			case e.tc == nil:
+				n := max(len(e.first.times.offs), len(c.times.offs))
+				e.tc = &timeCache{tupleSize: c.tupleSize, once: make([]sync.Once, n), n: make([]int8, n), ts: make([]int64, n*c.tupleSize)}
+				e.first.tc, c.tc = e.tc, e.tc
+			default:
+				c.tc = e.tc
+			}
+		}
+	}
 }
 
 // snapshotPool recycles column snapshots: every query takes one per column
@@ -150,6 +226,7 @@ func (p *gpart) snapshotLocked(m *memory.Manager, slot model.Slot, tupleSize int
 		m:          m,
 		tupleSize:  tupleSize,
 		times:      p.times.view(),
+		part:       p,
 		firstTuple: c.firstTuple,
 		vals:       c.vals.view(),
 		pres:       c.pres[:len(c.pres):len(c.pres)],
@@ -260,5 +337,6 @@ func (h *Head) Select(mint, maxt int64, ms ...*labels.Matcher) ([]SeriesSnapshot
 		sort.Slice(ss.Columns, func(i, j int) bool { return ss.Columns[i].MinT < ss.Columns[j].MinT })
 		out = append(out, ss)
 	}
+	shareTimes(out)
 	return out, nil
 }
