@@ -17,27 +17,42 @@ import (
 
 // BenchmarkSmallQuery measures what a small query costs over HTTP beyond
 // its data: TSBS's 5-1-12 (max of 5 metrics of one host over 12 h at
-// 1 m steps) and lastpoint (an instant query of one series) against a
-// server holding 10 hosts × 12 h of 10 s rows, one client, with the
-// request and the answer as a Grafana panel sends and reads them (gzip).
+// 1 m steps, in VictoriaMetrics' dialect as aerie bench http asks it) and
+// lastpoint (an instant query of one series) against a server holding 10
+// hosts × 12 h of 10 s rows, one client, with the request and the answer
+// as a Grafana panel sends and reads them (gzip); with the results cache
+// on (its default: repeats are answered from it) and off.
 //
 //	go test -run XXX -bench SmallQuery ./internal/server/
 func BenchmarkSmallQuery(b *testing.B) {
-	_, srv := serveForTest(b, Options{DataDir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
-	start, end := loadCPU(b, srv.URL, 10)
-	for _, bc := range []struct {
-		name, path string
-		q          url.Values
-	}{
-		{"5-1-12", "/api/v1/query_range", url.Values{
-			"query": {`max(max_over_time({__name__=~"cpu_(usage_user|usage_system|usage_idle|usage_nice|usage_iowait)",hostname=~"host_1"}[1m])) by (__name__)`},
-			"start": {fmt.Sprint(start / 1000)}, "end": {fmt.Sprint(end / 1000)}, "step": {"60"},
-		}},
-		{"lastpoint", "/api/v1/query", url.Values{"query": {`cpu_usage_user{hostname="host_1"}`}, "time": {fmt.Sprint(end / 1000)}}},
-	} {
-		b.Run(bc.name, func(b *testing.B) { benchQuery(b, srv.URL+bc.path, bc.q) })
+	for _, cache := range []string{"cache-on", "cache-off"} {
+		b.Run(cache, func(b *testing.B) {
+			dir := b.TempDir()
+			opts := Options{DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)}
+			if cache == "cache-off" {
+				opts.ConfigFile = filepath.Join(dir, "aerie.yml")
+				require.NoError(b, os.WriteFile(opts.ConfigFile, []byte(resultsCacheOff), 0o644))
+			}
+			_, srv := serveForTest(b, opts)
+			start, end := loadCPU(b, srv.URL, 10)
+			for _, bc := range []struct {
+				name, path string
+				q          url.Values
+			}{
+				{"5-1-12", "/api/v1/query_range", url.Values{
+					"query": {`max(max_over_time({__name__=~"cpu_(usage_user|usage_system|usage_idle|usage_nice|usage_iowait)",hostname=~"host_1"}[1m])) by (__name__)`},
+					"start": {fmt.Sprint(start / 1000)}, "end": {fmt.Sprint(end / 1000)}, "step": {"60"},
+				}},
+				{"lastpoint", "/api/v1/query", url.Values{"query": {`cpu_usage_user{hostname="host_1"}`}, "time": {fmt.Sprint(end / 1000)}}},
+			} {
+				b.Run(bc.name, func(b *testing.B) { benchQuery(b, srv.URL+bc.path, bc.q) })
+			}
+		})
 	}
 }
+
+// resultsCacheOff is a configuration file turning the results cache off.
+const resultsCacheOff = "aerie:\n  cache:\n    results: {enabled: false}\n"
 
 // BenchmarkHeavyQuery measures TSBS's double-groupby-all as `aerie bench
 // http` asks it (VictoriaMetrics' dialect, through the name compatibility)
@@ -49,7 +64,7 @@ func BenchmarkSmallQuery(b *testing.B) {
 func BenchmarkHeavyQuery(b *testing.B) {
 	dir := b.TempDir()
 	cfg := filepath.Join(dir, "aerie.yml")
-	require.NoError(b, os.WriteFile(cfg, []byte("aerie:\n  cache:\n    results: {enabled: false}\n"), 0o644))
+	require.NoError(b, os.WriteFile(cfg, []byte(resultsCacheOff), 0o644))
 	s, srv := serveForTest(b, Options{DataDir: filepath.Join(dir, "data"), ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	const hosts = 50
 	start, end := loadCPU(b, srv.URL, hosts)
