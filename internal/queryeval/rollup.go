@@ -146,8 +146,10 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 	}
 	defer q.Close()
 	hints := &storage.SelectHints{Start: mint + 1, End: rq.end, Step: rq.step, Func: r.call.Func.Name, Range: r.rangeMs}
-	// The workers decode the series, each its own, on every core.
-	set := q.Select(tsdb.WithoutReadAhead(ctx), false, hints, r.sel.LabelMatchers...)
+	// The workers decode the series, each its own, on every core; a
+	// series without samples in range yields nothing, so the storage need
+	// not read it to leave it out.
+	set := q.Select(tsdb.WithEmptySeries(tsdb.WithoutReadAhead(ctx)), false, hints, r.sel.LabelMatchers...)
 
 	var all []storage.Series
 	for set.Next() {

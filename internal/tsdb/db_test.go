@@ -180,3 +180,48 @@ func TestPacedFlush(t *testing.T) {
 		require.Len(t, s, 50)
 	}
 }
+
+// TestSelectEmptySeries: Select leaves out a series without a sample in
+// range even when its group has rows there (in the head and in blocks,
+// where a block's index answers for its dense columns), and returns it,
+// empty, to a caller that asked WithEmptySeries.
+func TestSelectEmptySeries(t *testing.T) {
+	db, _ := openDir(t, &Options{FlushCheckInterval: -1, PartitionRange: 3600_000})
+	defer db.Close()
+	for i := int64(0); i < 200; i++ {
+		app := db.RowAppender()
+		for _, n := range []string{"a", "c", "d", "e"} {
+			require.NoError(t, app.Append(labels.FromStrings("__name__", n, "job", "j"), i*15_000, float64(i)))
+		}
+		if i%10 == 0 && i < 100 { // b (in the same group) every 10th row of the first 25 minutes
+			require.NoError(t, app.Append(labels.FromStrings("__name__", "b", "job", "j"), i*15_000, float64(i)))
+		}
+		require.NoError(t, app.Commit())
+	}
+	job := labels.MustNewMatcher(labels.MatchRegexp, "__name__", "a|b")
+	names := func(ctx context.Context, mint, maxt int64) (out []string) {
+		q, err := db.Querier(mint, maxt)
+		require.NoError(t, err)
+		defer q.Close()
+		got := collect(t, q.Select(ctx, true, nil, job))
+		ss := q.Select(ctx, true, nil, job)
+		for ss.Next() {
+			l := ss.At().Labels()
+			out = append(out, l.Get("__name__"))
+			if len(got[l.String()]) == 0 {
+				out[len(out)-1] += "(empty)"
+			}
+		}
+		require.NoError(t, ss.Err())
+		return out
+	}
+	for _, stage := range []string{"head", "blocks"} {
+		if stage == "blocks" {
+			require.NoError(t, db.FlushHead())
+		}
+		require.Equal(t, []string{"a", "b"}, names(context.Background(), 0, 3_000_000), stage)
+		require.Equal(t, []string{"a"}, names(context.Background(), 1_600_000, 2_900_000), stage)
+		require.Equal(t, []string{"a"}, names(context.Background(), 1_600_000, 3_000_000), stage) // the last row in range; b's column is sparse
+		require.Equal(t, []string{"a", "b(empty)"}, names(WithEmptySeries(context.Background()), 1_600_000, 2_900_000), stage)
+	}
+}

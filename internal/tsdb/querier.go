@@ -291,6 +291,16 @@ func WithoutReadAhead(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noReadAheadKey{}, true)
 }
 
+type mayBeEmptyKey struct{}
+
+// WithEmptySeries marks ctx so that the Selects made with it may return
+// series without a sample in range (whose data would otherwise be read to
+// tell): for a caller that reads every series anyway and ignores those
+// without samples (internal/queryeval's rollups).
+func WithEmptySeries(ctx context.Context) context.Context {
+	return context.WithValue(ctx, mayBeEmptyKey{}, true)
+}
+
 func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	mint, maxt := q.mint, q.maxt
 	if hints != nil {
@@ -339,18 +349,20 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	// A series is returned only if it has a sample in range: a group
 	// partition overlapping the range does not mean this slot has one.
 	// Where a block's index tells it (and nothing is deleted), its data
-	// are not read for this.
+	// are not read for this; nor for a caller that asked for empty series
+	// too (WithEmptySeries).
 	out := make([]storage.Series, 0, len(all))
 	ip := checkIters.Get().(*chunkenc.Iterator)
 	defer checkIters.Put(ip)
 	it := *ip
 	defer func() { *ip = releaseIterator(it) }()
+	mayBeEmpty := ctx.Value(mayBeEmptyKey{}) != nil
 	for _, e := range all {
 		s := &series{lset: e.lset, sources: e.sources, deleted: q.db.deletedIntervals(e.lset)}
 		if err := ctx.Err(); err != nil {
 			return storage.ErrSeriesSet(err)
 		}
-		if e.sure && len(s.deleted) == 0 {
+		if mayBeEmpty || (e.sure && len(s.deleted) == 0) {
 			out = append(out, s)
 			continue
 		}
