@@ -237,7 +237,15 @@ func (it *Iterator) appendBefore(ts []int64, vs []float64, max int, limit int64)
 func (it *Iterator) appendTuples(ts []int64, vs []float64, max int, limit int64) ([]int64, []float64, bool) {
 	for len(ts) < max {
 		// The loaded tuple's rows after the current sample (pick leaves
-		// it.i past it), then the next tuples.
+		// it.i past it), then the next tuples. Rows all present, in range
+		// and fitting are appended at once.
+		if rest := it.n - it.i; rest > 0 && len(ts)+rest <= max && it.present>>it.i == 1<<rest-1 &&
+			it.ts[it.n-1] <= it.maxt && it.ts[it.n-1] < limit {
+			ts = append(ts, it.ts[it.i:it.n]...)
+			vs = append(vs, it.vs[it.i:it.n]...)
+			it.i = it.n
+			it.t, it.v = it.ts[it.n-1], it.vs[it.n-1]
+		}
 		for ; it.i < it.n && len(ts) < max; it.i++ {
 			if it.present&(1<<it.i) == 0 {
 				continue
