@@ -25,10 +25,16 @@
 // query: native histograms in a window, offsets, @ modifiers, anchored or
 // smoothed selectors, functions with parameters, rollups under a
 // subquery, under an operator or function, or under any aggregation but
-// sum, avg, min, max, count, group, stddev and stdvar `by` labels that
-// exclude __name__ (with delayed name removal, label_replace and
-// label_join may stand in between); a top-level rollup whose answer has
-// two series with the same labels. Query statistics count the rollups'
+// sum, avg, min, max, count, group, stddev and stdvar `by` labels (with
+// delayed name removal, label_replace and label_join may stand in
+// between). With delayed name removal, an aggregation by __name__ keeps
+// the name a range function marked for removal, a mark the synthetic
+// series cannot carry: a rollup is planned under it only through
+// label_replace(…, "__name__", "$1", "__name__", "(.+)"), which clears the
+// mark (the form the VictoriaMetrics name compatibility asks), or directly
+// when the aggregation is the query's answer and the selector reads one
+// metric name. Nor a top-level rollup whose answer has two series with
+// the same labels. Query statistics count the rollups'
 // output, not the raw samples they read, and Options.MaxSamples bounds a
 // rollup's output, not its window.
 //
