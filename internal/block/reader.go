@@ -569,7 +569,7 @@ func (q *Selection) source(l loc) (seriesiter.TupleSource, error) {
 		}
 	}
 	src.off0 = off
-	src.file = filepath.Join(q.r.dir, DataFilename)
+	src.dir = q.r.dir
 	src.fileOff = c.off
 	return src, nil
 }
@@ -667,7 +667,7 @@ type colSource struct {
 	t0, n     int
 	buf       []byte
 	off0      int64
-	file      string
+	dir       string // the block's directory (errors name its data file)
 	fileOff   int64
 	vals      []float64
 	pres      []bool
@@ -685,7 +685,7 @@ func (s *colSource) Load(k int, ts []int64, vs []float64) (int, uint32, error) {
 	var err error
 	s.vals, s.pres, err = encoding.DecodeColumnTuple(s.vals[:0], s.pres[:0], s.meta, tuple, i)
 	if err != nil {
-		return 0, 0, &CorruptionError{File: s.file, Offset: s.fileOff + off, Err: err}
+		return 0, 0, &CorruptionError{File: filepath.Join(s.dir, DataFilename), Offset: s.fileOff + off, Err: err}
 	}
 	var p uint32
 	base := i * s.tupleSize

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -376,7 +375,7 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 		out = append(out, s)
 	}
 	{ // always sorted, whatever sortSeries says: cheap next to decoding, and deterministic
-		sort.Slice(out, func(i, j int) bool { return labelsLess(out[i].Labels(), out[j].Labels()) })
+		slices.SortFunc(out, func(a, b storage.Series) int { return labels.Compare(a.Labels(), b.Labels()) })
 	}
 	if hints != nil && hints.Limit > 0 && len(out) > hints.Limit {
 		out = out[:hints.Limit]
