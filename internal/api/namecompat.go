@@ -83,49 +83,67 @@ type nameCompat struct {
 }
 
 func (e nameCompat) NewInstantQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, ts time.Time) (promql.Query, error) {
-	qry, err := e.ng.NewInstantQuery(ctx, q, opts, qs, ts)
-	if err != nil {
-		return nil, err
-	}
-	return &compatQuery{Query: qry, qs: qs, q: q, start: ts, end: ts, lookback: e.lookbackOf(opts), mk: func(alt string) (promql.Query, error) {
-		return e.ng.NewInstantQuery(ctx, q, opts, alt, ts)
-	}}, nil
+	return e.newQuery(ctx, q, opts, qs, ts, ts, func(s string) (promql.Query, error) {
+		return e.ng.NewInstantQuery(ctx, q, opts, s, ts)
+	})
 }
 
 func (e nameCompat) NewRangeQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, interval time.Duration) (promql.Query, error) {
-	qry, err := e.ng.NewRangeQuery(ctx, q, opts, qs, start, end, interval)
+	return e.newQuery(ctx, q, opts, qs, start, end, func(s string) (promql.Query, error) {
+		return e.ng.NewRangeQuery(ctx, q, opts, s, start, end, interval)
+	})
+}
+
+// newQuery makes the query qs with mk. Where names are known to collide
+// (collides), it makes the query with them kept instead, and the query as
+// written only if that one fails (Exec): qs is parsed once here, and an
+// engine query that is not run is not made.
+func (e nameCompat) newQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, mk func(string) (promql.Query, error)) (promql.Query, error) {
+	c := &compatQuery{qs: qs, q: q, start: start, end: end, lookback: e.lookbackOf(opts), mk: mk}
+	if expr, err := parser.ParseExpr(qs); err == nil && c.collides(ctx, expr) {
+		alt, _ := keepNamesExpr(expr) // collides found a call to rewrite
+		if aq, err := mk(alt); err == nil {
+			// The query as written builds wherever its rewrite does.
+			c.alt, c.answered = aq, aq
+			return c, nil
+		}
+	}
+	qry, err := mk(qs)
 	if err != nil {
 		return nil, err
 	}
-	return &compatQuery{Query: qry, qs: qs, q: q, start: start, end: end, lookback: e.lookbackOf(opts), mk: func(alt string) (promql.Query, error) {
-		return e.ng.NewRangeQuery(ctx, q, opts, alt, start, end, interval)
-	}}, nil
+	c.orig, c.answered = qry, qry
+	return c, nil
 }
 
-// compatQuery is a query with its retry. Exec, Close and Cancel are called
-// by one goroutine at a time, as promql.Query's are; Cancel may race with
-// Exec only through the queries' own Cancel.
+// compatQuery is a query with its retry: orig is the query as written,
+// alt the one with names kept; either is made only when it runs (one is
+// made with the query). Exec, Close and Cancel are called by one goroutine
+// at a time, as promql.Query's are; Cancel may race with Exec only
+// through the queries' own Cancel.
 type compatQuery struct {
-	promql.Query
 	qs         string
 	q          storage.Queryable
 	start, end time.Time
 	lookback   time.Duration
 	mk         func(string) (promql.Query, error)
-	alt        promql.Query // the retry, once Exec made one
+	orig, alt  promql.Query
+	answered   promql.Query // the one whose result Exec returns (or will)
 }
 
 func (c *compatQuery) Exec(ctx context.Context) *promql.Result {
-	if expr, err := parser.ParseExpr(c.qs); err == nil && c.collides(ctx, expr) {
-		alt, _ := keepNamesExpr(expr) // collides found a call to rewrite
-		if aq, err := c.mk(alt); err == nil {
-			c.alt = aq
-			if ares := aq.Exec(ctx); ares.Err == nil {
-				return ares
-			}
+	if c.alt != nil && c.orig == nil { // names known to collide: kept first
+		if ares := c.alt.Exec(ctx); ares.Err == nil {
+			return ares
 		}
+		orig, err := c.mk(c.qs)
+		if err != nil {
+			return &promql.Result{Err: err}
+		}
+		c.orig, c.answered = orig, orig
+		return orig.Exec(ctx)
 	}
-	res := c.Query.Exec(ctx)
+	res := c.orig.Exec(ctx)
 	if res.Err == nil || !strings.Contains(res.Err.Error(), errCollision) {
 		return res
 	}
@@ -137,11 +155,9 @@ func (c *compatQuery) Exec(ctx context.Context) *promql.Result {
 	if err != nil {
 		return res
 	}
-	if c.alt != nil {
-		c.alt.Close()
-	}
 	c.alt = aq
 	if ares := aq.Exec(ctx); ares.Err == nil {
+		c.answered = aq
 		return ares
 	}
 	return res
@@ -226,25 +242,27 @@ func (c *compatQuery) argCollides(ctx context.Context, a parser.Expr) bool {
 }
 
 func (c *compatQuery) Close() {
-	if c.alt != nil {
-		c.alt.Close()
+	for _, q := range []promql.Query{c.alt, c.orig} {
+		if q != nil {
+			q.Close()
+		}
 	}
-	c.Query.Close()
 }
 
 func (c *compatQuery) Cancel() {
-	c.Query.Cancel()
-	if c.alt != nil {
-		c.alt.Cancel()
+	for _, q := range []promql.Query{c.orig, c.alt} {
+		if q != nil {
+			q.Cancel()
+		}
 	}
 }
 
-func (c *compatQuery) Stats() *stats.Statistics {
-	if c.alt != nil {
-		return c.alt.Stats()
-	}
-	return c.Query.Stats()
-}
+func (c *compatQuery) Stats() *stats.Statistics { return c.answered.Stats() }
+
+func (c *compatQuery) Statement() parser.Statement { return c.answered.Statement() }
+
+// String is the query as it was asked.
+func (c *compatQuery) String() string { return c.qs }
 
 // keepNames rewrites qs so that the calls of keepNameFuncs keep __name__:
 // each becomes label_replace(call, "__name__", "$1", "__name__", "(.+)"),
