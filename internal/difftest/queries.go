@@ -214,6 +214,14 @@ func Expressions(w *Workload) []string {
 		`max by (__name__) (last_over_time(node_systemd_unit_state[10m]))`,
 		`sum by (__name__, job) (rate(http_requests_total[5m])) * 2`,
 		`abs({__name__=~"node_load1|node_load5"}) > 0`,
+		// Arithmetic with a number over a range function (Grafana's
+		// `rate(x[5m]) * 8`), which internal/queryeval evaluates itself.
+		`rate(node_network_receive_bytes_total[5m]) * 8`,
+		`100 - avg_over_time(node_load1[10m]) * 100`,
+		`(irate(node_cpu_seconds_total{mode="user"}[5m]) * 8) / 1024`,
+		`2 ^ deriv(node_weird_value[10m])`,
+		`last_over_time(node_systemd_unit_state[10m]) * 2`,
+		`rate({__name__=~"node_network_(receive|transmit)_bytes_total"}[5m]) * 8`,
 		// count_values, sort, timestamp.
 		`count_values("value", round(node_load1))`,
 		`count_values("v", node_textfile_scrape_error > 0)`,

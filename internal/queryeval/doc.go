@@ -7,8 +7,9 @@
 // BufferedSeriesIterator and a sample ring, about 30 ns a sample in
 // Aerie's profiles, on one core. Engine instead plans each query first:
 // every call of a supported range function over a plain matrix selector
-// that is the query's whole answer, or reaches the answer only through an
-// aggregation that keeps nothing but its `by` labels, is a *rollup*. A rollup is replaced, in a
+// that is the query's whole answer (alone or in arithmetic with a number,
+// `rate(x[5m]) * 8`), or reaches the answer only through an aggregation
+// that keeps nothing but its `by` labels, is a *rollup*. A rollup is replaced, in a
 // copy of the query, by a vector selector of a synthetic series set; the
 // rewritten query runs on Prometheus' engine over a Queryable that answers
 // those selectors with the rollups' results and every other selector from
@@ -24,7 +25,8 @@
 // What it does not do, falling back to Prometheus' engine for the whole
 // query: native histograms in a window, offsets, @ modifiers, anchored or
 // smoothed selectors, functions with parameters, rollups under a
-// subquery, under an operator or function, or under any aggregation but
+// subquery, under a function or an operator (but arithmetic with a number
+// at the answer), or under any aggregation but
 // sum, avg, min, max, count, group, stddev and stdvar `by` labels (with
 // delayed name removal, label_replace and label_join may stand in
 // between). With delayed name removal, an aggregation by __name__ keeps

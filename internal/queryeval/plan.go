@@ -64,7 +64,8 @@ const (
 	// as on the synthetic series (the form in which the name
 	// compatibility asks such queries, internal/api/namecompat.go).
 	belowNamedAgg
-	// belowNamedTop: belowNamedAgg that is the query's answer. The end of
+	// belowNamedTop: belowNamedAgg that is the query's answer (alone or
+	// in arithmetic with a number, which reads no name). The end of
 	// the query drops the names it groups by, so a rollup directly under
 	// it that reads one metric name (an equality on __name__) is planned
 	// with the name dropped at once: its groups are the same, and nothing
@@ -137,7 +138,14 @@ func plan(expr parser.Expr, delayed bool) (parser.Expr, []*rollup) {
 				}
 			}
 		case *parser.BinaryExpr:
+			// The query's answer as arithmetic between a number and one
+			// side (`rate(x[5m]) * 8`): that side's labels reach the
+			// answer as they are, so it is the answer as far as a rollup
+			// is concerned.
+			arith := isTop && n.Op.IsOperator() && !n.Op.IsComparisonOperator() && !n.Op.IsSetOperator()
+			top = arith && isNumber(n.RHS)
 			n.LHS = walk(n.LHS, belowOther, false)
+			top = arith && isNumber(n.LHS)
 			n.RHS = walk(n.RHS, belowOther, false)
 		case *parser.UnaryExpr:
 			n.Expr = walk(n.Expr, belowOther, false)
@@ -151,6 +159,20 @@ func plan(expr parser.Expr, delayed bool) (parser.Expr, []*rollup) {
 	}
 	root := walk(expr, belowOther, false)
 	return root, rs
+}
+
+// isNumber tells a number literal, in parentheses or not.
+func isNumber(e parser.Expr) bool {
+	for {
+		switch n := e.(type) {
+		case *parser.ParenExpr:
+			e = n.Expr
+		case *parser.NumberLiteral:
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // SingleName reports whether ms select one metric name by equality.

@@ -36,7 +36,13 @@ func TestPlan(t *testing.T) {
 		// The answer of the query itself.
 		{expr: `rate(x[5m])`, want: `{__aerie_rollup__="0"}`},
 		{expr: `(last_over_time(x[5m]))`, want: `({__aerie_rollup__="0"})`},
-		{expr: `rate(x[5m]) * 2`},
+		// … or of arithmetic with a number that is the answer.
+		{expr: `rate(x[5m]) * 2`, want: `{__aerie_rollup__="0"} * 2`},
+		{expr: `(8 * (irate(x[5m]))) / 1024`, want: `(8 * ({__aerie_rollup__="0"})) / 1024`},
+		{expr: `rate(x[5m]) > 2`},
+		{expr: `rate(x[5m]) * rate(y[5m])`},
+		{expr: `sum(rate(x[5m]) * 2)`},
+		{expr: `rate(x[5m]) * 2 > 1`},
 		{expr: `sum without (i) (rate(x[5m]))`},
 		// … or, as the query's answer, over one metric name (the end of
 		// the query drops it).
@@ -44,7 +50,9 @@ func TestPlan(t *testing.T) {
 			want: `avg by (__name__, hostname) ({__aerie_rollup__="0"})`},
 		{expr: `sum by (__name__) (rate(x[5m]))`, delayed: true, want: `sum by (__name__) ({__aerie_rollup__="0"})`},
 		{expr: `avg(avg_over_time({__name__=~"a|b"}[1h])) by (__name__, hostname)`, delayed: true},
-		{expr: `avg(avg_over_time(x[1h])) by (__name__, hostname) * 2`, delayed: true},
+		{expr: `avg(avg_over_time(x[1h])) by (__name__, hostname) * 2`, delayed: true,
+			want: `avg by (__name__, hostname) ({__aerie_rollup__="0"}) * 2`},
+		{expr: `label_replace(avg(avg_over_time(x[1h])) by (__name__, h), "n", "$1", "__name__", "(.+)")`, delayed: true},
 		{expr: `sum by (__name__) (label_replace(rate(x[5m]), "a", "b", "", ""))`, delayed: true},
 		{expr: `max by (__name__) (label_replace(max_over_time(x[5m]), "__name__", "$1", "__name__", "(a.+)"))`, delayed: true},
 		{expr: `max by (__name__) (label_replace(max_over_time(x[5m]), "n", "$1", "__name__", "(.+)"))`, delayed: true},
