@@ -38,8 +38,8 @@ go test -tags invariants -race -count=1 -run TestStress ./internal/memory/ -memo
 step "differential test against prometheus/tsdb, kill -9 crash tests (writes; backfill and compaction), replay memory, a year backfilled in bounded memory (full size)"
 go test -count=1 -timeout 20m -run 'TestDifferential|TestCrashKill9|TestCompactionCrashKill9|TestReplayMemoryBounded|TestBackfillYearBounded' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "full tests failed"; exit 1; }
 
-step "Aerie's evaluator (internal/queryeval) against Prometheus' engine on the full differential workload: prometheus/tsdb, Aerie's head and blocks"
-go test -count=1 -timeout 15m -run 'TestSameAnswers' -v ./internal/queryeval/ 2>&1 | grep -E '^(--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "queryeval differential test failed"; exit 1; }
+step "Aerie's evaluator (internal/queryeval) against Prometheus' engine on the full differential workload (prometheus/tsdb, Aerie's head and blocks) and on 800 generated expressions"
+AERIE_SMITH_N=200 go test -count=1 -timeout 15m -run 'TestSameAnswers|TestRandomQueries' -v ./internal/queryeval/ 2>&1 | grep -E '^(--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "queryeval differential test failed"; exit 1; }
 
 step "kill -9 while blocks move to the bucket (12 kills): no acknowledged row lost, every visible block verifies"
 go test -count=1 -timeout 10m -run 'TestUploadCrashKill9' -v ./internal/bucket/ 2>&1 | grep -E '^(--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "upload crash test failed"; exit 1; }
