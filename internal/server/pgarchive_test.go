@@ -59,15 +59,22 @@ aerie:
 		require.NoError(t, err)
 		require.NoError(t, conn.Close())
 	}
-	count := func(from, to int64) string {
-		_, body := get(t, fmt.Sprintf("%s/api/v1/query?query=%s&time=%d", base,
-			url.QueryEscape(fmt.Sprintf(`count_over_time({"app.web.latency"}[%ds])`, to-from)), to-1))
-		return body
+	// written says whether every point sent over [from, to) is visible,
+	// of both series (the carbon listener commits them in its own time).
+	written := func(from, to int64) bool {
+		want := fmt.Sprintf(`"%d"`, (to-from)/10-(to-from)/600)
+		for _, series := range []string{"app.web.latency", "app.db.latency"} {
+			_, body := get(t, fmt.Sprintf("%s/api/v1/query?query=%s&time=%d", base,
+				url.QueryEscape(fmt.Sprintf(`count_over_time({%q}[%ds])`, series, to-from)), to-1))
+			if !strings.Contains(body, want) {
+				return false
+			}
+		}
+		return true
 	}
-	want := func(from, to int64) string { return fmt.Sprintf(`"%d"`, (to-from)/10-(to-from)/600) }
 	start := now - 3*3600
 	send(start, now-3600)
-	require.Eventually(t, func() bool { return strings.Contains(count(start, now-3600), want(start, now-3600)) }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return written(start, now-3600) }, 10*time.Second, 50*time.Millisecond)
 	require.NoError(t, s.rollups.RunOnce(ctx))
 
 	conn, err := pgx.Connect(ctx, dsn)
@@ -134,7 +141,7 @@ aerie:
 	require.NoError(t, pg.Stop())
 	send(now-3600, now)
 	// (The raw archive keeps an hour: older raw data are gone once rolled up.)
-	require.Eventually(t, func() bool { return strings.Contains(count(now-3600, now), want(now-3600, now)) }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return written(now-3600, now) }, 10*time.Second, 50*time.Millisecond)
 	require.NoError(t, s.rollups.RunOnce(ctx))
 	require.Greater(t, s.rollups.Done("1m")/1000, doneSec)
 	doneSec = s.rollups.Done("1m") / 1000
