@@ -92,6 +92,21 @@ load 10s
 		require.NoError(t, err)
 		require.Equal(t, tc.want, sortedString(v), tc.q)
 	}
+	// Names collide, but the query with them kept fails too: the answer
+	// is the query as written's, and the query reports itself as asked.
+	{
+		qs := `max_over_time({__name__=~"cpu_usage_(user|system)"}[1m]) + rate({__name__=~"cpu_usage_(user|system)"}[1m])`
+		q, err := compat.NewInstantQuery(context.Background(), st, nil, qs, at)
+		require.NoError(t, err)
+		defer q.Close()
+		require.Equal(t, qs, q.String())
+		got := q.Exec(context.Background())
+		want := instant(newEngine(true), qs)
+		require.Error(t, want.Err)
+		require.Equal(t, want.Err.Error(), got.Err.Error())
+		require.NotNil(t, q.Stats())
+		require.Contains(t, q.Statement().String(), qs) // the query as written answered
+	}
 	res := instant(plain, `max(max_over_time({__name__=~"cpu_usage_(user|system|idle)", hostname="h1"}[1m])) by (__name__)`)
 	require.EqualError(t, res.Err, "vector cannot contain metrics with the same labelset")
 
