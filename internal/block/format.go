@@ -18,9 +18,9 @@ const (
 // Format constants (docs/format/block.md).
 const (
 	DataMagic    uint32 = 0xAE1BDA7A
-	DataVersion  uint8  = 1
+	DataVersion  uint8  = 2 // reads 1 too (version 1 value columns)
 	IndexMagic   uint32 = 0xAE1B1D8C
-	IndexVersion uint8  = 2 // reads 1 too (metrics section of version 1)
+	IndexVersion uint8  = 3 // reads 1 and 2 too (version 1 value columns; 1: version 1 metrics)
 	MetaMagic           = "aerie-block"
 	MetaVersion         = 1
 	HeaderLen           = 8  // magic(4) version(1) reserved(3)

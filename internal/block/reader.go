@@ -33,8 +33,24 @@ type ReaderOptions struct {
 
 type colInfo struct {
 	series uint32
-	meta   encoding.ColumnMeta
-	off    int64 // absolute offset of the column's data
+	meta   encoding.ColumnMeta // index versions 1 and 2 (data version 1)
+	ch     chunkMeta           // index version 3 (data version 2): ch.ends != nil
+	off    int64               // absolute offset of the column's data
+}
+
+func (c *colInfo) dataLen() int64 {
+	if c.ch.ends != nil {
+		return c.ch.dataLen()
+	}
+	return c.meta.DataLen()
+}
+
+// sparse reports whether some row of the column may be absent.
+func (c *colInfo) sparse() bool {
+	if c.ch.ends != nil {
+		return c.ch.sparse
+	}
+	return c.meta.Flags&encoding.ColumnSparse != 0
 }
 
 type groupInfo struct {
@@ -167,8 +183,8 @@ func (r *Reader) verifyData(path string) error {
 	if binary.BigEndian.Uint32(hdr) != DataMagic {
 		return &CorruptionError{File: path, Offset: 0, Err: fmt.Errorf("bad magic %#x", binary.BigEndian.Uint32(hdr))}
 	}
-	if hdr[4] != DataVersion {
-		return &CorruptionError{File: path, Offset: 4, Err: fmt.Errorf("unsupported data version %d", hdr[4])}
+	if hdr[4] != r.dataVersion() {
+		return &CorruptionError{File: path, Offset: 4, Err: fmt.Errorf("data version %d, index version %d wants %d", hdr[4], r.version, r.dataVersion())}
 	}
 	if hdr[5]|hdr[6]|hdr[7] != 0 {
 		return &CorruptionError{File: path, Offset: 5, Err: fmt.Errorf("reserved header bytes not zero")}
@@ -180,7 +196,7 @@ func (r *Reader) verifyData(path string) error {
 		}
 		end := g.off + g.tsLen
 		for _, c := range g.cols {
-			end += c.meta.DataLen()
+			end += c.dataLen()
 		}
 		h := checksum.New()
 		if _, err := io.CopyN(h, br, end-g.off); err != nil {
@@ -205,10 +221,10 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 		return &CorruptionError{Offset: 0, Err: fmt.Errorf("bad magic %#x", binary.BigEndian.Uint32(b))}
 	}
 	switch b[4] {
-	case 1, IndexVersion:
+	case 1, 2, IndexVersion:
 		r.version = b[4]
 	default:
-		return &CorruptionError{Offset: 4, Err: fmt.Errorf("unsupported index version %d (this code reads 1 and %d)", b[4], IndexVersion)}
+		return &CorruptionError{Offset: 4, Err: fmt.Errorf("unsupported index version %d (this code reads 1 to %d)", b[4], IndexVersion)}
 	}
 	if b[5]|b[6]|b[7] != 0 {
 		return &CorruptionError{Offset: 5, Err: fmt.Errorf("reserved header bytes not zero")}
@@ -262,6 +278,16 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 			c := colInfo{series: uint32(d.uvarint())}
 			if d.err != nil {
 				break
+			}
+			if r.version >= 3 {
+				if int(c.series) >= ns {
+					d.fail("column of group %d inconsistent", i)
+					break
+				}
+				c.ch, c.off = d.chunkMeta(g.rows), pos
+				pos += c.dataLen()
+				g.cols = append(g.cols, c)
+				continue
 			}
 			m, n, err := encoding.DecodeColumnMeta(d.b[d.pos:])
 			if err != nil {
@@ -345,6 +371,14 @@ func (r *Reader) metricsError(id int, err error) error {
 		err = ce.Err
 	}
 	return &CorruptionError{File: filepath.Join(r.dir, IndexFilename), Offset: off, Err: fmt.Errorf("section metrics, series %d: %w", id, err)}
+}
+
+// dataVersion is the data file version that goes with the index's.
+func (r *Reader) dataVersion() uint8 {
+	if r.version >= 3 {
+		return 2
+	}
+	return 1
 }
 
 // Meta returns the block's meta.json content.
@@ -545,7 +579,7 @@ func (s *Series) SurelyHasSample() bool {
 	q := s.q
 	for _, l := range q.r.series[s.ID] {
 		g := &q.r.groups[l.group]
-		if g.rows == 0 || g.cols[l.col].meta.Flags&encoding.ColumnSparse != 0 {
+		if g.rows == 0 || g.cols[l.col].sparse() {
 			continue
 		}
 		if (g.minT >= q.mint && g.minT <= q.maxt) || (g.maxT >= q.mint && g.maxT <= q.maxt) {
@@ -588,6 +622,16 @@ func (q *Selection) span(l loc) (src *colSource, off, end int64, err error) {
 	r1 := ts.Search(q.maxt+1) - 1
 	if q.maxt == math.MaxInt64 {
 		r1 = ts.Len() - 1
+	}
+	if c.ch.ends != nil {
+		src = &colSource{ts: ts, ch: &c.ch, tupleSize: tupleRows, rows: g.rows}
+		if r0 > r1 {
+			return src, 0, 0, nil
+		}
+		src.t0 = r0 / tupleRows
+		src.n = r1/tupleRows - src.t0 + 1
+		off, end = c.ch.chunkRange(r0/ChunkRows, r1/ChunkRows)
+		return src, off, end, nil
 	}
 	src = &colSource{ts: ts, meta: &c.meta, tupleSize: int(c.meta.TupleSize)}
 	if r0 > r1 {
@@ -659,10 +703,15 @@ func (q *Selection) prefetch(pf Prefetcher) (io.ReaderAt, error) {
 }
 
 // colSource is a seriesiter.TupleSource over the tuples [t0, t0+n) of one
-// column, whose bytes were read in one piece.
+// column, whose bytes were read in one piece. A version 3 column (ch set)
+// serves tuples of tupleRows rows from the chunk that holds them, decoded
+// once (dec, chunk) and given back to decoders when its last tuple is
+// loaded.
 type colSource struct {
 	ts        *encoding.ScaledTimestamps
-	meta      *encoding.ColumnMeta
+	meta      *encoding.ColumnMeta // version 1
+	ch        *chunkMeta           // version 3
+	rows      int                  // version 3: the group's rows
 	tupleSize int
 	t0, n     int
 	buf       []byte
@@ -671,11 +720,19 @@ type colSource struct {
 	fileOff   int64
 	vals      []float64
 	pres      []bool
+	dec       *valueDecoder
+	chunk     int // the chunk dec holds
 }
+
+// decoders recycles the chunk decoders of version 3 columns (4 KiB each).
+var decoders = sync.Pool{New: func() any { return new(valueDecoder) }}
 
 func (s *colSource) NumTuples() int    { return s.n }
 func (s *colSource) First(k int) int64 { return s.ts.At((s.t0 + k) * s.tupleSize) }
 func (s *colSource) Load(k int, ts []int64, vs []float64) (int, uint32, error) {
+	if s.ch != nil {
+		return s.loadChunked(k, ts, vs)
+	}
 	i := s.t0 + k
 	off, end := s.meta.TupleRange(i, i)
 	var tuple []byte
@@ -697,6 +754,38 @@ func (s *colSource) Load(k int, ts []int64, vs []float64) (int, uint32, error) {
 		}
 	}
 	return len(s.vals), p, nil
+}
+
+func (s *colSource) loadChunked(k int, ts []int64, vs []float64) (int, uint32, error) {
+	row := (s.t0 + k) * tupleRows
+	ci := row / ChunkRows
+	if s.dec == nil || s.chunk != ci {
+		if s.dec == nil {
+			s.dec = decoders.Get().(*valueDecoder)
+		}
+		off, end := s.ch.chunkRange(ci, ci)
+		if err := s.dec.decode(s.buf[off-s.off0:end-s.off0], min(ChunkRows, s.rows-ci*ChunkRows), s.fileOff+off); err != nil {
+			decoders.Put(s.dec)
+			s.dec = nil
+			if ce, ok := err.(*CorruptionError); ok {
+				ce.File = filepath.Join(s.dir, DataFilename)
+			}
+			return 0, 0, err
+		}
+		s.chunk = ci
+	}
+	n := min(tupleRows, s.rows-row)
+	j := row % ChunkRows
+	for i := range n {
+		ts[i] = s.ts.At(row + i)
+	}
+	copy(vs[:n], s.dec.vals[j:j+n])
+	p := s.dec.pres[j/tupleRows]
+	if j+n == ChunkRows || k == s.n-1 || row+n == s.rows {
+		decoders.Put(s.dec)
+		s.dec = nil
+	}
+	return n, p, nil
 }
 
 type errIterator struct {
@@ -739,7 +828,7 @@ func (r *Reader) GroupOf(off int64) int {
 	g := &r.groups[i]
 	end := g.off + g.tsLen
 	for _, c := range g.cols {
-		end += c.meta.DataLen()
+		end += c.dataLen()
 	}
 	if off >= end {
 		return -1
@@ -764,9 +853,9 @@ func (r *Reader) Extents() []Extent {
 	for i, g := range r.groups {
 		e := Extent{Off: g.off, Len: g.tsLen, CRC: g.crc, MinT: g.minT, MaxT: g.maxT, Parts: []int64{g.tsLen}}
 		for _, c := range g.cols {
-			e.Len += c.meta.DataLen()
+			e.Len += c.dataLen()
 			e.Series = append(e.Series, c.series)
-			e.Parts = append(e.Parts, c.meta.DataLen())
+			e.Parts = append(e.Parts, c.dataLen())
 		}
 		out[i] = e
 	}

@@ -11,7 +11,7 @@ func (r *Reader) SeriesBytes(id uint32) (index, data int64) {
 	for _, l := range r.series[id] {
 		g := &r.groups[l.group]
 		c := &g.cols[l.col]
-		data += c.meta.DataLen()
+		data += c.dataLen()
 		if n := int64(len(g.cols)); n > 0 {
 			data += g.tsLen / n
 		}

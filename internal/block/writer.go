@@ -93,6 +93,10 @@ type WriterOptions struct {
 	Backfill    uint64
 	Compaction  Compaction
 	HeadMaxTime int64
+	// DataVersion is the data file version written: DataVersion (0 means
+	// it), or 1, the version 1 value columns of older blocks, which tests
+	// write to check that they still read.
+	DataVersion uint8
 }
 
 // Column is one series' values over the rows of a group.
@@ -104,7 +108,8 @@ type Column struct {
 
 type colEntry struct {
 	series uint32
-	meta   encoding.ColumnMeta
+	meta   encoding.ColumnMeta // data version 1
+	ch     chunkMeta           // data version 2
 }
 
 type groupEntry struct {
@@ -134,6 +139,7 @@ type Writer struct {
 	bw       *bufio.Writer
 	off      int64
 	buf      []byte
+	enc      valueEncoder
 	samples  int
 	finished bool
 }
@@ -149,6 +155,13 @@ func NewWriter(parent string, mint, maxt int64, dict *index.TagDict, opts Writer
 	if opts.MetricInterval <= 0 {
 		opts.MetricInterval = DefaultMetricInterval
 	}
+	switch opts.DataVersion {
+	case 0:
+		opts.DataVersion = DataVersion
+	case 1, DataVersion:
+	default:
+		return nil, fmt.Errorf("block writer: unknown data version %d", opts.DataVersion)
+	}
 	id := ulid.MustNew(ulid.Timestamp(time.Now()), ulid.DefaultEntropy()).String()
 	w := &Writer{
 		parent: parent, id: id, tmp: filepath.Join(parent, id+TmpSuffix),
@@ -163,7 +176,7 @@ func NewWriter(parent string, mint, maxt int64, dict *index.TagDict, opts Writer
 		return nil, err
 	}
 	w.f, w.bw = f, bufio.NewWriterSize(f, 1<<20)
-	hdr := appendHeader(nil, DataMagic, DataVersion)
+	hdr := appendHeader(nil, DataMagic, opts.DataVersion)
 	if _, err := w.bw.Write(hdr); err != nil {
 		w.Abort()
 		return nil, err
@@ -202,16 +215,20 @@ func (w *Writer) AddGroup(ts []int64, cols []Column) error {
 			return fmt.Errorf("column %s: %d values for %d rows", c.Labels, len(c.Values), len(ts))
 		}
 		id := w.seriesID(c.Labels)
-		var meta encoding.ColumnMeta
-		w.buf, meta = encoding.AppendColumn(w.buf[:0], c.Values, c.Present, w.opts.TupleSize, w.opts.BlockTuples)
+		ce := colEntry{series: id}
+		if w.opts.DataVersion == 1 {
+			w.buf, ce.meta = encoding.AppendColumn(w.buf[:0], c.Values, c.Present, w.opts.TupleSize, w.opts.BlockTuples)
+		} else {
+			w.buf, ce.ch = w.enc.appendColumn(w.buf[:0], c.Values, c.Present)
+		}
 		if invariants.Enabled {
-			checkColumn(&meta, w.buf, c)
+			checkColumn(&ce, w.buf, c)
 		}
 		if err := w.write(h, w.buf); err != nil {
 			return err
 		}
 		w.locs[id] = append(w.locs[id], loc{group: gi, col: uint32(len(ge.cols))})
-		ge.cols = append(ge.cols, colEntry{series: id, meta: meta})
+		ge.cols = append(ge.cols, ce)
 		w.addMetrics(id, ts, c)
 	}
 	ge.crc = h.Sum32()
@@ -343,7 +360,11 @@ func (w *Writer) Abort() {
 }
 
 func (w *Writer) appendIndex(dst []byte) []byte {
-	dst = appendHeader(dst, IndexMagic, IndexVersion)
+	iv := IndexVersion
+	if w.opts.DataVersion == 1 {
+		iv = 2 // version 1 value columns are described by index version 2
+	}
+	dst = appendHeader(dst, IndexMagic, iv)
 	var secs [numSections][2]int64 // offset, length
 	var crcs [numSections]uint32
 	mark := func(s int, start int) {
@@ -366,7 +387,11 @@ func (w *Writer) appendIndex(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(g.cols)))
 		for _, c := range g.cols {
 			dst = binary.AppendUvarint(dst, uint64(c.series))
-			dst = encoding.AppendColumnMeta(dst, &c.meta)
+			if iv == 2 {
+				dst = encoding.AppendColumnMeta(dst, &c.meta)
+			} else {
+				dst = appendChunkMeta(dst, &c.ch)
+			}
 		}
 	}
 	mark(SectionGroups, start)
@@ -437,8 +462,15 @@ func writeFileSync(path string, b []byte) error {
 
 // checkColumn decodes a freshly encoded column and panics if it differs bit
 // for bit from its input (invariants builds only).
-func checkColumn(m *encoding.ColumnMeta, data []byte, c Column) {
-	vals, pres, err := encoding.DecodeColumn(nil, nil, m, data)
+func checkColumn(ce *colEntry, data []byte, c Column) {
+	var vals []float64
+	var pres []bool
+	var err error
+	if ce.ch.ends == nil {
+		vals, pres, err = encoding.DecodeColumn(nil, nil, &ce.meta, data)
+	} else {
+		vals, pres, err = decodeColumn(&ce.ch, data, len(c.Values))
+	}
 	if err != nil {
 		panic(fmt.Sprintf("block: column %s does not decode: %v", c.Labels, err))
 	}

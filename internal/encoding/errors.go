@@ -43,4 +43,5 @@ const (
 	fmtTimestamps = "timestamp column"
 	fmtColumnMeta = "column meta"
 	fmtColumn     = "value column"
+	fmtXORValues  = "XOR values"
 )

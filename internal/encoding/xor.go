@@ -231,3 +231,40 @@ func readXOR(r *bitReader, dst []float64, ref uint64) string {
 	r.pos, r.acc, r.n = pos, acc, n
 	return ""
 }
+
+// AppendXORValues appends vals (at most MaxTupleSize of them) in the XOR
+// value coding, the first XORed with ref and each following one with its
+// predecessor, with the fewest bits (planXOR), zero-padded to a whole
+// byte. Block format version 3 stores chunks of values that are not
+// decimals this way (docs/format/block.md).
+func AppendXORValues(dst []byte, vals []float64, ref uint64) []byte {
+	if len(vals) > MaxTupleSize {
+		panic("encoding: AppendXORValues: more than MaxTupleSize values")
+	}
+	var xs [MaxTupleSize]uint64
+	prev := ref
+	for i, v := range vals {
+		b := math.Float64bits(v)
+		xs[i], prev = b^prev, b
+	}
+	var p xorPlan
+	planXOR(xs[:len(vals)], &p)
+	w := bitWriter{b: dst}
+	writeXOR(&w, xs[:len(vals)], &p)
+	return w.finish()
+}
+
+// DecodeXORValues decodes len(dst) values that AppendXORValues wrote with
+// ref from the start of src and returns how many bytes they took. An
+// invalid or short stream is a *DecodeError at the byte where it failed.
+func DecodeXORValues(dst []float64, src []byte, ref uint64) (int, error) {
+	r := newBitReader(src)
+	reason := readXOR(&r, dst, ref)
+	if reason == "" && r.fail {
+		reason = "unexpected end of values"
+	}
+	if reason != "" {
+		return 0, corrupt(fmtXORValues, r.bitPos()/8, reason)
+	}
+	return r.consumed(), nil
+}

@@ -1,0 +1,573 @@
+package block
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/bits"
+
+	"github.com/aerie-db/aerie/internal/encoding"
+)
+
+// Value columns of index version 3 / data version 2 (docs/format/block.md,
+// "Value columns, version 3"): a column is cut into chunks of ChunkRows
+// rows, each coded on its own as the smallest of constant, decimal
+// mantissas (plain, delta or delta of delta, bit-packed) and XOR, so that
+// exact-tick integer or decimal data cost a few bits a sample and decode
+// a word at a time.
+
+// ChunkRows is the number of rows of a chunk of a version 3 value column;
+// the last chunk of a column may be shorter. Persisted.
+const ChunkRows = 256
+
+// tupleRows is the number of rows a version 3 column serves per
+// seriesiter tuple (seriesiter.MaxRows); ChunkRows is a multiple of it.
+const tupleRows = 32
+
+// xorPiece is the most values of an XOR chunk coded as one bit stream.
+const xorPiece = 128
+
+// Chunk header: kind in bits 0–2, presence coding in bits 3–4. Persisted.
+const (
+	chunkEmpty   = 0 // no row present: no presence, no payload
+	chunkConst   = 1 // every present row holds the same bits
+	chunkDecimal = 2 // decimal mantissas
+	chunkXOR     = 3 // XOR value coding (encoding.AppendXORValues)
+	chunkKinds   = 4
+
+	chunkBitmap = 1 << 3 // presence: a bitmap of the chunk's rows
+	chunkRuns   = 1 << 4 // presence: alternating run lengths, absent first
+)
+
+// Decimal modes: the stream s that is stored for mantissas x. Persisted.
+const (
+	decPlain  = 0 // s_i = x_i
+	decDelta  = 1 // s_0 = x_0, s_i = x_i − x_{i−1}
+	decDelta2 = 2 // s_0 = x_0, s_1 = x_1 − x_0, s_i = x_i − 2x_{i−1} + x_{i−2}
+	decModes  = 3
+)
+
+// chunkMeta is what the index holds of a version 3 column: whether some
+// row is absent, and where each chunk ends.
+type chunkMeta struct {
+	sparse bool
+	ends   []uint32 // ends[i]: end of chunk i, from the column's start
+}
+
+// columnFlagSparse marks a version 3 column in which some row is absent.
+const columnFlagSparse = 1
+
+// numChunks is ⌈rows / ChunkRows⌉.
+func numChunks(rows int) int { return (rows + ChunkRows - 1) / ChunkRows }
+
+// dataLen is the column's length in bytes.
+func (m *chunkMeta) dataLen() int64 {
+	if len(m.ends) == 0 {
+		return 0
+	}
+	return int64(m.ends[len(m.ends)-1])
+}
+
+// chunkRange returns the byte range of chunks c0 through c1 inclusive.
+func (m *chunkMeta) chunkRange(c0, c1 int) (off, end int64) {
+	if c0 > 0 {
+		off = int64(m.ends[c0-1])
+	}
+	return off, int64(m.ends[c1])
+}
+
+// appendChunkMeta appends m: flags <1b>, then each chunk's length
+// <uvarint>.
+func appendChunkMeta(dst []byte, m *chunkMeta) []byte {
+	flags := byte(0)
+	if m.sparse {
+		flags |= columnFlagSparse
+	}
+	dst = append(dst, flags)
+	prev := uint32(0)
+	for _, e := range m.ends {
+		dst = binary.AppendUvarint(dst, uint64(e-prev))
+		prev = e
+	}
+	return dst
+}
+
+// chunkMeta decodes the meta of a version 3 column of rows rows.
+func (d *decbuf) chunkMeta(rows int) chunkMeta {
+	var m chunkMeta
+	f := d.byte()
+	if d.err == nil && f&^columnFlagSparse != 0 {
+		d.fail("column flags %#x", f)
+	}
+	m.sparse = f&columnFlagSparse != 0
+	n := numChunks(rows)
+	if d.err != nil || n > len(d.b)-d.pos {
+		d.fail("%d chunk lengths do not fit", n)
+		return m
+	}
+	m.ends = make([]uint32, n)
+	end := uint64(0)
+	for i := range n {
+		l := d.uvarint()
+		if d.err == nil && (l == 0 || l > math.MaxUint32-end) {
+			d.fail("chunk %d length %d", i, l)
+		}
+		end += l
+		m.ends[i] = uint32(end)
+	}
+	return m
+}
+
+// valueEncoder codes version 3 columns; its buffers are reused.
+type valueEncoder struct {
+	vals  []float64 // the chunk's present values
+	xs    [ChunkRows]int64
+	s     [ChunkRows]int64
+	trial []byte
+	best  []byte
+}
+
+// appendColumn appends the chunks of one column (vals and present are
+// its rows) to dst and returns its meta.
+func (e *valueEncoder) appendColumn(dst []byte, vals []float64, present []bool) ([]byte, chunkMeta) {
+	var m chunkMeta
+	start := len(dst)
+	for i := 0; i < len(vals); i += ChunkRows {
+		j := min(i+ChunkRows, len(vals))
+		dst = e.appendChunk(dst, vals[i:j], present[i:j])
+		m.ends = append(m.ends, uint32(len(dst)-start))
+	}
+	for _, p := range present {
+		if !p {
+			m.sparse = true
+			break
+		}
+	}
+	return dst, m
+}
+
+// appendChunk appends one chunk of at most ChunkRows rows.
+func (e *valueEncoder) appendChunk(dst []byte, vals []float64, present []bool) []byte {
+	e.vals = e.vals[:0]
+	for i, v := range vals {
+		if present[i] {
+			e.vals = append(e.vals, v)
+		}
+	}
+	if len(e.vals) == 0 {
+		return append(dst, chunkEmpty)
+	}
+	hdr := len(dst)
+	dst = append(dst, 0)
+	var pres byte
+	if len(e.vals) < len(vals) {
+		dst, pres = appendPresence(dst, present)
+	}
+	kind, payload := e.payload()
+	dst[hdr] = kind | pres
+	return append(dst, payload...)
+}
+
+// appendPresence appends the smaller of a bitmap and a run list of the
+// present rows, and returns which it is.
+func appendPresence(dst []byte, present []bool) ([]byte, byte) {
+	var runs [ChunkRows + 1]uint16
+	n, cur := 0, false
+	for _, p := range present {
+		if p != cur {
+			n++
+			cur = p
+		}
+		runs[n]++
+	}
+	runsLen := uvarintLen(uint64(n + 1))
+	for _, r := range runs[:n+1] {
+		runsLen += uvarintLen(uint64(r))
+	}
+	bmLen := (len(present) + 7) / 8
+	if runsLen < bmLen {
+		dst = binary.AppendUvarint(dst, uint64(n+1))
+		for _, r := range runs[:n+1] {
+			dst = binary.AppendUvarint(dst, uint64(r))
+		}
+		return dst, chunkRuns
+	}
+	start := len(dst)
+	dst = append(dst, make([]byte, bmLen)...)
+	for i, p := range present {
+		if p {
+			dst[start+i/8] |= 1 << (i % 8)
+		}
+	}
+	return dst, chunkBitmap
+}
+
+// payload codes e.vals (at least one) as the smallest kind; the bytes
+// are valid until the next call.
+func (e *valueEncoder) payload() (byte, []byte) {
+	vs := e.vals
+	same := true
+	b0 := math.Float64bits(vs[0])
+	for _, v := range vs[1:] {
+		if math.Float64bits(v) != b0 {
+			same = false
+			break
+		}
+	}
+	if same {
+		e.best = binary.LittleEndian.AppendUint64(e.best[:0], b0)
+		return chunkConst, e.best
+	}
+	kind := byte(chunkXOR)
+	e.best = e.best[:0]
+	if k, ok := e.mantissas(); ok {
+		kind = chunkDecimal
+		for mode := range decModes {
+			e.trial = e.appendDecimal(e.trial[:0], k, mode)
+			if mode == 0 || len(e.trial) < len(e.best) {
+				e.best, e.trial = e.trial, e.best
+			}
+		}
+		if len(e.best) <= 2*len(vs) {
+			return kind, e.best // at most 16 bits a value: XOR does not beat it
+		}
+	}
+	e.trial = e.trial[:0]
+	for i := 0; i < len(vs); i += xorPiece {
+		ref := uint64(0)
+		if i > 0 {
+			ref = math.Float64bits(vs[i-1])
+		}
+		e.trial = encoding.AppendXORValues(e.trial, vs[i:min(i+xorPiece, len(vs))], ref)
+	}
+	if kind == chunkXOR || len(e.trial) < len(e.best) {
+		return chunkXOR, e.trial
+	}
+	return kind, e.best
+}
+
+// mantissas finds the least k at which every value of e.vals is a decimal
+// mantissa (mantissaAt) and stores them in e.xs.
+func (e *valueEncoder) mantissas() (int, bool) {
+	k := 0
+	for _, v := range e.vals {
+		if _, ok := mantissaAt(v, k); ok {
+			continue
+		}
+		d := digitsOf(v)
+		if d < 0 {
+			return 0, false
+		}
+		k = max(k, d)
+	}
+	for i, v := range e.vals {
+		m, ok := mantissaAt(v, k)
+		if !ok {
+			return 0, false
+		}
+		e.xs[i] = m
+	}
+	return k, true
+}
+
+// appendDecimal appends the decimal payload of e.xs[:len(e.vals)] at k
+// digits in mode: k | mode<<5 <1b>, unit <uvarint>, the stream's first
+// min(mode, n) values <zigzag uvarint>, then the rest divided by unit in
+// frame-of-reference blocks (appendFOR).
+func (e *valueEncoder) appendDecimal(dst []byte, k, mode int) []byte {
+	n := len(e.vals)
+	xs, s := e.xs[:n], e.s[:n]
+	copy(s, xs)
+	for range mode {
+		for i := n - 1; i > 0; i-- {
+			s[i] -= s[i-1]
+		}
+	}
+	// After one pass s_i = x_i − x_{i−1} for i ≥ 1; the second pass leaves
+	// s_1 alone only if it starts at i ≥ 2, so redo s_1 for decDelta2.
+	if mode == decDelta2 && n > 1 {
+		s[1] = xs[1] - xs[0]
+	}
+	h := min(mode, n)
+	g := uint64(0)
+	for _, x := range s[h:] {
+		g = gcd(g, absU(x))
+	}
+	if g == 0 || g > maxUnit {
+		g = 1
+	}
+	dst = append(dst, byte(k|mode<<5))
+	dst = binary.AppendUvarint(dst, g)
+	for _, x := range s[:h] {
+		dst = binary.AppendUvarint(dst, zigzag(x))
+	}
+	rest := s[h:]
+	if g > 1 {
+		for i := range rest {
+			rest[i] /= int64(g)
+		}
+	}
+	return appendFOR(dst, rest, false)
+}
+
+func absU(x int64) uint64 {
+	if x < 0 {
+		return uint64(-x) // math.MinInt64 gives 1<<63, its magnitude
+	}
+	return uint64(x)
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// valueDecoder decodes chunks of version 3 columns; its arrays are
+// reused. After decode, vals holds each row's value (0 if absent) and
+// pres bit r%32 of word r/32 is set when row r is present.
+type valueDecoder struct {
+	vals [ChunkRows]float64
+	pres [ChunkRows / tupleRows]uint32
+	xs   [ChunkRows]int64
+}
+
+// decode decodes the chunk src of rows rows (1 ≤ rows ≤ ChunkRows); at is
+// src's offset in the data file, for errors (a *CorruptionError whose
+// File the caller sets).
+func (c *valueDecoder) decode(src []byte, rows int, at int64) error {
+	d := &decbuf{b: src, what: "value chunk", at: int(at)}
+	h := d.byte()
+	kind, pcode := h&7, h&(chunkBitmap|chunkRuns)
+	switch {
+	case d.err != nil:
+		return d.err
+	case kind >= chunkKinds || h&^(7|chunkBitmap|chunkRuns) != 0 || pcode == chunkBitmap|chunkRuns:
+		d.pos--
+		d.fail("header %#x", h)
+		return d.err
+	case kind == chunkEmpty && pcode != 0:
+		d.pos--
+		d.fail("empty chunk with presence")
+		return d.err
+	}
+	clear(c.pres[:])
+	m := rows
+	switch pcode {
+	case 0:
+		if kind == chunkEmpty {
+			m = 0
+			break
+		}
+		for r := 0; r < rows; r += tupleRows {
+			c.pres[r/tupleRows] = uint32(uint64(1)<<min(tupleRows, rows-r) - 1)
+		}
+	case chunkBitmap:
+		m = c.bitmap(d, rows)
+	case chunkRuns:
+		m = c.runs(d, rows)
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if kind != chunkEmpty && (m == 0 || m == rows && pcode != 0) {
+		d.fail("%d of %d rows present with presence coded", m, rows)
+		return d.err
+	}
+	vs := c.vals[:m]
+	switch kind {
+	case chunkConst:
+		b := d.take(8)
+		if d.err != nil {
+			return d.err
+		}
+		v := math.Float64frombits(binary.LittleEndian.Uint64(b))
+		for i := range vs {
+			vs[i] = v
+		}
+	case chunkDecimal:
+		c.decimal(d, vs)
+	case chunkXOR:
+		ref := uint64(0)
+		for i := 0; i < m && d.err == nil; i += xorPiece {
+			j := min(i+xorPiece, m)
+			n, err := encoding.DecodeXORValues(vs[i:j], d.b[d.pos:], ref)
+			if err != nil {
+				var de *encoding.DecodeError
+				if errors.As(err, &de) {
+					d.pos += de.Offset
+				}
+				d.fail("%w", err)
+				break
+			}
+			d.pos += n
+			ref = math.Float64bits(vs[j-1])
+		}
+	}
+	if d.err == nil && d.pos != len(d.b) {
+		d.fail("%d trailing bytes", len(d.b)-d.pos)
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if m < rows {
+		c.scatter(m, rows)
+	}
+	return nil
+}
+
+// bitmap reads a presence bitmap of rows rows and returns how many are set.
+func (c *valueDecoder) bitmap(d *decbuf, rows int) int {
+	bm := d.take((rows + 7) / 8)
+	if d.err != nil {
+		return 0
+	}
+	m := 0
+	for i, b := range bm {
+		if i == len(bm)-1 && rows%8 != 0 && b>>(rows%8) != 0 {
+			d.fail("presence bits past the last row")
+			return 0
+		}
+		c.pres[i/4] |= uint32(b) << (8 * (i % 4))
+		m += bits.OnesCount8(b)
+	}
+	return m
+}
+
+// runs reads a presence run list of rows rows and returns how many are
+// present.
+func (c *valueDecoder) runs(d *decbuf, rows int) int {
+	n := d.count(1)
+	r, m := 0, 0
+	for i := 0; i < n && d.err == nil; i++ {
+		l := d.uvarint()
+		if d.err == nil && l > uint64(rows-r) {
+			d.fail("runs exceed %d rows", rows)
+		}
+		if d.err != nil {
+			return 0
+		}
+		if i%2 == 1 {
+			for j := r; j < r+int(l); j++ {
+				c.pres[j/tupleRows] |= 1 << (j % tupleRows)
+			}
+			m += int(l)
+		}
+		r += int(l)
+	}
+	if d.err == nil && r != rows {
+		d.fail("runs cover %d of %d rows", r, rows)
+	}
+	return m
+}
+
+// decimal reads a decimal payload of len(vs) values into vs.
+func (c *valueDecoder) decimal(d *decbuf, vs []float64) {
+	b := d.byte()
+	k, mode := int(b&31), int(b>>5)
+	if d.err == nil && (k > maxDigits || mode >= decModes) {
+		d.pos--
+		d.fail("decimal digits %d, mode %d", k, mode)
+	}
+	unit := d.uvarint()
+	if d.err == nil && (unit == 0 || unit > maxUnit) {
+		d.fail("unit %d", unit)
+	}
+	if d.err != nil {
+		return
+	}
+	n := len(vs)
+	xs := c.xs[:n]
+	h := min(mode, n)
+	for i := range h {
+		xs[i] = d.varint()
+	}
+	lo := int64(0)
+	for i := h; i < n && d.err == nil; i += forBlock {
+		blk := xs[i:min(i+forBlock, n)]
+		w := d.byte()
+		if d.err == nil && w > 64 {
+			d.pos--
+			d.fail("bit width %d", w)
+		}
+		lo += d.varint()
+		src := d.take((len(blk)*int(w) + 7) / 8)
+		if d.err != nil {
+			return
+		}
+		unpack(blk, src, lo, uint(w))
+	}
+	if d.err != nil {
+		return
+	}
+	if unit > 1 {
+		u := int64(unit)
+		for i := h; i < n; i++ {
+			xs[i] *= u
+		}
+	}
+	switch mode {
+	case decDelta:
+		for i := 1; i < n; i++ {
+			xs[i] += xs[i-1]
+		}
+	case decDelta2:
+		if n > 1 {
+			d1 := xs[1]
+			for i := 2; i < n; i++ {
+				d1 += xs[i]
+				xs[i] = d1
+			}
+			for i := 1; i < n; i++ {
+				xs[i] += xs[i-1]
+			}
+		}
+	}
+	if k == 0 {
+		for i, x := range xs {
+			vs[i] = float64(x)
+		}
+		return
+	}
+	p := pow10[k]
+	for i, x := range xs {
+		vs[i] = float64(x) / p
+	}
+}
+
+// scatter moves the m present values of vals[:m] to their rows, last
+// first (value i moves to a row ≥ i), and zeroes absent rows.
+func (c *valueDecoder) scatter(m, rows int) {
+	for r := rows - 1; r >= 0; r-- {
+		if c.pres[r/tupleRows]>>(r%tupleRows)&1 == 1 {
+			m--
+			c.vals[r] = c.vals[m]
+		} else {
+			c.vals[r] = 0
+		}
+	}
+}
+
+// decodeColumn decodes a whole version 3 column of rows rows from its
+// data: each row's value (0 if absent) and presence.
+func decodeColumn(m *chunkMeta, data []byte, rows int) ([]float64, []bool, error) {
+	if len(m.ends) != numChunks(rows) || int64(len(data)) < m.dataLen() {
+		return nil, nil, &CorruptionError{Err: errors.New("value column: meta does not match its data")}
+	}
+	vals := make([]float64, 0, rows)
+	pres := make([]bool, 0, rows)
+	var dec valueDecoder
+	for ci := range m.ends {
+		off, end := m.chunkRange(ci, ci)
+		n := min(ChunkRows, rows-ci*ChunkRows)
+		if err := dec.decode(data[off:end], n, off); err != nil {
+			return nil, nil, err
+		}
+		vals = append(vals, dec.vals[:n]...)
+		for r := range n {
+			pres = append(pres, dec.pres[r/tupleRows]>>(r%tupleRows)&1 == 1)
+		}
+	}
+	return vals, pres, nil
+}
