@@ -33,6 +33,7 @@ import (
 
 	"github.com/aerie-db/aerie/bench/harness"
 	"github.com/aerie-db/aerie/bench/workload"
+	"github.com/aerie-db/aerie/internal/block"
 	"github.com/aerie-db/aerie/internal/encoding"
 )
 
@@ -110,9 +111,12 @@ func run(o harness.Options, input string, every, runs int) (*Report, error) {
 	rep := &Report{Header: harness.NewHeader(Kind, o.Scale), Input: filepath.Base(input), Every: every, Runs: runs}
 	wins := windows(w, every, rep)
 	harness.Logf(o.Log, "%d series, %d windows, %d samples", rep.Series, rep.Windows, rep.Samples)
-	var a, p codecStats
+	var a, v1, p codecStats
 	for range runs {
 		if err := a.pass(wins, aerieCodec); err != nil {
+			return nil, err
+		}
+		if err := v1.pass(wins, aerieV1Codec); err != nil {
 			return nil, err
 		}
 		if err := p.pass(wins, promCodec); err != nil {
@@ -123,6 +127,8 @@ func run(o harness.Options, input string, every, runs int) (*Report, error) {
 	rep.add("bytes_per_sample", "B", float64(a.bytes)/n, float64(p.bytes)/n)
 	rep.add("encode_ns_per_sample", "ns", float64(a.enc)/n, float64(p.enc)/n)
 	rep.add("decode_ns_per_sample", "ns", float64(a.dec)/n, float64(p.dec)/n)
+	rep.add("v1_bytes_per_sample", "B", float64(v1.bytes)/n, float64(p.bytes)/n)
+	rep.add("v1_decode_ns_per_sample", "ns", float64(v1.dec)/n, float64(p.dec)/n)
 	rep.Done()
 	return rep, nil
 }
@@ -202,7 +208,54 @@ func (c *codecStats) pass(wins []*window, cd codec) error {
 	return nil
 }
 
+// aerieCodec is the block codec of today (index version 3): the group's
+// scaled timestamps and a version 3 value column per series.
 func aerieCodec(w *window) (int64, func(bool) error) {
+	tsBuf := encoding.AppendScaledTimestamps(nil, w.ts)
+	var cc block.ColumnCodec
+	cols := make([][]byte, w.series)
+	metas := make([][]byte, w.series)
+	n := int64(len(tsBuf))
+	for s := range w.series {
+		cols[s], metas[s] = cc.Append(nil, nil, w.vals[s], w.pres[s])
+		n += int64(len(cols[s]) + len(metas[s]))
+	}
+	return n, func(check bool) error {
+		st, _, err := encoding.ParseScaledTimestamps(tsBuf)
+		if err != nil {
+			return err
+		}
+		ts := st.AppendAll(nil)
+		var vals []float64
+		var pres []bool
+		for s := range w.series {
+			if vals, pres, err = cc.Decode(vals[:0], pres[:0], metas[s], cols[s], len(ts)); err != nil {
+				return err
+			}
+			if check {
+				if err := w.check(s, ts, vals, pres); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// check compares series s's decoded rows with the window's.
+func (w *window) check(s int, ts []int64, vals []float64, pres []bool) error {
+	for i := range ts {
+		want := w.pres[s] == nil || w.pres[s][i]
+		if pres[i] != want || (want && math.Float64bits(vals[i]) != math.Float64bits(w.vals[s][i])) || ts[i] != w.ts[i] {
+			return fmt.Errorf("aerie: series %d row %d decodes to %v (present %v), want %v", s, i, vals[i], pres[i], w.vals[s][i])
+		}
+	}
+	return nil
+}
+
+// aerieV1Codec is the block codec of index versions 1 and 2: value
+// columns of padded XOR tuples (still read).
+func aerieV1Codec(w *window) (int64, func(bool) error) {
 	tsBuf := encoding.AppendScaledTimestamps(nil, w.ts)
 	cols := make([][]byte, w.series)
 	metas := make([]encoding.ColumnMeta, w.series)
@@ -225,13 +278,9 @@ func aerieCodec(w *window) (int64, func(bool) error) {
 			if vals, pres, err = encoding.DecodeColumn(vals[:0], pres[:0], &metas[s], cols[s]); err != nil {
 				return err
 			}
-			for i := range ts {
-				if !check {
-					break
-				}
-				want := w.pres[s] == nil || w.pres[s][i]
-				if pres[i] != want || (want && math.Float64bits(vals[i]) != math.Float64bits(w.vals[s][i])) || ts[i] != w.ts[i] {
-					return fmt.Errorf("aerie: series %d row %d decodes to %v (present %v), want %v", s, i, vals[i], pres[i], w.vals[s][i])
+			if check {
+				if err := w.check(s, ts, vals, pres); err != nil {
+					return err
 				}
 			}
 		}

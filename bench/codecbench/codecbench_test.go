@@ -60,7 +60,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rep.(*Report)
-	if r.Samples == 0 || len(r.Results) != 3 || r.Results[0].Aerie <= 0 || r.Results[0].Prometheus <= 0 {
+	if r.Samples == 0 || len(r.Results) != 5 || r.Results[0].Aerie <= 0 || r.Results[0].Prometheus <= 0 {
 		t.Fatalf("%+v", r)
 	}
 	var b bytes.Buffer

@@ -39,6 +39,14 @@
 //     float by one IEEE division, and the writer keeps a field decimal
 //     only after decoding it back bit for bit (else it is an exception
 //     stored raw). Version 1 indexes are still read.
+//  9. Value columns of data version 2 (index version 3) are cut into
+//     chunks of ChunkRows rows, each decodable on its own (constant,
+//     decimal mantissas or XOR, with its presence), so a time range
+//     decodes only the chunks holding its rows. The codec is lossless bit
+//     for bit (NaN payloads, stale markers, −0), deterministic, and its
+//     decoder never panics: a chunk is valid only if its decoding
+//     consumes exactly the bytes the meta gives it. Data version 1 (index
+//     versions 1 and 2) is still read; writers write version 2 only.
 //
 // Readers give series by label matchers (Select) or by local id
 // (SelectIDs, which compaction uses to walk a block a group at a time).

@@ -195,6 +195,16 @@ func TestFixtureV2(t *testing.T) {
 	checkFixture(t, dir, 2, fixtureV2Metrics)
 }
 
+// TestFixtureV3 opens the version 3 fixture (data version 2: value
+// columns in chunks); -update rewrites it.
+func TestFixtureV3(t *testing.T) {
+	const dir = "testdata/index_format_v3"
+	if *update && IndexVersion == 3 {
+		writeFixture(t, dir, 3)
+	}
+	checkFixture(t, dir, 3, fixtureV2Metrics)
+}
+
 func checkFixture(t *testing.T, dir string, version uint8, want map[string][]IntervalMetrics) {
 	t.Helper()
 	ib, err := os.ReadFile(filepath.Join(dir, "block", IndexFilename))

@@ -128,13 +128,17 @@ type valueEncoder struct {
 }
 
 // appendColumn appends the chunks of one column (vals and present are
-// its rows) to dst and returns its meta.
+// its rows; present nil: every row) to dst and returns its meta.
 func (e *valueEncoder) appendColumn(dst []byte, vals []float64, present []bool) ([]byte, chunkMeta) {
-	var m chunkMeta
+	m := chunkMeta{ends: make([]uint32, 0, numChunks(len(vals)))}
 	start := len(dst)
 	for i := 0; i < len(vals); i += ChunkRows {
 		j := min(i+ChunkRows, len(vals))
-		dst = e.appendChunk(dst, vals[i:j], present[i:j])
+		var p []bool
+		if present != nil {
+			p = present[i:j]
+		}
+		dst = e.appendChunk(dst, vals[i:j], p)
 		m.ends = append(m.ends, uint32(len(dst)-start))
 	}
 	for _, p := range present {
@@ -150,7 +154,7 @@ func (e *valueEncoder) appendColumn(dst []byte, vals []float64, present []bool) 
 func (e *valueEncoder) appendChunk(dst []byte, vals []float64, present []bool) []byte {
 	e.vals = e.vals[:0]
 	for i, v := range vals {
-		if present[i] {
+		if present == nil || present[i] {
 			e.vals = append(e.vals, v)
 		}
 	}
@@ -552,17 +556,20 @@ func (c *valueDecoder) scatter(m, rows int) {
 // decodeColumn decodes a whole version 3 column of rows rows from its
 // data: each row's value (0 if absent) and presence.
 func decodeColumn(m *chunkMeta, data []byte, rows int) ([]float64, []bool, error) {
-	if len(m.ends) != numChunks(rows) || int64(len(data)) < m.dataLen() {
-		return nil, nil, &CorruptionError{Err: errors.New("value column: meta does not match its data")}
-	}
-	vals := make([]float64, 0, rows)
-	pres := make([]bool, 0, rows)
 	var dec valueDecoder
+	return dec.appendColumn(make([]float64, 0, rows), make([]bool, 0, rows), m, data, rows)
+}
+
+// appendColumn appends the rows of a version 3 column to vals and pres.
+func (dec *valueDecoder) appendColumn(vals []float64, pres []bool, m *chunkMeta, data []byte, rows int) ([]float64, []bool, error) {
+	if len(m.ends) != numChunks(rows) || int64(len(data)) < m.dataLen() {
+		return vals, pres, &CorruptionError{Err: errors.New("value column: meta does not match its data")}
+	}
 	for ci := range m.ends {
 		off, end := m.chunkRange(ci, ci)
 		n := min(ChunkRows, rows-ci*ChunkRows)
 		if err := dec.decode(data[off:end], n, off); err != nil {
-			return nil, nil, err
+			return vals, pres, err
 		}
 		vals = append(vals, dec.vals[:n]...)
 		for r := range n {
@@ -570,4 +577,32 @@ func decodeColumn(m *chunkMeta, data []byte, rows int) ([]float64, []bool, error
 		}
 	}
 	return vals, pres, nil
+}
+
+// ColumnCodec encodes and decodes version 3 value columns outside a block
+// file, for benchmarks and tools. It is not safe for concurrent use.
+type ColumnCodec struct {
+	enc valueEncoder
+	dec valueDecoder
+}
+
+// Append appends a column of len(vals) rows (present nil: every row) to
+// data and the meta that the block's index would hold to meta.
+func (c *ColumnCodec) Append(data, meta []byte, vals []float64, present []bool) ([]byte, []byte) {
+	data, m := c.enc.appendColumn(data, vals, present)
+	return data, appendChunkMeta(meta, &m)
+}
+
+// Decode appends the rows of a column of rows rows that Append wrote
+// (meta and data) to vals and pres: each row's value, 0 if absent.
+func (c *ColumnCodec) Decode(vals []float64, pres []bool, meta, data []byte, rows int) ([]float64, []bool, error) {
+	d := &decbuf{b: meta, what: "column meta"}
+	m := d.chunkMeta(rows)
+	if d.err == nil && d.pos != len(meta) {
+		d.fail("%d trailing bytes", len(meta)-d.pos)
+	}
+	if d.err != nil {
+		return vals, pres, d.err
+	}
+	return c.dec.appendColumn(vals, pres, &m, data, rows)
 }

@@ -96,7 +96,10 @@ func localBlocks(t *testing.T) ([]string, *index.TagDict) {
 			for host := range 4 {
 				for m := range 5 {
 					l := labels.FromStrings("__name__", fmt.Sprintf("metric_%d", m), "job", job, "instance", fmt.Sprintf("host-%d", host))
-					require.NoError(t, app.Append(l, i*10_000, float64(i*int64(m+host))))
+					// A counter with noise, so that the block's data spans
+					// several 4 KiB objects in the codec of today.
+					v := float64(i*int64(m+host)) + float64((i*7919+int64(m*31+host))%997)/10
+					require.NoError(t, app.Append(l, i*10_000, v))
 				}
 			}
 		}
