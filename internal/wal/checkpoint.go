@@ -89,22 +89,36 @@ func (w *WAL) writeCheckpoint(name string, recs func(yield func([]byte) error) e
 	if _, err := bw.Write(appendSegmentHeader(nil)); err != nil {
 		return fmt.Errorf("wal: write checkpoint: %w", err)
 	}
-	var hdr [RecordHeaderSize]byte
-	yield := func(rec []byte) error {
-		if err := checkRecordSize(rec); err != nil {
-			return fmt.Errorf("wal: checkpoint record: %w", err)
+	// Records are packed into frames of about checkpointFrameSize bytes of
+	// payload, which compress far better than a frame per record.
+	var payload, frame []byte
+	flush := func() error {
+		if len(payload) == 0 {
+			return nil
 		}
-		binary.BigEndian.PutUint32(hdr[:4], uint32(len(rec)))
-		binary.BigEndian.PutUint32(hdr[4:], checksum(rec))
-		if _, err := bw.Write(hdr[:]); err != nil {
-			return fmt.Errorf("wal: write checkpoint: %w", err)
-		}
-		if _, err := bw.Write(rec); err != nil {
+		frame = appendFrame(frame[:0], payload, FrameZstd)
+		payload = payload[:0]
+		if _, err := bw.Write(frame); err != nil {
 			return fmt.Errorf("wal: write checkpoint: %w", err)
 		}
 		return nil
 	}
+	yield := func(rec []byte) error {
+		if err := checkRecordSize(rec); err != nil {
+			return fmt.Errorf("wal: checkpoint record: %w", err)
+		}
+		if len(payload) > 0 && len(payload)+binary.MaxVarintLen32+len(rec) > checkpointFrameSize {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		payload = appendPayloadRecord(payload, rec)
+		return nil
+	}
 	if err := recs(yield); err != nil {
+		return err
+	}
+	if err := flush(); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
