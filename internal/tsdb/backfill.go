@@ -252,7 +252,7 @@ func (db *DB) openGeneration(n uint64) (*generation, error) {
 		w.Close()
 		return nil, err
 	}
-	if err := replayInto(db, w, g.head, nil); err != nil {
+	if err := replayInto(db, w, g.head); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("backfill generation %d: %w", n, err)
 	}

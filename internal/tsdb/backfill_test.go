@@ -155,7 +155,7 @@ func TestBackfillUnfinishedFlush(t *testing.T) {
 		interrupted bool // the WAL's deletion began
 	}{{"wal whole", false}, {"wal deletion interrupted", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour, WALSegmentSize: 64 << 10}
+			opts := &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour, WALSegmentSize: 8 << 10}
 			db, dir := openDir(t, opts)
 			want := map[string][]smp{}
 			writeHostDay(t, db, 0, 50*day, 50*day+2*hour, 10_000, want, nil)

@@ -224,9 +224,6 @@ type DB struct {
 	compactKick chan struct{}
 	cstats      compactionStats
 
-	segMu   sync.Mutex // guards segMaxT
-	segMaxT map[int]int64
-
 	quarantined atomic.Int64
 	flushes     atomic.Int64
 	hotReads    atomic.Int64 // series partitions a Select read from hot memory instead of a block
@@ -276,7 +273,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	db := &DB{dir: dir, opts: o, log: o.Logger, segMaxT: map[int]int64{}, headBlocks: map[int64]string{}, stop: make(chan struct{}), compactKick: make(chan struct{}, 1)}
+	db := &DB{dir: dir, opts: o, log: o.Logger, headBlocks: map[int64]string{}, stop: make(chan struct{}), compactKick: make(chan struct{}, 1)}
 	db.newestBlockSample.Store(math.MinInt64)
 	// undo closes what Open has opened so far, last opened first, when a
 	// later step fails.
@@ -343,40 +340,23 @@ func Open(dir string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
-// walLogger adapts the WAL to the head and records, per segment, the
-// greatest row timestamp logged into it.
+// walLogger adapts the WAL to the head. Which rows a segment holds does not
+// matter: truncateWAL carries the rows not yet in blocks into the
+// checkpoint.
 type walLogger struct{ db *DB }
 
-func (l walLogger) Log(maxT int64, recs ...[]byte) error {
-	seg, err := l.db.wal.LogSegment(recs...)
-	if err != nil {
-		return err
-	}
-	l.db.segMu.Lock()
-	if old, ok := l.db.segMaxT[seg]; !ok || maxT > old {
-		l.db.segMaxT[seg] = maxT
-	}
-	l.db.segMu.Unlock()
-	return nil
-}
+func (l walLogger) Log(_ int64, recs ...[]byte) error { return l.db.wal.Log(recs...) }
 
-func (db *DB) replay() error {
-	return replayInto(db, db.wal, db.head, func(seg int, maxT int64) {
-		if old, ok := db.segMaxT[seg]; !ok || maxT > old {
-			db.segMaxT[seg] = maxT
-		}
-	})
-}
+func (db *DB) replay() error { return replayInto(db, db.wal, db.head) }
 
-// replayInto replays w into h; onRows, if set, learns each rows record's
-// segment and greatest timestamp. A corrupt tail is truncated.
-func replayInto(db *DB, w *wal.WAL, h *head.Head, onRows func(seg int, maxT int64)) error {
+// replayInto replays w into h. A corrupt tail is truncated.
+func replayInto(db *DB, w *wal.WAL, h *head.Head) error {
 	var (
 		gs   []wal.GroupDef
 		ss   []wal.SeriesDef
 		rows wal.RowsDef
 	)
-	apply := func(seg int, rec []byte) error {
+	apply := func(_ int, rec []byte) error {
 		var err error
 		switch wal.RecordType(rec) {
 		case wal.RecordGroups:
@@ -398,13 +378,6 @@ func replayInto(db *DB, w *wal.WAL, h *head.Head, onRows func(seg int, maxT int6
 		case wal.RecordRows:
 			if err = wal.DecodeRows(rec, &rows); err != nil {
 				return err
-			}
-			if onRows != nil && seg >= 0 {
-				maxT := int64(math.MinInt64)
-				for _, r := range rows.Rows {
-					maxT = max(maxT, r.T)
-				}
-				onRows(seg, maxT)
 			}
 			return h.ReplayRows(&rows)
 		}

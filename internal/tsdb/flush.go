@@ -9,6 +9,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/block"
 	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/wal"
 )
 
 // Compact flushes every head partition that can no longer receive samples,
@@ -234,43 +235,60 @@ func (db *DB) applyRetention() (int64, error) {
 	return cutoff, nil
 }
 
-// truncateWAL deletes the oldest segments whose rows are all in blocks,
-// after writing the live definitions to a checkpoint.
+// truncateWAL lets go of every segment written before it: it cuts the
+// active segment, then writes a checkpoint that replaces the closed
+// segments and the previous checkpoint with the head's live definitions
+// and the rows not yet in a durable block (at or after headCovered, which
+// replay would not skip), and deletes them. The WAL then holds what the
+// head still needs and nothing it has flushed. Called after a flush, with
+// flushMu held; the rows carried are at most the head's unflushed ones.
 func (db *DB) truncateWAL() error {
 	covered := db.headCovered()
-	if _, err := db.wal.Cut(); err != nil {
-		return err
-	}
-	first, last, err := db.wal.Segments()
+	before, err := db.wal.Cut()
 	if err != nil {
 		return err
 	}
-	db.segMu.Lock()
-	before := first
-	for s := first; s < last; s++ {
-		mt, ok := db.segMaxT[s]
-		if ok && mt >= covered {
-			break
-		}
-		before = s + 1
+	first, _, err := db.wal.Segments()
+	if err != nil {
+		return err
 	}
-	db.segMu.Unlock()
-	if before <= first {
+	if first >= before {
 		return nil
+	}
+	var (
+		rows wal.RowsDef
+		kept []wal.Row
+		buf  []byte
+	)
+	carry := func(rec []byte, yield func([]byte) error) error {
+		if wal.RecordType(rec) != wal.RecordRows {
+			return nil // definitions: the head's own come first
+		}
+		if err := wal.DecodeRows(rec, &rows); err != nil {
+			return err
+		}
+		// A separate slice: DecodeRows reuses the slices of rows.Rows.
+		kept = kept[:0]
+		for _, r := range rows.Rows {
+			if r.T >= covered {
+				kept = append(kept, r)
+			}
+		}
+		switch len(kept) {
+		case 0:
+			return nil
+		case len(rows.Rows):
+			return yield(rec)
+		}
+		buf = wal.AppendRows(buf[:0], &wal.RowsDef{Group: rows.Group, Width: rows.Width, Rows: kept})
+		return yield(buf)
 	}
 	err = db.wal.Checkpoint(before, func(yield func([]byte) error) error {
 		return db.head.Defs(yield)
-	})
+	}, carry)
 	if err != nil {
 		return fmt.Errorf("WAL checkpoint: %w", err)
 	}
-	db.segMu.Lock()
-	for s := range db.segMaxT {
-		if s < before {
-			delete(db.segMaxT, s)
-		}
-	}
-	db.segMu.Unlock()
 	return nil
 }
 

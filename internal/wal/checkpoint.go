@@ -9,16 +9,19 @@ import (
 
 // Checkpoint writes checkpoint.<before> holding the records recs yields
 // (the caller passes what is still live in segments < before: series and
-// group definitions), then deletes the segments below before and older
-// checkpoints. before must not exceed the active segment's index (Cut
-// first to checkpoint everything written so far), nor be lower than the
-// newest checkpoint's.
+// group definitions), then, if carry is not nil, what carry yields for
+// every record of the newest checkpoint and of the segments below before,
+// in log order (the caller keeps the rows not yet in durable blocks; rec is
+// valid only during the call). Then it deletes the segments below before
+// and older checkpoints. before must not exceed the active segment's index
+// (Cut first to checkpoint everything written so far), nor be lower than
+// the newest checkpoint's.
 //
 // The checkpoint is written to a temporary file, fsync'd, renamed and the
 // directory fsync'd before anything is deleted, so a crash leaves either the
-// old state or the new one. If recs or yield returns an error, nothing is
-// changed and Checkpoint returns it.
-func (w *WAL) Checkpoint(before int, recs func(yield func([]byte) error) error) error {
+// old state or the new one. If recs, carry or yield returns an error, or a
+// file it reads is corrupt, nothing is changed and Checkpoint returns it.
+func (w *WAL) Checkpoint(before int, recs func(yield func([]byte) error) error, carry func(rec []byte, yield func([]byte) error) error) error {
 	w.maintMu.Lock()
 	defer w.maintMu.Unlock()
 	w.mu.Lock()
@@ -43,6 +46,15 @@ func (w *WAL) Checkpoint(before int, recs func(yield func([]byte) error) error) 
 			before, CheckpointName(w.dir, l.checkpoints[n-1]))
 	}
 
+	if carry != nil {
+		defs := recs
+		recs = func(yield func([]byte) error) error {
+			if err := defs(yield); err != nil {
+				return err
+			}
+			return w.carry(l, before, func(rec []byte) error { return carry(rec, yield) })
+		}
+	}
 	name := CheckpointName(w.dir, before)
 	if err := w.writeCheckpoint(name, recs); err != nil {
 		return err
@@ -69,6 +81,30 @@ func (w *WAL) Checkpoint(before int, recs func(yield func([]byte) error) error) 
 	return nil
 }
 
+// carry calls fn for every record of the newest checkpoint in l and of the
+// segments of l from its index to before-1, in log order. The files are
+// read strictly: they are complete (a torn tail of the last segment of an
+// earlier process was truncated by Replay), so anything bad is corruption.
+func (w *WAL) carry(l dirListing, before int, fn func(rec []byte) error) error {
+	var fr frameReader
+	ckpt := 0
+	if n := len(l.checkpoints); n > 0 {
+		ckpt = l.checkpoints[n-1]
+		if err := w.replayFile(&fr, CheckpointName(w.dir, ckpt), ckpt-1, false, -1, func(_ int, rec []byte) error { return fn(rec) }); err != nil {
+			return err
+		}
+	}
+	for _, s := range l.segments {
+		if s < ckpt || s >= before {
+			continue
+		}
+		if err := w.replayFile(&fr, SegmentName(w.dir, s), s, false, -1, func(_ int, rec []byte) error { return fn(rec) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // writeCheckpoint writes the checkpoint file name atomically: tmp → fsync
 // → rename → fsync dir.
 func (w *WAL) writeCheckpoint(name string, recs func(yield func([]byte) error) error) (err error) {
@@ -89,22 +125,36 @@ func (w *WAL) writeCheckpoint(name string, recs func(yield func([]byte) error) e
 	if _, err := bw.Write(appendSegmentHeader(nil)); err != nil {
 		return fmt.Errorf("wal: write checkpoint: %w", err)
 	}
-	var hdr [RecordHeaderSize]byte
-	yield := func(rec []byte) error {
-		if err := checkRecordSize(rec); err != nil {
-			return fmt.Errorf("wal: checkpoint record: %w", err)
+	// Records are packed into frames of about checkpointFrameSize bytes of
+	// payload, which compress far better than a frame per record.
+	var payload, frame []byte
+	flush := func() error {
+		if len(payload) == 0 {
+			return nil
 		}
-		binary.BigEndian.PutUint32(hdr[:4], uint32(len(rec)))
-		binary.BigEndian.PutUint32(hdr[4:], checksum(rec))
-		if _, err := bw.Write(hdr[:]); err != nil {
-			return fmt.Errorf("wal: write checkpoint: %w", err)
-		}
-		if _, err := bw.Write(rec); err != nil {
+		frame = appendFrame(frame[:0], payload, FrameZstd)
+		payload = payload[:0]
+		if _, err := bw.Write(frame); err != nil {
 			return fmt.Errorf("wal: write checkpoint: %w", err)
 		}
 		return nil
 	}
+	yield := func(rec []byte) error {
+		if err := checkRecordSize(rec); err != nil {
+			return fmt.Errorf("wal: checkpoint record: %w", err)
+		}
+		if len(payload) > 0 && len(payload)+binary.MaxVarintLen32+len(rec) > checkpointFrameSize {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		payload = appendPayloadRecord(payload, rec)
+		return nil
+	}
 	if err := recs(yield); err != nil {
+		return err
+	}
+	if err := flush(); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {

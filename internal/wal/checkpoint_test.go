@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -30,18 +31,18 @@ func TestCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, n, 3)
 
-	require.Error(t, w.Checkpoint(n+1, yieldAll()), "beyond the active segment")
-	require.Error(t, w.Checkpoint(0, yieldAll()))
+	require.Error(t, w.Checkpoint(n+1, yieldAll(), nil), "beyond the active segment")
+	require.Error(t, w.Checkpoint(0, yieldAll(), nil))
 	boom := errors.New("boom")
-	require.ErrorIs(t, w.Checkpoint(n, func(func([]byte) error) error { return boom }), boom)
-	require.ErrorContains(t, w.Checkpoint(n, yieldAll(nil)), "empty record")
+	require.ErrorIs(t, w.Checkpoint(n, func(func([]byte) error) error { return boom }, nil), boom)
+	require.ErrorContains(t, w.Checkpoint(n, yieldAll(nil), nil), "empty record")
 	first, _, err := w.Segments()
 	require.NoError(t, err)
 	require.Equal(t, 1, first, "a failed checkpoint deletes nothing")
 	assertNoTmp(t, dir)
 
 	live := [][]byte{[]byte("series 1"), []byte("series 2")}
-	require.NoError(t, w.Checkpoint(n, yieldAll(live...)))
+	require.NoError(t, w.Checkpoint(n, yieldAll(live...), nil))
 	first, last, err := w.Segments()
 	require.NoError(t, err)
 	require.Equal(t, [2]int{n, n}, [2]int{first, last})
@@ -62,9 +63,9 @@ func TestCheckpoint(t *testing.T) {
 	m, err := w.Cut()
 	require.NoError(t, err)
 	require.Equal(t, n+1, m)
-	require.NoError(t, w.Checkpoint(m, yieldAll([]byte("series 3"))))
+	require.NoError(t, w.Checkpoint(m, yieldAll([]byte("series 3")), nil))
 	require.NoFileExists(t, CheckpointName(dir, n))
-	require.Error(t, w.Checkpoint(n, yieldAll()), "older than the newest checkpoint")
+	require.Error(t, w.Checkpoint(n, yieldAll(), nil), "older than the newest checkpoint")
 	require.NoError(t, w.Log([]byte("later")))
 	got := mustReplay(t, w)
 	require.Equal(t, []replayed{{m - 1, []byte("series 3")}, {m, []byte("later")}}, got)
@@ -75,7 +76,7 @@ func TestCheckpointWithoutActiveSegment(t *testing.T) {
 	dir := t.TempDir()
 	writeWAL(t, dir, Options{}, [][]byte{[]byte("a")})
 	w := openT(t, dir, Options{})
-	require.NoError(t, w.Checkpoint(2, yieldAll([]byte("ckpt"))))
+	require.NoError(t, w.Checkpoint(2, yieldAll([]byte("ckpt")), nil))
 	first, last, err := w.Segments()
 	require.NoError(t, err)
 	require.Equal(t, [2]int{0, 0}, [2]int{first, last})
@@ -116,7 +117,7 @@ func TestCorruptCheckpoint(t *testing.T) {
 	require.NoError(t, w.Log([]byte("a")))
 	n, err := w.Cut()
 	require.NoError(t, err)
-	require.NoError(t, w.Checkpoint(n, yieldAll([]byte("series 1"), []byte("series 2"))))
+	require.NoError(t, w.Checkpoint(n, yieldAll([]byte("series 1"), []byte("series 2")), nil))
 	require.NoError(t, w.Close())
 	name := CheckpointName(dir, n)
 	b, err := os.ReadFile(name)
@@ -131,7 +132,7 @@ func TestCorruptCheckpoint(t *testing.T) {
 	var cerr *CorruptionError
 	require.ErrorAs(t, err, &cerr)
 	require.Equal(t, name, cerr.Segment)
-	require.Equal(t, int64(SegmentHeaderSize+RecordHeaderSize+len("series 1")), cerr.Offset)
+	require.Equal(t, int64(SegmentHeaderSize), cerr.Offset) // both records are in the first frame
 	require.ErrorContains(t, w.Repair(err), "cannot repair corrupt checkpoint")
 }
 
@@ -140,4 +141,51 @@ func assertNoTmp(t *testing.T, dir string) {
 	m, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
 	require.NoError(t, err)
 	require.Empty(t, m)
+}
+
+// TestCheckpointCarry checks that a checkpoint keeps, after the records of
+// recs, what carry yields of the previous checkpoint and of the segments it
+// replaces, in log order; and that carry's errors change nothing.
+func TestCheckpointCarry(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir, Options{SegmentSize: 100})
+	for _, r := range []string{"drop 1", "keep 1", "drop 2", "keep 2"} {
+		require.NoError(t, w.Log([]byte(r)))
+		_, err := w.Cut()
+		require.NoError(t, err)
+	}
+	keep := func(rec []byte, yield func([]byte) error) error {
+		if bytes.HasPrefix(rec, []byte("keep")) {
+			return yield(rec)
+		}
+		return nil
+	}
+	n, err := w.Cut()
+	require.NoError(t, err)
+	boom := errors.New("boom")
+	require.ErrorIs(t, w.Checkpoint(n, yieldAll(), func([]byte, func([]byte) error) error { return boom }), boom)
+	first, _, err := w.Segments()
+	require.NoError(t, err)
+	require.Equal(t, 1, first, "a failed checkpoint deletes nothing")
+	assertNoTmp(t, dir)
+
+	require.NoError(t, w.Checkpoint(n, yieldAll([]byte("defs")), keep))
+	require.NoError(t, w.Log([]byte("keep 3")))
+	require.NoError(t, w.Log([]byte("drop 3")))
+	m, err := w.Cut()
+	require.NoError(t, err)
+	// The second checkpoint carries from the first one too; its own
+	// definitions come first, the definitions of the first are not kept.
+	require.NoError(t, w.Checkpoint(m, yieldAll([]byte("defs 2")), keep))
+	require.NoError(t, w.Log([]byte("after")))
+	require.NoError(t, w.Close())
+
+	w = openT(t, dir, Options{})
+	defer w.Close()
+	got := mustReplay(t, w)
+	want := []replayed{{m - 1, []byte("defs 2")}, {m - 1, []byte("keep 1")}, {m - 1, []byte("keep 2")}, {m - 1, []byte("keep 3")}, {m, []byte("after")}}
+	require.Equal(t, want, got)
+	first, last, err := w.Segments()
+	require.NoError(t, err)
+	require.Equal(t, [2]int{m, m}, [2]int{first, last})
 }

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,9 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/segment_v1 and the fuzz seed corpora")
+var update = flag.Bool("update", false, "rewrite testdata/segment_v1, testdata/segment_v2 and the fuzz seed corpora")
 
-// fixtureRecords is one record of every type, as in testdata/segment_v1.
+// fixtureRecords is one record of every type, as in testdata/segment_v1
+// and testdata/segment_v2.
 func fixtureRecords() [][]byte {
 	sf := specialFloats()
 	return [][]byte{
@@ -31,42 +33,84 @@ func fixtureRecords() [][]byte {
 	}
 }
 
-func fixtureSegment() []byte {
-	b := appendSegmentHeader(nil)
+// appendFrameV1 appends rec as a version 1 frame: the framing header
+// (length, CRC32C of the record), then the record as is. This package no
+// longer writes version 1; the function makes its fixtures.
+func appendFrameV1(dst, rec []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(rec)))
+	dst = binary.BigEndian.AppendUint32(dst, checksum(rec))
+	return append(dst, rec...)
+}
+
+// fixtureSegmentV1 is a version 1 segment: a frame per record.
+func fixtureSegmentV1() []byte {
+	b := binary.BigEndian.AppendUint32(nil, SegmentMagic)
+	b = append(b, 1, 0, 0, 0)
 	for _, r := range fixtureRecords() {
-		b = appendFrame(b, r)
+		b = appendFrameV1(b, r)
 	}
 	return b
 }
 
-// TestFormatV1Fixture checks that the version 1 fixture still replays and
-// decodes, and that today's encoders still produce it byte for byte.
-func TestFormatV1Fixture(t *testing.T) {
-	const path = "testdata/segment_v1"
-	if *update {
-		require.NoError(t, os.WriteFile(path, fixtureSegment(), 0o666))
-		writeSeedCorpora(t)
+// fixtureSegmentV2 is a version 2 segment of three frames: definitions and
+// rows as Log writes them (Snappy), and rows and tombstones as a checkpoint
+// packs them (zstd). Stored frames are covered by FuzzFrame and
+// TestFrameCodecs.
+func fixtureSegmentV2() []byte {
+	rs := fixtureRecords()
+	b := appendSegmentHeader(nil)
+	b, _ = appendBatch(b, nil, rs[:2])
+	b, _ = appendBatch(b, nil, rs[2:3])
+	var payload []byte
+	for _, r := range rs[3:] {
+		payload = appendPayloadRecord(payload, r)
 	}
-	fixture, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, fixtureSegment(), fixture, "encoders changed the v1 format; add a new version instead")
+	return appendFrame(b, payload, FrameZstd)
+}
 
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(SegmentName(dir, 1), fixture, 0o666))
-	w := openT(t, dir, Options{})
-	defer w.Close()
-	got := mustReplay(t, w)
-	require.Equal(t, fixtureRecords(), recs(got))
-	for _, r := range got {
-		require.NoError(t, decodeAny(r.rec))
+// TestFormatFixtures checks that the fixture of every version still
+// replays and decodes. Version 1 must also still be what its encoder
+// produces, byte for byte. Version 2's bytes are not compared: a newer
+// zstd may compress the same payload differently, in the same format.
+func TestFormatFixtures(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		make func() []byte
+		same bool
+	}{
+		{"testdata/segment_v1", fixtureSegmentV1, true},
+		{"testdata/segment_v2", fixtureSegmentV2, false},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			if *update {
+				require.NoError(t, os.WriteFile(tc.path, tc.make(), 0o666))
+			}
+			fixture, err := os.ReadFile(tc.path)
+			require.NoError(t, err)
+			if tc.same {
+				require.Equal(t, tc.make(), fixture, "encoders changed a released format; add a new version instead")
+			}
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(SegmentName(dir, 1), fixture, 0o666))
+			w := openT(t, dir, Options{})
+			defer w.Close()
+			got := mustReplay(t, w)
+			require.Equal(t, fixtureRecords(), recs(got))
+			for _, r := range got {
+				require.NoError(t, decodeAny(r.rec))
+			}
+		})
+	}
+	if *update {
+		writeSeedCorpora(t)
 	}
 }
 
 func TestSeedCorporaPresent(t *testing.T) {
-	for _, name := range []string{"FuzzRecords", "FuzzSegmentReplay"} {
+	for _, name := range []string{"FuzzRecords", "FuzzSegmentReplay", "FuzzFrame"} {
 		m, err := filepath.Glob(filepath.Join("testdata/fuzz", name, "*"))
 		require.NoError(t, err)
-		require.NotEmpty(t, m, "run go test -run TestFormatV1Fixture -update")
+		require.NotEmpty(t, m, "run go test -run TestFormatFixtures -update")
 	}
 }
 
@@ -81,7 +125,7 @@ func writeSeedCorpora(t *testing.T) {
 		write("FuzzRecords", fmt.Sprintf("%d-%s", i, RecordType(r)), r)
 	}
 	write("FuzzRecords", "empty-rows", AppendRows(nil, &RowsDef{}))
-	seg := fixtureSegment()
+	seg := fixtureSegmentV1()
 	write("FuzzSegmentReplay", "valid", seg)
 	write("FuzzSegmentReplay", "torn", seg[:len(seg)-5])
 	write("FuzzSegmentReplay", "header-only", seg[:SegmentHeaderSize])
@@ -89,6 +133,82 @@ func writeSeedCorpora(t *testing.T) {
 	flipped[SegmentHeaderSize+RecordHeaderSize+1] ^= 1
 	write("FuzzSegmentReplay", "bad-first-record", flipped)
 	write("FuzzSegmentReplay", "zero-tail", append(bytes.Clone(seg), make([]byte, 64)...))
+	seg = fixtureSegmentV2()
+	write("FuzzSegmentReplay", "v2-valid", seg)
+	write("FuzzSegmentReplay", "v2-torn", seg[:len(seg)-5])
+	write("FuzzSegmentReplay", "v2-header-only", seg[:SegmentHeaderSize])
+	write("FuzzSegmentReplay", "v2-zero-tail", append(bytes.Clone(seg), make([]byte, 64)...))
+	for i, f := range fixtureFrames() {
+		write("FuzzFrame", fmt.Sprintf("%d", i), f)
+	}
+}
+
+// fixtureFrames are the data of the frames of fixtureSegmentV2, without
+// their framing headers.
+func fixtureFrames() [][]byte {
+	seg := fixtureSegmentV2()
+	var out [][]byte
+	for off := SegmentHeaderSize; off < len(seg); {
+		n := int(binary.BigEndian.Uint32(seg[off:]))
+		out = append(out, seg[off+RecordHeaderSize:off+RecordHeaderSize+n])
+		off += RecordHeaderSize + n
+	}
+	return out
+}
+
+// FuzzFrame decodes arbitrary bytes as the data of a version 2 frame
+// (never panicking, never allocating more than the data can decompress
+// to), and checks that any records decoded frame again deterministically
+// to data that decode to the same records. It also frames the bytes as a
+// payload of one record and checks the round trip.
+func FuzzFrame(f *testing.F) {
+	for _, d := range fixtureFrames() {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 0 {
+			enc, _ := appendBatch(nil, nil, [][]byte{data, data})
+			requireDeterministic(t, enc, first(appendBatch(nil, nil, [][]byte{data, data})))
+			got := frameRecords(t, enc[RecordHeaderSize:])
+			require.Equal(t, [][]byte{data, data}, got)
+			require.Equal(t, checksum(enc[RecordHeaderSize:]), binary.BigEndian.Uint32(enc[4:]))
+		}
+		payload, _, err := decodeFrame(data, nil)
+		if err != nil {
+			return
+		}
+		if size, n := binary.Uvarint(data[1:]); n > 0 && data[0] == FrameZstd {
+			require.LessOrEqual(t, size, zstdMaxRatio*uint64(len(data)))
+		}
+		if checkPayload(payload) != nil {
+			return
+		}
+		var rs [][]byte
+		for p := payload; len(p) > 0; {
+			var r []byte
+			r, p = nextRecord(p)
+			rs = append(rs, bytes.Clone(r))
+		}
+		enc, _ := appendBatch(nil, nil, rs)
+		require.Equal(t, rs, frameRecords(t, enc[RecordHeaderSize:]))
+	})
+}
+
+func first[A, B any](a A, _ B) A { return a }
+
+// frameRecords decodes the data of a version 2 frame into its records.
+func frameRecords(t *testing.T, data []byte) [][]byte {
+	t.Helper()
+	payload, _, err := decodeFrame(data, nil)
+	require.NoError(t, err)
+	require.NoError(t, checkPayload(payload))
+	var rs [][]byte
+	for len(payload) > 0 {
+		var r []byte
+		r, payload = nextRecord(payload)
+		rs = append(rs, bytes.Clone(r))
+	}
+	return rs
 }
 
 // FuzzRecords decodes arbitrary bytes with every decoder (never panicking)
@@ -147,9 +267,10 @@ func requireFixedPoint[T any](t *testing.T, xs []T, enc func([]byte, []T) []byte
 // bad is corruption). Replay returns records or an error, never panics;
 // after a successful replay of the last segment, appending works.
 func FuzzSegmentReplay(f *testing.F) {
-	seg := fixtureSegment()
-	f.Add(seg)
-	f.Add(seg[:len(seg)-3])
+	for _, seg := range [][]byte{fixtureSegmentV1(), fixtureSegmentV2()} {
+		f.Add(seg)
+		f.Add(seg[:len(seg)-3])
+	}
 	f.Add([]byte{})
 	// fsync proves nothing here and dominates the cost of an iteration.
 	noSync := &fileHooks{sync: func(*os.File) error { return nil }}

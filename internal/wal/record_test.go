@@ -1,7 +1,10 @@
 package wal
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -264,4 +267,70 @@ func TestDecodeSeriesDoesNotAliasRecord(t *testing.T) {
 	gs, err := DecodeGroups(AppendGroups(nil, []GroupDef{{1, "key"}}), nil)
 	require.NoError(t, err)
 	require.Equal(t, "key", gs[0].Key)
+}
+
+func TestFrameCodecs(t *testing.T) {
+	compressible := bytes.Repeat([]byte("rows of a group "), 100)
+	random := make([]byte, 1000)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range random {
+		random[i] = byte(r.Uint32())
+	}
+	for _, tc := range []struct {
+		name    string
+		codec   byte
+		payload []byte
+		want    byte // codec on disk
+	}{
+		{"snappy", FrameSnappy, compressible, FrameSnappy},
+		{"zstd", FrameZstd, compressible, FrameZstd},
+		{"snappy/incompressible", FrameSnappy, random, FrameStored},
+		{"zstd/incompressible", FrameZstd, random, FrameStored},
+		{"stored", FrameStored, compressible, FrameStored},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			payload := appendPayloadRecord(nil, tc.payload)
+			f := appendFrame([]byte("prefix"), payload, tc.codec)
+			require.Equal(t, []byte("prefix"), f[:6])
+			f = f[6:]
+			data := f[RecordHeaderSize:]
+			require.Equal(t, int(binary.BigEndian.Uint32(f)), len(data))
+			require.Equal(t, checksum(data), binary.BigEndian.Uint32(f[4:]))
+			require.Equal(t, tc.want, data[0])
+			got, _, err := decodeFrame(data, nil)
+			require.NoError(t, err)
+			require.Equal(t, payload, got)
+		})
+	}
+}
+
+func TestDecodeFrameRejects(t *testing.T) {
+	ok := appendFrame(nil, appendPayloadRecord(nil, bytes.Repeat([]byte("x"), 100)), FrameZstd)[RecordHeaderSize:]
+	snappy := appendFrame(nil, appendPayloadRecord(nil, bytes.Repeat([]byte("x"), 100)), FrameSnappy)[RecordHeaderSize:]
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"unknown codec", append([]byte{9}, ok[1:]...)},
+		{"no size", []byte{FrameZstd}},
+		{"zero size", []byte{FrameStored, 0}},
+		{"stored short", []byte{FrameStored, 3, 'a', 'b'}},
+		{"stored long", []byte{FrameStored, 1, 'a', 'b'}},
+		{"size over the limit", binary.AppendUvarint([]byte{FrameStored}, MaxFramePayload+1)},
+		{"zstd size beyond ratio", append(binary.AppendUvarint([]byte{FrameZstd}, 1<<29), ok[2:]...)},
+		{"snappy size beyond ratio", append(binary.AppendUvarint([]byte{FrameSnappy}, 1<<20), snappy[2:]...)},
+		{"zstd size mismatch", append([]byte{FrameZstd, ok[1] - 1}, ok[2:]...)},
+		{"snappy size mismatch", append([]byte{FrameSnappy, snappy[1] - 1}, snappy[2:]...)},
+		{"zstd garbage", []byte{FrameZstd, 10, 1, 2, 3, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := decodeFrame(tc.data, nil)
+			require.Error(t, err)
+		})
+	}
+	for _, bad := range [][]byte{{0}, {5, 'a'}, {0xff}, {1, 'a', 0}} {
+		require.Error(t, checkPayload(bad), "%q", bad)
+	}
+	require.NoError(t, checkPayload([]byte{1, 'a', 2, 'b', 'c'}))
 }

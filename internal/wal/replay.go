@@ -107,11 +107,25 @@ func (w *WAL) replayFile(fr *frameReader, path string, seg int, tail bool, limit
 		return w.tornTail(fr, path, 0, st.Size(), err)
 	}
 	for {
-		rec, start, err := fr.next()
+		data, start, err := fr.next()
 		switch {
 		case err == nil:
-			if err := fn(seg, rec); err != nil {
-				return fmt.Errorf("wal: replay %s: %w", path, err)
+			// A frame whose checksum matches but whose content does not
+			// decode was written so: corruption, never a torn write.
+			payload, rec, err := fr.payload(data)
+			if err != nil {
+				return corrupt(start, err)
+			}
+			if rec != nil {
+				if err := fn(seg, rec); err != nil {
+					return fmt.Errorf("wal: replay %s: %w", path, err)
+				}
+			}
+			for len(payload) > 0 {
+				rec, payload = nextRecord(payload)
+				if err := fn(seg, rec); err != nil {
+					return fmt.Errorf("wal: replay %s: %w", path, err)
+				}
 			}
 			continue
 		case err == io.EOF:

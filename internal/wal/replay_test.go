@@ -190,7 +190,7 @@ func TestBadHeader(t *testing.T) {
 		msg  string
 	}{
 		{"magic", 0, 0x00, "bad magic"},
-		{"version", 4, 2, "unsupported segment format version 2"},
+		{"version", 4, 3, "unsupported segment format version 3"},
 		{"reserved", 6, 1, "reserved"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

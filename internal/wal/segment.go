@@ -20,14 +20,15 @@ import (
 const (
 	// SegmentMagic starts every segment and checkpoint file.
 	SegmentMagic uint32 = 0xAE12E0A1
-	// SegmentVersion is the only segment format version this package writes
-	// and reads.
-	SegmentVersion = 1
+	// SegmentVersion is the segment format version this package writes:
+	// 2, frames of zstd-compressed batches. It also reads version 1, a
+	// frame per uncompressed record.
+	SegmentVersion = 2
 	// SegmentHeaderSize is the size of the file header: magic (4 bytes),
 	// version (1 byte), 3 reserved bytes that are zero.
 	SegmentHeaderSize = 8
-	// RecordHeaderSize is the size of a record's framing header: payload
-	// length (4 bytes) and CRC32C of the payload (4 bytes).
+	// RecordHeaderSize is the size of a frame's header: data length (4
+	// bytes) and CRC32C of the data (4 bytes).
 	RecordHeaderSize = 8
 	// MaxRecordSize is the largest payload a record may have.
 	MaxRecordSize = 1 << 30
@@ -58,13 +59,6 @@ func checksum(b []byte) uint32 { return crc.CRC32C(b) }
 func appendSegmentHeader(dst []byte) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, SegmentMagic)
 	return append(dst, SegmentVersion, 0, 0, 0)
-}
-
-// appendFrame appends rec with its framing header to dst.
-func appendFrame(dst, rec []byte) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(rec)))
-	dst = binary.BigEndian.AppendUint32(dst, checksum(rec))
-	return append(dst, rec...)
 }
 
 func checkRecordSize(rec []byte) error {
@@ -165,15 +159,17 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// frameReader reads the records of one segment or checkpoint file. It keeps
+// frameReader reads the frames of one segment or checkpoint file. It keeps
 // its buffers between files, so replay memory is bounded by the largest
-// record, not by the size of the log.
+// frame, not by the size of the log.
 type frameReader struct {
-	br   *bufio.Reader
-	size int64 // bytes of the file to read
-	off  int64 // offset of the next frame
-	hdr  [RecordHeaderSize]byte
-	buf  []byte
+	br      *bufio.Reader
+	size    int64 // bytes of the file to read
+	off     int64 // offset of the next frame
+	version byte  // of the file, from its header
+	hdr     [RecordHeaderSize]byte
+	buf     []byte // a frame's data
+	raw     []byte // a version 2 frame's decompressed payload
 }
 
 func (fr *frameReader) reset(r io.Reader, size int64) {
@@ -195,6 +191,7 @@ func (fr *frameReader) readHeader() error {
 		return ioErr{err}
 	}
 	fr.off = SegmentHeaderSize
+	fr.version = h[4]
 	return checkSegmentHeader(h[:])
 }
 
@@ -203,14 +200,36 @@ func checkSegmentHeader(h []byte) error {
 		return fmt.Errorf("bad magic %#08x, want %#08x", m, SegmentMagic)
 	}
 	switch v := h[4]; v {
-	case 1:
+	case 1, 2:
 	default:
-		return fmt.Errorf("unsupported segment format version %d (this build reads %d)", v, SegmentVersion)
+		return fmt.Errorf("unsupported segment format version %d (this build reads 1 to %d)", v, SegmentVersion)
 	}
 	if h[5] != 0 || h[6] != 0 || h[7] != 0 {
 		return errors.New("reserved header bytes are not zero")
 	}
 	return nil
+}
+
+// payload returns the records of a frame's data as a payload that
+// checkPayload accepted (records prefixed by their uvarint lengths), or
+// for version 1, where the data is the record, nil and the record itself.
+func (fr *frameReader) payload(data []byte) (payload, rec []byte, err error) {
+	if fr.version == 1 {
+		return nil, data, nil
+	}
+	payload, fr.raw, err = decodeFrame(data, fr.raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cap(fr.raw) > 64<<20 {
+		// Do not pin the memory of one huge frame; payload stays valid
+		// until the caller is done with it.
+		fr.raw = nil
+	}
+	if err := checkPayload(payload); err != nil {
+		return nil, nil, err
+	}
+	return payload, nil, nil
 }
 
 // ioErr marks a failure to read the file, as opposed to bad content.
@@ -219,9 +238,9 @@ type ioErr struct{ err error }
 func (e ioErr) Error() string { return e.err.Error() }
 func (e ioErr) Unwrap() error { return e.err }
 
-// next returns the next record, io.EOF at a clean end, an ioErr if reading
-// failed, or one of errTruncatedRecord, errRecordLength, errChecksum for bad
-// content at frame offset start. After errChecksum the reader stands at the
+// next returns the data of the next frame, io.EOF at a clean end, an ioErr
+// if reading failed, or one of errTruncatedRecord, errRecordLength,
+// errChecksum for bad content at frame offset start. After errChecksum the reader stands at the
 // end of the bad frame, so scanning can go on.
 func (fr *frameReader) next() (rec []byte, start int64, err error) {
 	start = fr.off
@@ -236,7 +255,11 @@ func (fr *frameReader) next() (rec []byte, start int64, err error) {
 		return nil, start, ioErr{err}
 	}
 	n := int64(binary.BigEndian.Uint32(fr.hdr[:4]))
-	if n == 0 || n > MaxRecordSize {
+	maxLen := int64(maxFrameData)
+	if fr.version == 1 {
+		maxLen = MaxRecordSize
+	}
+	if n == 0 || n > maxLen {
 		return nil, start, errRecordLength
 	}
 	if n > left-RecordHeaderSize {

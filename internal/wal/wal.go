@@ -96,7 +96,20 @@ type WAL struct {
 	retired    []segmentFile
 	err        error // sticky: set by a failed write or fsync, returned by every later call
 	closed     bool
-	buf        []byte // frame encoding buffer, reused
+}
+
+// encBuf holds the buffers that encode one batch: its payload and its
+// frames. Log takes one from encBufs for the duration of a call.
+type encBuf struct{ payload, frames []byte }
+
+var encBufs = sync.Pool{New: func() any { return new(encBuf) }}
+
+// put returns b to encBufs, unless one huge batch grew it.
+func (b *encBuf) put() {
+	if cap(b.payload) > 4<<20 || cap(b.frames) > 4<<20 {
+		return // do not pin the memory of one huge batch
+	}
+	encBufs.Put(b)
 }
 
 // Open opens the WAL in dir, creating dir if needed. It does not replay:
@@ -191,16 +204,17 @@ func (w *WAL) LogSegment(recs ...[]byte) (int, error) {
 			return 0, fmt.Errorf("wal: %w", err)
 		}
 	}
+	// Compress before taking the lock: concurrent callers compress in
+	// parallel, and the lock is held only to write.
+	eb := encBufs.Get().(*encBuf)
+	defer eb.put()
+	eb.frames, eb.payload = appendBatch(eb.frames[:0], eb.payload, recs)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usableLocked(); err != nil {
 		return 0, err
 	}
-	w.buf = w.buf[:0]
-	for _, r := range recs {
-		w.buf = appendFrame(w.buf, r)
-	}
-	need := int64(len(w.buf))
+	need := int64(len(eb.frames))
 	switch {
 	case w.active == nil:
 		if err := w.createSegmentLocked(); err != nil {
@@ -211,13 +225,10 @@ func (w *WAL) LogSegment(recs ...[]byte) (int, error) {
 			return 0, err
 		}
 	}
-	n, err := w.active.Write(w.buf)
+	n, err := w.active.Write(eb.frames)
 	w.activeSize += int64(n)
 	if err != nil {
 		return 0, w.failLocked(fmt.Errorf("wal: write %s: %w", w.active.Name(), err))
-	}
-	if cap(w.buf) > 4<<20 {
-		w.buf = nil // do not pin the memory of one huge batch
 	}
 	w.written++
 	seg := w.activeIdx
