@@ -45,6 +45,15 @@ const (
 	decDelta  = 1 // s_0 = x_0, s_i = x_i − x_{i−1}
 	decDelta2 = 2 // s_0 = x_0, s_1 = x_1 − x_0, s_i = x_i − 2x_{i−1} + x_{i−2}
 	decModes  = 3
+
+	// decGolomb, in the digits-and-mode byte, marks quotients stored as
+	// exp-Golomb codes of their zigzag form (order in the next byte)
+	// rather than in frame-of-reference blocks.
+	decGolomb = 1 << 7
+	// maxGolombOrder is the largest exp-Golomb order; maxGolombBits the
+	// longest code, so that a code always lies in one 57-bit window.
+	maxGolombOrder = 32
+	maxGolombBits  = 57
 )
 
 // chunkMeta is what the index holds of a version 3 column: whether some
@@ -300,18 +309,112 @@ func (e *valueEncoder) appendDecimal(dst []byte, k, mode int) []byte {
 	if g == 0 || g > maxUnit {
 		g = 1
 	}
-	dst = append(dst, byte(k|mode<<5))
-	dst = binary.AppendUvarint(dst, g)
-	for _, x := range s[:h] {
-		dst = binary.AppendUvarint(dst, zigzag(x))
-	}
 	rest := s[h:]
 	if g > 1 {
 		for i := range rest {
 			rest[i] /= int64(g)
 		}
 	}
+	order, bits := golombOrder(rest)
+	golomb := order >= 0 && (bits+7)/8+1 < forSize(rest, false)
+	flag := 0
+	if golomb {
+		flag = decGolomb
+	}
+	dst = append(dst, byte(k|mode<<5|flag))
+	dst = binary.AppendUvarint(dst, g)
+	for _, x := range s[:h] {
+		dst = binary.AppendUvarint(dst, zigzag(x))
+	}
+	if golomb {
+		dst = append(dst, byte(order))
+		return appendGolomb(dst, rest, order)
+	}
 	return appendFOR(dst, rest, false)
+}
+
+// golombBits is the length of the exp-Golomb code of order k of u.
+func golombBits(u uint64, k int) int {
+	q := u>>k + 1
+	if q == 0 { // u = 2⁶⁴ − 1 at order 0
+		return 2*64 + 1
+	}
+	return 2*(bits.Len64(q)-1) + 1 + k
+}
+
+// golombOrder returns the order whose exp-Golomb codes of xs' zigzag
+// forms take the fewest bits, and that number; -1 when xs is empty or
+// some value's code is longer than maxGolombBits at every order tried.
+// A histogram of the values' bit lengths estimates every order's cost
+// (a value of L bits costs about 2·max(L − k, 0) + 1 + k at order k); the
+// orders next to the estimate's best are then counted exactly.
+func golombOrder(xs []int64) (order, total int) {
+	if len(xs) == 0 {
+		return -1, 0
+	}
+	var hist [65]int
+	for _, x := range xs {
+		hist[bits.Len64(zigzag(x))]++
+	}
+	best, bestCost := 0, -1
+	for k := 0; k <= maxGolombOrder; k++ {
+		cost := 0
+		for l, n := range hist {
+			cost += n * (2*max(l-k, 0) + 1 + k)
+		}
+		if bestCost < 0 || cost < bestCost {
+			best, bestCost = k, cost
+		}
+	}
+	order = -1
+	for k := max(0, best-1); k <= min(maxGolombOrder, best+1); k++ {
+		n := 0
+		for _, x := range xs {
+			b := golombBits(zigzag(x), k)
+			if b > maxGolombBits {
+				n = -1
+				break
+			}
+			n += b
+		}
+		if n >= 0 && (order < 0 || n < total) {
+			order, total = k, n
+		}
+	}
+	return order, total
+}
+
+// appendGolomb appends the exp-Golomb codes of order k of xs' zigzag
+// forms, least significant bit first, zero-padded to a byte: for u, with
+// q = (u >> k) + 1 of n bits, n − 1 zeros and a one, then q's n − 1 low
+// bits, then u's k low bits.
+func appendGolomb(dst []byte, xs []int64, k int) []byte {
+	var acc uint64
+	var nb uint
+	put := func(v uint64, n uint) { // n ≤ 32 and nb < 32 between calls
+		acc |= v << nb
+		nb += n
+		for nb >= 32 {
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(acc))
+			acc >>= 32
+			nb -= 32
+		}
+	}
+	for _, x := range xs {
+		u := zigzag(x)
+		q := u>>k + 1
+		n := uint(bits.Len64(q))
+		put(1<<(n-1), n) // n − 1 zeros, then the one
+		put(q&(1<<(n-1)-1), n-1)
+		if k > 0 {
+			put(u&(1<<k-1), uint(k))
+		}
+	}
+	for ; nb > 0; nb -= min(nb, 8) {
+		dst = append(dst, byte(acc))
+		acc >>= 8
+	}
+	return dst
 }
 
 func absU(x int64) uint64 {
@@ -469,7 +572,7 @@ func (c *valueDecoder) runs(d *decbuf, rows int) int {
 // decimal reads a decimal payload of len(vs) values into vs.
 func (c *valueDecoder) decimal(d *decbuf, vs []float64) {
 	b := d.byte()
-	k, mode := int(b&31), int(b>>5)
+	k, mode := int(b&31), int(b>>5&3)
 	if d.err == nil && (k > maxDigits || mode >= decModes) {
 		d.pos--
 		d.fail("decimal digits %d, mode %d", k, mode)
@@ -487,8 +590,11 @@ func (c *valueDecoder) decimal(d *decbuf, vs []float64) {
 	for i := range h {
 		xs[i] = d.varint()
 	}
+	if b&decGolomb != 0 {
+		readGolomb(d, xs[h:])
+	}
 	lo := int64(0)
-	for i := h; i < n && d.err == nil; i += forBlock {
+	for i := h; i < n && d.err == nil && b&decGolomb == 0; i += forBlock {
 		blk := xs[i:min(i+forBlock, n)]
 		w := d.byte()
 		if d.err == nil && w > 64 {
@@ -538,6 +644,57 @@ func (c *valueDecoder) decimal(d *decbuf, vs []float64) {
 	for i, x := range xs {
 		vs[i] = float64(x) / p
 	}
+}
+
+// readGolomb reads the order and the exp-Golomb codes of xs (at least
+// one) from the rest of d, which they must fill to its last byte.
+func readGolomb(d *decbuf, xs []int64) {
+	order := d.byte()
+	if d.err == nil && (order > maxGolombOrder || len(xs) == 0) {
+		d.pos--
+		d.fail("exp-Golomb order %d of %d values", order, len(xs))
+	}
+	if d.err != nil {
+		return
+	}
+	k := uint(order)
+	src := d.b[d.pos:]
+	if cap(src)-len(src) < 8 {
+		var pad [ChunkRows*maxGolombBits/8 + 16]byte
+		if len(src) > len(pad)-8 {
+			d.fail("exp-Golomb stream of %d bytes", len(src))
+			return
+		}
+		copy(pad[:], src)
+		src = pad[:len(src)]
+	}
+	end := uint(len(src)) * 8
+	src = src[:len(src)+8]
+	p := uint(0)
+	for i := range xs {
+		if p >= end {
+			d.fail("exp-Golomb stream ends at value %d of %d", i, len(xs))
+			return
+		}
+		w := binary.LittleEndian.Uint64(src[p>>3:]) >> (p & 7) // 57 bits at least
+		z := uint(bits.TrailingZeros64(w))
+		n := 2*z + 1 + k
+		if n > maxGolombBits || p+n > end {
+			d.pos += int(p >> 3)
+			d.fail("exp-Golomb code of %d bits at value %d", n, i)
+			return
+		}
+		q := w>>(z+1)&(1<<z-1) | 1<<z
+		u := (q-1)<<k | w>>(2*z+1)&(1<<k-1)
+		xs[i] = unzigzag(u)
+		p += n
+	}
+	if (end-p) >= 8 || (end > p && src[end/8-1]>>(8-(end-p)) != 0) {
+		d.pos += int(p >> 3)
+		d.fail("exp-Golomb stream: %d bits after its last code", end-p)
+		return
+	}
+	d.pos = len(d.b)
 }
 
 // scatter moves the m present values of vals[:m] to their rows, last

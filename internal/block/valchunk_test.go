@@ -37,6 +37,14 @@ func valueCases() []valueCase {
 			x := 50
 			return func(_ int, rng *rand.Rand) (float64, bool) { x += rng.IntN(11) - 5; return float64(x), true }
 		}(), chunkDecimal},
+		{"tsbs walk", 1000, func() func(int, *rand.Rand) (float64, bool) {
+			x := 50.0 // TSBS' clamped random walk, truncated
+			return func(_ int, rng *rand.Rand) (float64, bool) {
+				x = min(100, max(0, x+rng.NormFloat64()))
+				return math.Trunc(x), true
+			}
+		}(), chunkDecimal},
+		{"min int run", 300, all(func(i int, _ *rand.Rand) float64 { return []float64{-(1 << 63), 0}[i%2] }), 0xff},
 		{"big integers", 300, all(func(i int, _ *rand.Rand) float64 { return float64(int64(1)<<60 + int64(i)<<12) }), chunkDecimal},
 		{"min int", 3, all(func(i int, _ *rand.Rand) float64 { return []float64{-(1 << 63), 1 << 62, 0}[i] }), 0xff},
 		{"real floats", 400, all(func(_ int, rng *rand.Rand) float64 { return rng.Float64() }), chunkXOR},
@@ -123,7 +131,7 @@ func TestValueColumnSize(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		max  float64 // bytes a sample
-	}{{"const", 0.06}, {"counter", 0.05}, {"percent random walk", 0.6}, {"cpu seconds", 0.6}, {"pages", 1.5}} {
+	}{{"const", 0.06}, {"counter", 0.05}, {"percent random walk", 0.6}, {"tsbs walk", 0.36}, {"cpu seconds", 0.6}, {"pages", 1.5}} {
 		for _, vc := range valueCases() {
 			if vc.name != tc.name {
 				continue
