@@ -211,60 +211,40 @@ func (c *codecStats) pass(wins []*window, cd codec) error {
 // aerieCodec is the block codec of today (index version 3): the group's
 // scaled timestamps and a version 3 value column per series.
 func aerieCodec(w *window) (int64, func(bool) error) {
-	tsBuf := encoding.AppendScaledTimestamps(nil, w.ts)
 	var cc block.ColumnCodec
-	cols := make([][]byte, w.series)
-	metas := make([][]byte, w.series)
-	n := int64(len(tsBuf))
-	for s := range w.series {
+	cols, metas := make([][]byte, w.series), make([][]byte, w.series)
+	return groupCodec(w, func(s int) int64 {
 		cols[s], metas[s] = cc.Append(nil, nil, w.vals[s], w.pres[s])
-		n += int64(len(cols[s]) + len(metas[s]))
-	}
-	return n, func(check bool) error {
-		st, _, err := encoding.ParseScaledTimestamps(tsBuf)
-		if err != nil {
-			return err
-		}
-		ts := st.AppendAll(nil)
-		var vals []float64
-		var pres []bool
-		for s := range w.series {
-			if vals, pres, err = cc.Decode(vals[:0], pres[:0], metas[s], cols[s], len(ts)); err != nil {
-				return err
-			}
-			if check {
-				if err := w.check(s, ts, vals, pres); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-}
-
-// check compares series s's decoded rows with the window's.
-func (w *window) check(s int, ts []int64, vals []float64, pres []bool) error {
-	for i := range ts {
-		want := w.pres[s] == nil || w.pres[s][i]
-		if pres[i] != want || (want && math.Float64bits(vals[i]) != math.Float64bits(w.vals[s][i])) || ts[i] != w.ts[i] {
-			return fmt.Errorf("aerie: series %d row %d decodes to %v (present %v), want %v", s, i, vals[i], pres[i], w.vals[s][i])
-		}
-	}
-	return nil
+		return int64(len(cols[s]) + len(metas[s]))
+	}, func(s int, vals []float64, pres []bool, rows int) ([]float64, []bool, error) {
+		return cc.Decode(vals, pres, metas[s], cols[s], rows)
+	})
 }
 
 // aerieV1Codec is the block codec of index versions 1 and 2: value
 // columns of padded XOR tuples (still read).
 func aerieV1Codec(w *window) (int64, func(bool) error) {
-	tsBuf := encoding.AppendScaledTimestamps(nil, w.ts)
-	cols := make([][]byte, w.series)
-	metas := make([]encoding.ColumnMeta, w.series)
-	n := int64(len(tsBuf))
+	cols, metas := make([][]byte, w.series), make([]encoding.ColumnMeta, w.series)
 	var metaBuf []byte
-	for s := range w.series {
+	return groupCodec(w, func(s int) int64 {
 		cols[s], metas[s] = encoding.AppendColumn(nil, w.vals[s], w.pres[s], encoding.DefaultTupleSize, encoding.DiskBlockTuples)
 		metaBuf = encoding.AppendColumnMeta(metaBuf[:0], &metas[s])
-		n += int64(len(cols[s]) + len(metaBuf))
+		return int64(len(cols[s]) + len(metaBuf))
+	}, func(s int, vals []float64, pres []bool, _ int) ([]float64, []bool, error) {
+		return encoding.DecodeColumn(vals, pres, &metas[s], cols[s])
+	})
+}
+
+// groupCodec encodes a window as a block group: its scaled timestamps,
+// then each series' value column with enc (which returns the column's
+// bytes, meta included). The decoder it returns decodes the timestamps
+// and every column with dec, comparing each row with the window's when
+// check is set.
+func groupCodec(w *window, enc func(s int) int64, dec func(s int, vals []float64, pres []bool, rows int) ([]float64, []bool, error)) (int64, func(bool) error) {
+	tsBuf := encoding.AppendScaledTimestamps(nil, w.ts)
+	n := int64(len(tsBuf))
+	for s := range w.series {
+		n += enc(s)
 	}
 	return n, func(check bool) error {
 		st, _, err := encoding.ParseScaledTimestamps(tsBuf)
@@ -275,12 +255,16 @@ func aerieV1Codec(w *window) (int64, func(bool) error) {
 		var vals []float64
 		var pres []bool
 		for s := range w.series {
-			if vals, pres, err = encoding.DecodeColumn(vals[:0], pres[:0], &metas[s], cols[s]); err != nil {
+			if vals, pres, err = dec(s, vals[:0], pres[:0], len(ts)); err != nil {
 				return err
 			}
-			if check {
-				if err := w.check(s, ts, vals, pres); err != nil {
-					return err
+			if !check {
+				continue
+			}
+			for i := range ts {
+				want := w.pres[s] == nil || w.pres[s][i]
+				if pres[i] != want || (want && math.Float64bits(vals[i]) != math.Float64bits(w.vals[s][i])) || ts[i] != w.ts[i] {
+					return fmt.Errorf("aerie: series %d row %d decodes to %v (present %v), want %v", s, i, vals[i], pres[i], w.vals[s][i])
 				}
 			}
 		}
