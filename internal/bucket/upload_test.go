@@ -96,9 +96,10 @@ func localBlocks(t *testing.T) ([]string, *index.TagDict) {
 			for host := range 4 {
 				for m := range 5 {
 					l := labels.FromStrings("__name__", fmt.Sprintf("metric_%d", m), "job", job, "instance", fmt.Sprintf("host-%d", host))
-					// A counter with noise, so that the block's data spans
-					// several 4 KiB objects in the codec of today.
-					v := float64(i*int64(m+host)) + float64((i*7919+int64(m*31+host))%997)/10
+					// Sevenths are not decimals: the block codec stores them
+					// as XOR (~7 B a sample), so a block's data spans several
+					// 4 KiB objects whatever the decimal codec achieves.
+					v := float64(i*int64(m+host)+int64((i*7919+int64(m*31+host))%997)) / 7
 					require.NoError(t, app.Append(l, i*10_000, v))
 				}
 			}
