@@ -435,3 +435,56 @@ func TestMetricsDamageBehindChecksum(t *testing.T) {
 		require.Equal(t, ms, buf)
 	}
 }
+
+// TestDataVersions writes the fixture block in each data version a writer
+// can still write, reads back every sample, and checks that a data file
+// whose version is not its index's is refused at byte 4.
+func TestDataVersions(t *testing.T) {
+	for _, v := range []uint8{1, DataVersion} {
+		dir := t.TempDir()
+		dict, err := index.OpenTagDict(filepath.Join(dir, "tagdict"))
+		require.NoError(t, err)
+		t.Cleanup(func() { dict.Close() })
+		w, err := NewWriter(dir, fixtureMinT, fixtureMaxT, dict, WriterOptions{DataVersion: v})
+		require.NoError(t, err)
+		tss, cols := fixtureGroups()
+		for g := range tss {
+			require.NoError(t, w.AddGroup(tss[g], cols[g]))
+		}
+		bdir, _, err := w.Finish()
+		require.NoError(t, err)
+		r, err := Open(bdir, dict, ReaderOptions{})
+		require.NoError(t, err)
+		want := fixtureWant()
+		sel, err := r.Select(math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "job", "fix"))
+		require.NoError(t, err)
+		require.Len(t, sel.Series, len(want))
+		var it chunkenc.Iterator
+		for _, s := range sel.Series {
+			ws := want[s.Labels.String()]
+			var n int
+			it = s.Iterator(it)
+			for it.Next() == chunkenc.ValFloat {
+				tt, x := it.At()
+				require.Equal(t, ws.ts[n], tt, "version %d %s", v, s.Labels)
+				require.Equal(t, math.Float64bits(ws.vs[n]), math.Float64bits(x), "version %d %s", v, s.Labels)
+				n++
+			}
+			require.NoError(t, it.Err())
+			require.Equal(t, len(ws.ts), n, "version %d %s", v, s.Labels)
+		}
+		require.NoError(t, r.Close())
+
+		path := filepath.Join(bdir, DataFilename)
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		b[4] = 3 - v // the other version
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		_, err = Open(bdir, dict, ReaderOptions{})
+		var ce *CorruptionError
+		require.True(t, errors.As(err, &ce), "version %d: %v", v, err)
+		require.Equal(t, int64(4), ce.Offset)
+	}
+	_, err := NewWriter(t.TempDir(), 0, 1, nil, WriterOptions{DataVersion: 9})
+	require.Error(t, err)
+}
