@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/klauspost/compress/s2"
-	"github.com/klauspost/compress/zstd"
+
+	"github.com/aerie-db/aerie/internal/zstdx"
 )
 
 // Frame codecs of format version 2: the first byte of a frame's data. The
@@ -29,12 +29,10 @@ const (
 	// maxFrameData is the largest data of a version 2 frame on disk: a
 	// stored payload of MaxFramePayload bytes with its codec byte and size.
 	maxFrameData = 1 + binary.MaxVarintLen32 + MaxFramePayload
-	// zstdMaxRatio bounds what a zstd frame of n bytes can decompress to:
-	// every block takes at least 4 bytes (an RLE block: 3-byte header and
-	// the byte) and yields at most 128 KiB, so n bytes yield less than
-	// 32768·n. A larger declared size is corrupt, and is rejected before
-	// any allocation.
-	zstdMaxRatio = 128 << 10 / 4
+	// zstdMaxRatio bounds what a zstd frame of n bytes can decompress to
+	// (zstdx.MaxRatio): a larger declared size is corrupt, and is rejected
+	// before any allocation.
+	zstdMaxRatio = zstdx.MaxRatio
 	// snappyMaxRatio is the same bound for a Snappy block: its densest
 	// element, a 3-byte copy, yields 64 bytes.
 	snappyMaxRatio = 22
@@ -50,34 +48,9 @@ var (
 	errFrameRecords = errors.New("invalid records in frame payload")
 )
 
-// The zstd encoder and decoder are shared: EncodeAll and DecodeAll are safe
-// for concurrent use. docs/format/wal.md gives the measurements behind the
-// choice of Snappy for Log's batches and zstd's fastest level for
-// checkpoints.
-var (
-	zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
-		e, err := zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.SpeedFastest),
-			zstd.WithEncoderCRC(false), // the frame's CRC32C covers it
-			zstd.WithLowerEncoderMem(true))
-		if err != nil {
-			panic(err) // only for invalid options
-		}
-		return e
-	})
-	zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
-		d, err := zstd.NewReader(nil,
-			zstd.WithDecoderConcurrency(0),
-			zstd.WithDecoderMaxMemory(MaxFramePayload),
-			// DecodeAll writes only into the capacity it is given, sized
-			// from the frame's declared payload size.
-			zstd.WithDecodeAllCapLimit(true))
-		if err != nil {
-			panic(err) // only for invalid options
-		}
-		return d
-	})
-)
+// zstd's encoder and decoder are package zstdx's, shared with the
+// bucket; docs/format/wal.md gives the measurements behind the choice of
+// Snappy for Log's batches and zstd's fastest level for checkpoints.
 
 // appendBatch appends recs as version 2 frames to dst: one frame, unless
 // their payload exceeds MaxFramePayload (a batch of more than 1 GiB), when
@@ -115,7 +88,7 @@ func appendFrame(dst, payload []byte, codec byte) []byte {
 	body := len(dst)
 	switch codec {
 	case FrameZstd:
-		dst = zstdEncoder().EncodeAll(payload, dst)
+		dst = zstdx.AppendFastest(dst, payload)
 	case FrameSnappy:
 		dst = slices.Grow(dst, s2.MaxEncodedLen(len(payload)))
 		n := len(s2.EncodeSnappyBetter(dst[body:cap(dst)], payload))
@@ -151,20 +124,11 @@ func decodeFrame(data, buf []byte) (payload, bufOut []byte, err error) {
 		}
 		return body, buf, nil
 	case FrameZstd:
-		if size > zstdMaxRatio*uint64(len(body)) {
-			return nil, buf, fmt.Errorf("%w: %d bytes cannot decompress to %d", errFrameSize, len(body), size)
+		out, buf, err := zstdx.Decode(buf, body, size)
+		if errors.Is(err, zstdx.ErrSize) {
+			return nil, buf, fmt.Errorf("%w: %w", errFrameSize, err)
 		}
-		if uint64(cap(buf)) < size {
-			buf = make([]byte, size)
-		}
-		out, err := zstdDecoder().DecodeAll(body, buf[:0:size])
-		if err != nil {
-			return nil, buf, fmt.Errorf("zstd: %w", err)
-		}
-		if uint64(len(out)) != size {
-			return nil, buf, fmt.Errorf("%w: %d bytes decompressed, %d declared", errFrameSize, len(out), size)
-		}
-		return out, buf, nil
+		return out, buf, err
 	case FrameSnappy:
 		if size > snappyMaxRatio*uint64(len(body)) {
 			return nil, buf, fmt.Errorf("%w: %d bytes cannot decompress to %d", errFrameSize, len(body), size)
