@@ -105,7 +105,7 @@ func runInspectBucket(ctx context.Context, w io.Writer, st bucket.RangeStore) er
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BLOCK\tMIN TIME\tMAX TIME\tLEVEL\tSERIES\tSAMPLES\tGROUPS\tOBJECTS\tGROUPS/OBJECT\tDATA BYTES\tMETA BYTES")
+	fmt.Fprintln(tw, "BLOCK\tMIN TIME\tMAX TIME\tLEVEL\tSERIES\tSAMPLES\tGROUPS\tOBJECTS\tGROUPS/OBJECT\tDATA BYTES\tMETA BYTES\tMETRICS BYTES")
 	for _, b := range blocks {
 		var data int64
 		per := ""
@@ -116,9 +116,9 @@ func runInspectBucket(ctx context.Context, w io.Writer, st bucket.RangeStore) er
 			}
 			per += fmt.Sprint(o.Groups)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", b.ULID,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\n", b.ULID,
 			time.UnixMilli(b.MinTime).UTC().Format(time.RFC3339), time.UnixMilli(b.MaxTime).UTC().Format(time.RFC3339),
-			b.Level, b.Series, b.Samples, b.Groups, len(b.Objects), per, data, b.MetaBytes)
+			b.Level, b.Series, b.Samples, b.Groups, len(b.Objects), per, data, b.MetaBytes, b.MetricsBytes)
 	}
 	return tw.Flush()
 }

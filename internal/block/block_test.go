@@ -1,6 +1,7 @@
 package block
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -136,7 +137,7 @@ func TestMetricsCombine(t *testing.T) {
 	sel, err := r.Select(0, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m2"))
 	require.NoError(t, err)
 	require.Len(t, sel.Series, 1)
-	ms, err := r.Metrics(sel.Series[0].ID)
+	ms, err := r.Metrics(context.Background(), sel.Series[0].ID)
 	require.NoError(t, err)
 	require.Len(t, ms, 2)
 	// The combined 2 h metrics equal those computed from the data.

@@ -47,6 +47,14 @@
 //     decoder never panics: a chunk is valid only if its decoding
 //     consumes exactly the bytes the meta gives it. Data version 1 (index
 //     versions 1 and 2) is still read; writers write version 2 only.
+//  10. The metrics section is the index's last section, just before the
+//     footer, so SplitIndex can cut it out for a store that keeps it
+//     apart (the bucket's metrics object). A reader opened on a cut index
+//     (OpenRemote with a MetricsLoader) has every other section checked
+//     at open and gets the section from its loader when metrics are first
+//     read; ParseMetrics accepts it only with the length and CRC32C the
+//     footer gives, and with every series' record decoding, as Open
+//     checks a whole index.
 //
 // Readers give series by label matchers (Select) or by local id
 // (SelectIDs, which compaction uses to walk a block a group at a time).

@@ -1,6 +1,7 @@
 package block
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -234,7 +236,7 @@ func checkFixture(t *testing.T, dir string, version uint8, want map[string][]Int
 		for i := range vs {
 			require.Equal(t, math.Float64bits(w.vs[i]), math.Float64bits(vs[i]), "%s sample %d", s.Labels, i)
 		}
-		ms, err := r.Metrics(s.ID)
+		ms, err := r.Metrics(context.Background(), s.ID)
 		require.NoError(t, err)
 		checkMetricsOf(t, ms, r.Meta().MetricInterval, w.ts, w.vs)
 		if want != nil {
@@ -250,16 +252,37 @@ func checkFixture(t *testing.T, dir string, version uint8, want map[string][]Int
 	// meta.json and index unchanged), the block gives the same metrics.
 	mb, err := os.ReadFile(filepath.Join(dir, "block", MetaFilename))
 	require.NoError(t, err)
-	remote, err := OpenRemote("remote", mb, ib, dict, r.f)
+	remote, err := OpenRemote("remote", mb, ib, dict, r.f, nil)
 	require.NoError(t, err)
 	defer remote.Close()
+	// And as the bucket opens it now: the index without its metrics
+	// section, which a loader gives when it is first needed.
+	head, sec, err := SplitIndex(ib)
+	require.NoError(t, err)
+	require.Len(t, head, len(ib)-len(sec))
+	ld := &sectionLoader{b: sec}
+	cut, err := OpenRemote("cut", mb, head, dict, r.f, ld)
+	require.NoError(t, err)
+	defer cut.Close()
+	require.Equal(t, int64(len(sec)), cut.MetricsLen())
+	require.Zero(t, ld.calls, "the section is loaded when metrics are first read, not at open")
 	for id := range uint32(r.Index().NumSeries()) {
-		want, err := r.Metrics(id)
+		want, err := r.Metrics(context.Background(), id)
 		require.NoError(t, err)
-		got, err := remote.Metrics(id)
+		got, err := remote.Metrics(context.Background(), id)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
+		got, err = cut.Metrics(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		wi, wd, err := r.SeriesBytes(context.Background(), id)
+		require.NoError(t, err)
+		gi, gd, err := cut.SeriesBytes(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, [2]int64{wi, wd}, [2]int64{gi, gd})
+		require.Positive(t, wi)
 	}
+	require.Positive(t, ld.calls)
 
 	// A narrower range: the hour in the middle, one instance.
 	sel, err = r.Select(fixtureMinT+3600_000, fixtureMinT+2*3600_000-1, labels.MustNewMatcher(labels.MatchEqual, "instance", "a"))
@@ -395,10 +418,10 @@ func TestMetricsDamageBehindChecksum(t *testing.T) {
 	p := fstart + SectionMetrics*20
 	off := int(binary.LittleEndian.Uint64(orig[p:]))
 	ln := int(binary.LittleEndian.Uint64(orig[p+8:]))
-	require.Equal(t, off, r.mAt)
+	require.Equal(t, int64(off), r.msec.at)
 
 	// Series 0's record: its n, then b0 (the value domain) made invalid.
-	rec := off + r.mOffs[0]
+	rec := off + r.msec.offs[0]
 	_, k := binary.Uvarint(orig[rec:])
 	_, k2 := binary.Uvarint(orig[rec+k:])
 	_, k3 := binary.Uvarint(orig[rec+k+k2:])
@@ -428,9 +451,9 @@ func TestMetricsDamageBehindChecksum(t *testing.T) {
 	defer r2.Close()
 	var buf []IntervalMetrics
 	for id := range uint32(r2.Index().NumSeries()) {
-		ms, err := r2.Metrics(id)
+		ms, err := r2.Metrics(context.Background(), id)
 		require.NoError(t, err)
-		buf, err = r2.AppendMetrics(buf[:0], id)
+		buf, err = r2.AppendMetrics(context.Background(), buf[:0], id)
 		require.NoError(t, err)
 		require.Equal(t, ms, buf)
 	}
@@ -487,4 +510,67 @@ func TestDataVersions(t *testing.T) {
 	}
 	_, err := NewWriter(t.TempDir(), 0, 1, nil, WriterOptions{DataVersion: 9})
 	require.Error(t, err)
+}
+
+// sectionLoader is a MetricsLoader over a metrics section held apart.
+type sectionLoader struct {
+	b     []byte
+	calls int
+}
+
+func (l *sectionLoader) LoadMetrics(_ context.Context, r *Reader) (*MetricsSection, error) {
+	l.calls++
+	return r.ParseMetrics("metrics-object", l.b)
+}
+
+// TestSplitIndex checks that a cut index opens only with a loader, that
+// the loader's section must match the footer's length and CRC32C, and
+// that SplitIndex refuses what is not a whole index.
+func TestSplitIndex(t *testing.T) {
+	r, _ := openFixture(t, "testdata/index_format_v3")
+	defer r.Close()
+	ib, err := os.ReadFile(filepath.Join(r.Dir(), IndexFilename))
+	require.NoError(t, err)
+	mb, err := os.ReadFile(filepath.Join(r.Dir(), MetaFilename))
+	require.NoError(t, err)
+	dict, err := index.OpenTagDict(filepath.Join(filepath.Dir(r.Dir()), "tagdict"))
+	require.NoError(t, err)
+	defer dict.Close()
+	head, sec, err := SplitIndex(ib)
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	// Whole and cut are not interchangeable.
+	_, err = OpenRemote("cut", mb, head, dict, r.f, nil)
+	var ce *CorruptionError
+	require.ErrorAs(t, err, &ce)
+	_, err = OpenRemote("whole", mb, ib, dict, r.f, &sectionLoader{b: sec})
+	require.ErrorAs(t, err, &ce)
+	require.ErrorContains(t, err, "not cut at the footer")
+
+	for name, bad := range map[string][]byte{
+		"short":   sec[:len(sec)-1],
+		"long":    append(slices.Clone(sec), 0),
+		"flipped": append([]byte{sec[0] ^ 1}, sec[1:]...),
+	} {
+		c, err := OpenRemote("cut", mb, head, dict, r.f, &sectionLoader{b: bad})
+		require.NoError(t, err, name)
+		_, err = c.Metrics(ctx, 0)
+		require.ErrorAs(t, err, &ce, name)
+		require.Equal(t, "metrics-object", ce.File, name)
+		_, _, err = c.SeriesBytes(ctx, 0)
+		require.Error(t, err, name)
+		c.Close()
+	}
+
+	// SplitIndex needs a whole index with the section last.
+	for name, bad := range map[string][]byte{
+		"empty":   nil,
+		"cut":     head,
+		"footer":  append(slices.Clone(ib[:len(ib)-9]), ib[len(ib)-8]^1, ib[len(ib)-8], ib[len(ib)-7], ib[len(ib)-6], ib[len(ib)-5], ib[len(ib)-4], ib[len(ib)-3], ib[len(ib)-2], ib[len(ib)-1]),
+		"trailer": ib[:len(ib)-1],
+	} {
+		_, _, err := SplitIndex(bad)
+		require.ErrorAs(t, err, &ce, name)
+	}
 }

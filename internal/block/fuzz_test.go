@@ -1,6 +1,7 @@
 package block
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,13 +33,31 @@ func FuzzIndexFile(f *testing.F) {
 	}
 	defer dict.Close()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r := &Reader{meta: Meta{TupleSize: 8, BlockTuples: 10, MetricInterval: DefaultMetricInterval, MaxTime: 1}}
-		if err := r.decodeIndex(b, dict); err != nil {
+		meta := Meta{TupleSize: 8, BlockTuples: 10, MetricInterval: DefaultMetricInterval, MaxTime: 1}
+		r := &Reader{meta: meta}
+		if err := r.decodeIndex(b, dict, "index", false); err == nil {
+			for id := range r.series {
+				if _, err := r.Metrics(context.Background(), uint32(id)); err != nil {
+					t.Fatalf("index decoded but metrics of series %d do not: %v", id, err)
+				}
+			}
+		}
+		// Cut as the bucket stores it, the section parsed apart.
+		head, sec, err := SplitIndex(b)
+		if err != nil {
 			return
 		}
-		for id := range r.series {
-			if _, err := r.Metrics(uint32(id)); err != nil {
-				t.Fatalf("index decoded but metrics of series %d do not: %v", id, err)
+		c := &Reader{meta: meta}
+		if err := c.decodeIndex(head, dict, "index", true); err != nil {
+			return
+		}
+		ms, err := c.ParseMetrics("metrics", sec)
+		if err != nil {
+			return
+		}
+		for id := range c.series {
+			if _, err := ms.Append(nil, uint32(id)); err != nil {
+				t.Fatalf("section parsed but metrics of series %d do not: %v", id, err)
 			}
 		}
 	})

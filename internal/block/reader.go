@@ -21,7 +21,6 @@ import (
 	"github.com/aerie-db/aerie/internal/checksum"
 	"github.com/aerie-db/aerie/internal/encoding"
 	"github.com/aerie-db/aerie/internal/index"
-	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/seriesiter"
 )
 
@@ -69,13 +68,18 @@ type Reader struct {
 	bi      *index.BlockIndex
 	groups  []groupInfo
 	series  [][]loc
-	version uint8  // of the index file
-	metrics []byte // metrics section, decoded on demand
-	mAt     int    // metrics section's offset in the index file
-	mOffs   []int  // per series offset into metrics
-	f       *os.File
-	data    io.ReaderAt
-	size    int64
+	version uint8 // of the index file
+	// msec is the metrics section opened with the index; nil for a
+	// remote block whose index was cut by SplitIndex, whose section mload
+	// gives when it is needed. mLen and mCRC are the section's length and
+	// CRC32C from the index footer.
+	msec  *MetricsSection
+	mload MetricsLoader
+	mLen  int64
+	mCRC  uint32
+	f     *os.File
+	data  io.ReaderAt
+	size  int64
 
 	reads atomic.Int64 // data reads by selections (DataReads)
 
@@ -99,7 +103,7 @@ func Open(dir string, dict *index.TagDict, opts ReaderOptions) (*Reader, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := r.decodeIndexFile(ib, dict, ipath); err != nil {
+	if err := r.decodeIndexFile(ib, dict, ipath, false); err != nil {
 		return nil, err
 	}
 	dpath := filepath.Join(dir, DataFilename)
@@ -128,8 +132,8 @@ func Open(dir string, dict *index.TagDict, opts ReaderOptions) (*Reader, error) 
 
 // decodeIndexFile decodes the index file ipath (b) into r; any failure is
 // a *CorruptionError naming ipath.
-func (r *Reader) decodeIndexFile(b []byte, dict *index.TagDict, ipath string) error {
-	err := r.decodeIndex(b, dict)
+func (r *Reader) decodeIndexFile(b []byte, dict *index.TagDict, ipath string, cut bool) error {
+	err := r.decodeIndex(b, dict, ipath, cut)
 	if err == nil {
 		return nil
 	}
@@ -213,7 +217,9 @@ func (r *Reader) verifyData(path string) error {
 	return nil
 }
 
-func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
+// decodeIndex decodes index file b (named file in errors); cut: without
+// its metrics section (SplitIndex), which starts where the footer now is.
+func (r *Reader) decodeIndex(b []byte, dict *index.TagDict, file string, cut bool) error {
 	if len(b) < HeaderLen+FooterLen {
 		return &CorruptionError{Offset: 0, Err: fmt.Errorf("index too short: %d bytes", len(b))}
 	}
@@ -244,6 +250,15 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 		off := binary.LittleEndian.Uint64(b[p:])
 		ln := binary.LittleEndian.Uint64(b[p+8:])
 		want := binary.LittleEndian.Uint32(b[p+16:])
+		if s == SectionMetrics {
+			r.mLen, r.mCRC = int64(ln), want
+			if cut {
+				if off != uint64(fstart) || ln == 0 || ln > math.MaxInt64 {
+					return &CorruptionError{Offset: int64(p), Err: fmt.Errorf("section %s [%d, +%d) was not cut at the footer (%d)", sectionNames[s], off, ln, fstart)}
+				}
+				continue
+			}
+		}
 		if off < HeaderLen || off > uint64(fstart) || ln > uint64(fstart)-off {
 			return &CorruptionError{Offset: int64(p), Err: fmt.Errorf("section %s out of bounds", sectionNames[s])}
 		}
@@ -329,48 +344,11 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict) error {
 		return d.err
 	}
 
-	d = &decbuf{b: secs[SectionMetrics], what: "section metrics", at: at[SectionMetrics]}
-	if iv := int64(d.uvarint()); d.err == nil && iv != r.meta.MetricInterval {
-		return &CorruptionError{Offset: int64(d.at), Err: fmt.Errorf("section metrics: interval %d, meta says %d", iv, r.meta.MetricInterval)}
+	if cut {
+		return nil
 	}
-	r.metrics, r.mAt = d.b, d.at
-	r.mOffs = make([]int, ns)
-	base := mathx.FloorDiv(r.meta.MinTime, r.meta.MetricInterval)
-	var scratch []IntervalMetrics
-	for i := 0; i < ns && d.err == nil; i++ {
-		r.mOffs[i] = d.pos
-		var n int
-		var err error
-		// Every series' metrics are decoded once here, so that Metrics
-		// never meets a record the checksum passed but the decoder
-		// refuses (a writer's bug).
-		switch r.version {
-		case 1:
-			_, n, err = decodeMetricsV1(d.b[d.pos:], base)
-		default:
-			scratch, n, err = DecodeMetrics(scratch[:0], d.b[d.pos:], base)
-		}
-		if err != nil {
-			return r.metricsError(i, err)
-		}
-		d.pos += n
-	}
-	if d.err == nil && d.pos != len(d.b) {
-		return &CorruptionError{Offset: int64(d.at + d.pos), Err: fmt.Errorf("section metrics: %d trailing bytes", len(d.b)-d.pos)}
-	}
-	return d.err
-}
-
-// metricsError turns an error decoding the metrics of series id into a
-// *CorruptionError at its offset in the index file.
-func (r *Reader) metricsError(id int, err error) error {
-	off := int64(r.mAt + r.mOffs[id])
-	var ce *CorruptionError
-	if errors.As(err, &ce) {
-		off += ce.Offset
-		err = ce.Err
-	}
-	return &CorruptionError{File: filepath.Join(r.dir, IndexFilename), Offset: off, Err: fmt.Errorf("section metrics, series %d: %w", id, err)}
+	r.msec, err = r.parseMetrics(secs[SectionMetrics], file, int64(at[SectionMetrics]))
+	return err
 }
 
 // dataVersion is the data file version that goes with the index's.
@@ -389,33 +367,6 @@ func (r *Reader) Dir() string { return r.dir }
 
 // Index returns the block's label index.
 func (r *Reader) Index() *index.BlockIndex { return r.bi }
-
-// Metrics returns the block metrics of local series id, in interval
-// order. An error decoding them is a *CorruptionError.
-func (r *Reader) Metrics(id uint32) ([]IntervalMetrics, error) {
-	return r.AppendMetrics(nil, id)
-}
-
-// AppendMetrics appends the block metrics of local series id to dst, so a
-// scan over many series can reuse one slice.
-func (r *Reader) AppendMetrics(dst []IntervalMetrics, id uint32) ([]IntervalMetrics, error) {
-	if int(id) >= len(r.mOffs) {
-		return dst, fmt.Errorf("series %d out of range", id)
-	}
-	base := mathx.FloorDiv(r.meta.MinTime, r.meta.MetricInterval)
-	var err error
-	if r.version == 1 {
-		var ms []IntervalMetrics
-		ms, _, err = decodeMetricsV1(r.metrics[r.mOffs[id]:], base)
-		dst = append(dst, ms...)
-	} else {
-		dst, _, err = DecodeMetrics(dst, r.metrics[r.mOffs[id]:], base)
-	}
-	if err != nil {
-		return dst, r.metricsError(int(id), err)
-	}
-	return dst, nil
-}
 
 // Acquire takes a reference; it returns false if the block is closed.
 func (r *Reader) Acquire() bool {
@@ -802,13 +753,15 @@ func (e *errIterator) Err() error                    { return e.err }
 // as Open checks them, and data reads byte ranges of its data file. name
 // stands for the block's directory in errors. Nothing of the data is
 // read at open: data must check what it returns (the bucket's reader
-// checks each group extent against its CRC).
-func OpenRemote(name string, meta, idx []byte, dict *index.TagDict, data io.ReaderAt) (*Reader, error) {
-	r := &Reader{dir: name, data: data}
+// checks each group extent against its CRC). With a metrics loader, idx
+// is the index without its metrics section (SplitIndex), which the loader
+// gives when Metrics first needs it; without one, idx is the whole file.
+func OpenRemote(name string, meta, idx []byte, dict *index.TagDict, data io.ReaderAt, metrics MetricsLoader) (*Reader, error) {
+	r := &Reader{dir: name, data: data, mload: metrics}
 	if err := decodeMeta(meta, &r.meta); err != nil {
 		return nil, &CorruptionError{File: filepath.Join(name, MetaFilename), Offset: 0, Err: err}
 	}
-	if err := r.decodeIndexFile(idx, dict, filepath.Join(name, IndexFilename)); err != nil {
+	if err := r.decodeIndexFile(idx, dict, filepath.Join(name, IndexFilename), metrics != nil); err != nil {
 		return nil, err
 	}
 	r.refs.Store(1)

@@ -1,12 +1,15 @@
 package block
 
+import "context"
+
 // SeriesBytes returns the bytes local series id takes in the block's
 // files: in the data, its value columns and, for each group it is in, its
 // share of the group's timestamp column (divided by the group's columns);
-// in the index, its block metrics. It is 0, 0 for an unknown id.
-func (r *Reader) SeriesBytes(id uint32) (index, data int64) {
+// in the index, its block metrics (a remote block's are fetched if they
+// are not in memory). It is 0, 0 for an unknown id.
+func (r *Reader) SeriesBytes(ctx context.Context, id uint32) (index, data int64, err error) {
 	if int(id) >= len(r.series) {
-		return 0, 0
+		return 0, 0, nil
 	}
 	for _, l := range r.series[id] {
 		g := &r.groups[l.group]
@@ -16,12 +19,9 @@ func (r *Reader) SeriesBytes(id uint32) (index, data int64) {
 			data += g.tsLen / n
 		}
 	}
-	if int(id) < len(r.mOffs) {
-		end := len(r.metrics)
-		if int(id)+1 < len(r.mOffs) {
-			end = r.mOffs[id+1]
-		}
-		index = int64(end - r.mOffs[id])
+	ms, err := r.MetricsSection(ctx)
+	if err != nil {
+		return 0, 0, err
 	}
-	return index, data
+	return ms.recordLen(id), data, nil
 }

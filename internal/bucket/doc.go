@@ -51,18 +51,21 @@
 //     operation and reason.
 //
 // Layout (layout.go, docs/format/bucket.md): TagDict segments, and per
-// block data objects packing its group extents and a metadata object.
+// block data objects packing its group extents, a metrics object (its
+// block metrics, zstd-compressed) and a metadata object.
 // Uploader writes them; OpenBlock reads a block back; Tier is the
 // engine's remote tier (tsdb.Remote) over them.
 //
 //  10. A block is visible in the bucket only once its metadata object
-//     exists, and that object is written last: after every data object
-//     and the TagDict segment the block needs were written and read back
-//     byte for byte.
+//     exists, and that object is written last: after every data object,
+//     its metrics object and the TagDict segment the block needs were
+//     written and read back byte for byte.
 //  11. TagDict segments are append-only and contiguous in code order; a
 //     dictionary rebuilt from them gives every code the pair it had.
 //  12. Every byte read from the bucket is checked before use: metadata
-//     objects against their trailing CRC32C, value-column windows against
+//     objects against their trailing CRC32C, metrics objects against the
+//     metadata object's size and CRC32C and their section against the
+//     index footer's length and CRC32C, value-column windows against
 //     their window CRC32C (Placement.Windows), segments against their
 //     records' CRCs; `aerie bucket verify` checks whole extents against
 //     the block index's CRC32C. Damage is a *CorruptionError naming the
@@ -76,9 +79,17 @@
 //     the cache, the rest in one round of range GETs, coalesced within
 //     CoalesceGap and at most ParallelGets at a time. Windows are kept in
 //     an LRU bounded in bytes (ExtentCache, goroutine-safe under its mu).
+//  15. A block's metrics object is fetched only when its metrics are
+//     read (value search, aggregation, sensor metadata), at most once at a
+//     time per block, and kept parsed in an LRU bounded in bytes
+//     (MetricsCache); a query holding a section evicted meanwhile keeps
+//     it until it is done. Metadata objects of version 2, whose index
+//     holds the metrics, are still read.
 //
 // Locking: Uploader serializes segment uploads under its mu; Tier guards
-// its uploader under its mu. Bucket has no mutex. Its fields are set by Open and Wrap and
+// its uploader under its mu; a block's metricsLoader serializes its fetches
+// under its mu; the LRUs (lru: ExtentCache, MetricsCache) guard their
+// state under their own mu, never held during a fetch. Bucket has no mutex. Its fields are set by Open and Wrap and
 // never change; the GET semaphore is a buffered channel and the metrics are
 // Prometheus collectors, both goroutine-safe. The providers are
 // goroutine-safe (objstore's contract). So every Bucket method may be

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aerie-db/aerie/internal/checksum"
+	"github.com/aerie-db/aerie/internal/zstdx"
 )
 
 // The bucket layout (docs/format/bucket.md), CloudTS' separation of
@@ -16,6 +17,7 @@ import (
 //
 //	tagdict/<from>-<to>        TagDict segments, append-only, codes [from, to)
 //	blocks/<ULID>/data-<n>     data objects: group extents packed together
+//	blocks/<ULID>/metrics      the block's metrics section (version 3 on)
 //	blocks/<ULID>/meta         the block's metadata object, written last
 //
 // A block is visible once its metadata object exists; its data objects
@@ -25,10 +27,15 @@ import (
 const (
 	// MetaObjectMagic opens a block's metadata object.
 	MetaObjectMagic uint32 = 0xAEB0BE7A
-	// MetaObjectVersion is the only metadata object version this code
-	// writes and reads (version 1, never released, had one CRC per column
-	// and no timestamp columns).
-	MetaObjectVersion uint8 = 2
+	// MetaObjectVersion is the metadata object version this code writes:
+	// the index without its metrics section, which is an object of its
+	// own. Version 2, the whole index inside, is still read; version 1,
+	// never released, had one CRC per column and no timestamp columns.
+	MetaObjectVersion uint8 = 3
+	// MetricsObjectMagic opens a block's metrics object.
+	MetricsObjectMagic uint32 = 0xAEB03E7C
+	// MetricsObjectVersion is the only metrics object version.
+	MetricsObjectVersion uint8 = 1
 	// DataObjectMagic opens a data object.
 	DataObjectMagic uint32 = 0xAEB0DA7A
 	// DataObjectVersion is the only data object version this code writes
@@ -48,6 +55,13 @@ const (
 	tagDictPrefix = "tagdict/"
 	blocksPrefix  = "blocks/"
 	metaName      = "meta"
+	metricsName   = "metrics"
+)
+
+// Codecs of a metrics object's payload (persisted: never renumber).
+const (
+	metricsStored = 0 // the section as is
+	metricsZstd   = 1 // the section compressed with zstd (package zstdx)
 )
 
 // TagDictSegmentName names the segment holding codes [from, to).
@@ -76,6 +90,9 @@ func parseTagDictSegmentName(name string) (from, to int, ok bool) {
 // MetaObjectName names block ulid's metadata object.
 func MetaObjectName(ulid string) string { return blocksPrefix + ulid + "/" + metaName }
 
+// MetricsObjectName names block ulid's metrics object.
+func MetricsObjectName(ulid string) string { return blocksPrefix + ulid + "/" + metricsName }
+
 // DataObjectName names block ulid's n-th data object.
 func DataObjectName(ulid string, n int) string {
 	return fmt.Sprintf("%s%s/data-%06d", blocksPrefix, ulid, n)
@@ -84,8 +101,16 @@ func DataObjectName(ulid string, n int) string {
 // BlockMeta is a block's metadata object: everything a query needs before
 // it reads data (CloudTS: metadata apart from data).
 type BlockMeta struct {
-	Meta  []byte // the block's meta.json
-	Index []byte // the block's index file: tag array, TTMapping, series, groups, metrics
+	// Version is the object's format version (2 or 3).
+	Version uint8
+	Meta    []byte // the block's meta.json
+	// Index is the block's index file: tag array, TTMapping, groups,
+	// series and, in version 2 only, the block metrics; in version 3 the
+	// metrics section is cut out (block.SplitIndex) into the metrics
+	// object, fetched only when metrics are read.
+	Index []byte
+	// Metrics describes the metrics object (version 3).
+	Metrics ObjectInfo
 	// TagDictLen is the number of TagDict codes the segments must cover
 	// before the index can be read.
 	TagDictLen int
@@ -155,11 +180,19 @@ func appendObjectHeader(dst []byte, magic uint32, version uint8) []byte {
 // AppendBlockMeta appends m's encoding to dst.
 func AppendBlockMeta(dst []byte, m *BlockMeta) []byte {
 	start := len(dst)
-	dst = appendObjectHeader(dst, MetaObjectMagic, MetaObjectVersion)
+	v := m.Version
+	if v == 0 {
+		v = MetaObjectVersion
+	}
+	dst = appendObjectHeader(dst, MetaObjectMagic, v)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(m.Meta)))
 	dst = append(dst, m.Meta...)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(m.Index)))
 	dst = append(dst, m.Index...)
+	if v >= 3 {
+		dst = binary.AppendUvarint(dst, uint64(m.Metrics.Size))
+		dst = binary.BigEndian.AppendUint32(dst, m.Metrics.CRC)
+	}
 	dst = binary.AppendUvarint(dst, uint64(m.TagDictLen))
 	dst = binary.AppendUvarint(dst, uint64(m.WindowSize))
 	dst = binary.AppendUvarint(dst, uint64(len(m.Objects)))
@@ -256,8 +289,8 @@ func ParseBlockMeta(name string, b []byte) (*BlockMeta, error) {
 		d.fail(0, "bad magic %#08x, want %#08x", m, MetaObjectMagic)
 		return nil, d.err
 	}
-	if b[4] != MetaObjectVersion {
-		d.fail(4, "unsupported version %d", b[4])
+	if b[4] != 2 && b[4] != 3 {
+		d.fail(4, "unsupported version %d (this code reads 2 and 3)", b[4])
 		return nil, d.err
 	}
 	if b[5]|b[6]|b[7] != 0 {
@@ -271,9 +304,17 @@ func ParseBlockMeta(name string, b []byte) (*BlockMeta, error) {
 	}
 	d.b = b[:body]
 	d.pos = ObjectHeaderLen
-	m := &BlockMeta{}
+	m := &BlockMeta{Version: b[4]}
 	m.Meta = d.bytes("meta.json")
 	m.Index = d.bytes("index")
+	if m.Version >= 3 {
+		at := d.pos
+		m.Metrics.Size = int64(d.uvarint("metrics object size", math.MaxInt64))
+		m.Metrics.CRC = d.u32("metrics object checksum")
+		if d.err == nil && m.Metrics.Size < ObjectHeaderLen+4 {
+			d.fail(at, "metrics object size %d shorter than its header and checksum", m.Metrics.Size)
+		}
+	}
 	m.TagDictLen = int(d.uvarint("tagdict length", math.MaxUint32))
 	at := d.pos
 	m.WindowSize = int(d.uvarint("window size", math.MaxInt32))
@@ -373,4 +414,67 @@ func packObjects(lens []int64, keys []string, maxSize int64) [][]int {
 		out = append(out, cur)
 	}
 	return out
+}
+
+// AppendMetricsObject appends a metrics object holding section, a block's
+// metrics section (block.SplitIndex), to dst: zstd-compressed when that is
+// smaller.
+func AppendMetricsObject(dst, section []byte) []byte {
+	start := len(dst)
+	dst = appendObjectHeader(dst, MetricsObjectMagic, MetricsObjectVersion)
+	codec := start + 5
+	dst[codec] = metricsZstd
+	dst = binary.AppendUvarint(dst, uint64(len(section)))
+	body := len(dst)
+	if len(section) <= zstdx.MaxSize {
+		dst = zstdx.AppendDefault(dst, section)
+	}
+	if len(section) > zstdx.MaxSize || len(dst)-body >= len(section) {
+		dst[codec] = metricsStored
+		dst = append(dst[:body], section...)
+	}
+	return binary.BigEndian.AppendUint32(dst, checksum.CRC32C(dst[start:]))
+}
+
+// ParseMetricsObject checks metrics object name (b) against info from its
+// metadata object and returns the section it holds, which must be size
+// bytes (the index footer's length). buf is reused for decompression.
+func ParseMetricsObject(name string, b []byte, info ObjectInfo, size int64, buf []byte) (section, bufOut []byte, err error) {
+	fail := func(at int, format string, args ...any) ([]byte, []byte, error) {
+		return nil, buf, &CorruptionError{Object: name, Offset: int64(at), Err: fmt.Errorf(format, args...)}
+	}
+	switch {
+	case int64(len(b)) != info.Size:
+		return fail(len(b), "%d bytes, metadata says %d", len(b), info.Size)
+	case len(b) < ObjectHeaderLen+4 || binary.BigEndian.Uint32(b) != MetricsObjectMagic:
+		return fail(0, "bad magic")
+	case b[4] != MetricsObjectVersion:
+		return fail(4, "unsupported version %d", b[4])
+	case b[6]|b[7] != 0:
+		return fail(6, "reserved header bytes not zero")
+	}
+	body := len(b) - 4
+	if got := checksum.CRC32C(b[:body]); got != binary.BigEndian.Uint32(b[body:]) || got != info.CRC {
+		return fail(body, "checksum mismatch")
+	}
+	n, k := binary.Uvarint(b[ObjectHeaderLen:body])
+	if k <= 0 || int64(n) != size || size <= 0 {
+		return fail(ObjectHeaderLen, "section length %d, the index footer says %d", n, size)
+	}
+	payload := b[ObjectHeaderLen+k : body]
+	switch b[5] {
+	case metricsStored:
+		if int64(len(payload)) != size {
+			return fail(ObjectHeaderLen+k, "%d bytes stored, section length %d", len(payload), size)
+		}
+		return payload, buf, nil
+	case metricsZstd:
+		out, buf, err := zstdx.Decode(buf, payload, n)
+		if err != nil {
+			return fail(ObjectHeaderLen+k, "%v", err)
+		}
+		return out, buf, nil
+	default:
+		return fail(5, "unknown codec %d", b[5])
+	}
 }

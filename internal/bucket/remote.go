@@ -3,7 +3,6 @@ package bucket
 import (
 	"bytes"
 	"cmp"
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +41,12 @@ type ReadStats struct {
 	// MetaCacheHits counts the metadata objects of MetaGets read from the
 	// local metadata cache instead of the bucket.
 	MetaCacheHits atomic.Int64
+	// MetricsGets and MetricsBytes count the metrics objects fetched (a
+	// block's metrics read while not in the MetricsCache), MetricsCacheHits
+	// the reads the cache answered.
+	MetricsGets      atomic.Int64
+	MetricsBytes     atomic.Int64
+	MetricsCacheHits atomic.Int64
 }
 
 // Data reads: a fetch asks for column ranges; each is widened to the
@@ -79,6 +84,12 @@ func ListBlocks(ctx context.Context, st Store) ([]string, error) {
 // their window CRCs and kept in cache. dict must hold the codes the block
 // references (see LoadTagDict).
 func OpenBlock(ctx context.Context, st RangeStore, ulid string, dict *index.TagDict, cache *ExtentCache, stats *ReadStats) (*block.Reader, error) {
+	return openBlock(ctx, st, ulid, dict, cache, nil, stats)
+}
+
+// openBlock is OpenBlock with the cache that keeps the metrics sections it
+// fetches (nil: none is kept).
+func openBlock(ctx context.Context, st RangeStore, ulid string, dict *index.TagDict, cache *ExtentCache, mcache *MetricsCache, stats *ReadStats) (*block.Reader, error) {
 	name := MetaObjectName(ulid)
 	b, err := st.Get(ctx, name)
 	if err != nil {
@@ -96,7 +107,11 @@ func OpenBlock(ctx context.Context, st RangeStore, ulid string, dict *index.TagD
 		return nil, fmt.Errorf("bucket block %s needs %d TagDict codes, the dictionary has %d", ulid, m.TagDictLen, dict.Len())
 	}
 	d := &remoteData{st: st, ulid: ulid, meta: m, cache: cache, stats: stats}
-	r, err := block.OpenRemote("bucket:"+blocksPrefix+ulid, m.Meta, m.Index, dict, d)
+	var ml block.MetricsLoader
+	if m.Version >= 3 {
+		ml = &metricsLoader{st: st, ulid: ulid, info: m.Metrics, cache: mcache, stats: stats}
+	}
+	r, err := block.OpenRemote("bucket:"+blocksPrefix+ulid, m.Meta, m.Index, dict, d, ml)
 	if err != nil {
 		return nil, err
 	}
@@ -402,69 +417,126 @@ func coalesce(runs []winRun, groups []Placement) []get {
 	return out
 }
 
+// metricsLoader fetches a block's metrics object when its metrics are
+// first read (block.MetricsLoader), keeping the section in the tier's
+// MetricsCache. Concurrent loads of one block fetch once (mu).
+type metricsLoader struct {
+	st    RangeStore
+	ulid  string
+	info  ObjectInfo
+	cache *MetricsCache
+	stats *ReadStats
+
+	mu sync.Mutex
+}
+
+func (l *metricsLoader) LoadMetrics(ctx context.Context, r *block.Reader) (*block.MetricsSection, error) {
+	if s, ok := l.cache.get(l.ulid); ok {
+		l.count(func(s *ReadStats) { s.MetricsCacheHits.Add(1) })
+		return s, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s, ok := l.cache.get(l.ulid); ok { // fetched while this call waited
+		l.count(func(s *ReadStats) { s.MetricsCacheHits.Add(1) })
+		return s, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	name := MetricsObjectName(l.ulid)
+	b, err := l.st.Get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	l.count(func(s *ReadStats) { s.MetricsGets.Add(1); s.MetricsBytes.Add(int64(len(b))) })
+	sec, _, err := ParseMetricsObject(name, b, l.info, r.MetricsLen(), nil)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := r.ParseMetrics(name, sec)
+	if err != nil {
+		return nil, err
+	}
+	l.cache.put(l.ulid, ms)
+	return ms, nil
+}
+
+func (l *metricsLoader) count(f func(*ReadStats)) {
+	if l.stats != nil {
+		f(l.stats)
+	}
+}
+
+// MetricsCache keeps the metrics sections of bucket blocks that value
+// search and aggregation read, least recently used evicted first, up to a
+// byte budget (block.MetricsSection.Size). A section in use by a query
+// stays alive after its eviction until that query is done. It is safe for
+// concurrent use.
+type MetricsCache struct {
+	c *lru[string, *block.MetricsSection]
+}
+
+// NewMetricsCache returns a cache of up to budget bytes (≤ 0: nothing is
+// kept; every read of a block's metrics fetches its object).
+func NewMetricsCache(budget int64) *MetricsCache {
+	return &MetricsCache{c: newLRU[string, *block.MetricsSection](budget)}
+}
+
+func (c *MetricsCache) get(ulid string) (*block.MetricsSection, bool) {
+	if c == nil {
+		return nil, false
+	}
+	return c.c.get(ulid)
+}
+
+func (c *MetricsCache) put(ulid string, s *block.MetricsSection) {
+	if c != nil {
+		c.c.put(ulid, s, s.Size())
+	}
+}
+
+func (c *MetricsCache) drop(ulid string) {
+	if c != nil {
+		c.c.remove(ulid)
+	}
+}
+
+// Size returns the bytes the cached sections hold.
+func (c *MetricsCache) Size() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.c.bytes()
+}
+
 type extentKey struct {
 	ulid string
 	win  winKey
 }
 
 // ExtentCache keeps checked windows of data objects, least recently used
-// evicted first, up to a byte budget. It is safe for concurrent use (mu).
-type ExtentCache struct {
-	mu     sync.Mutex
-	budget int64
-	size   int64
-	lru    *list.List // of *cacheEntry, most recent first
-	byKey  map[extentKey]*list.Element
-}
-
-type cacheEntry struct {
-	key extentKey
-	b   []byte
-}
+// evicted first, up to a byte budget. It is safe for concurrent use.
+type ExtentCache struct{ c *lru[extentKey, []byte] }
 
 // NewExtentCache returns a cache of up to budget bytes (≤ 0: nothing is
 // kept).
 func NewExtentCache(budget int64) *ExtentCache {
-	return &ExtentCache{budget: budget, lru: list.New(), byKey: map[extentKey]*list.Element{}}
+	return &ExtentCache{c: newLRU[extentKey, []byte](budget)}
 }
 
 func (c *ExtentCache) get(k extentKey) ([]byte, bool) {
 	if c == nil {
 		return nil, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.byKey[k]
-	if !ok {
-		return nil, false
-	}
-	c.lru.MoveToFront(el)
-	return el.Value.(*cacheEntry).b, true
+	return c.c.get(k)
 }
 
 func (c *ExtentCache) put(k extentKey, b []byte) {
-	if c == nil || int64(len(b)) > c.budget {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byKey[k]; ok {
-		return
-	}
-	c.byKey[k] = c.lru.PushFront(&cacheEntry{key: k, b: b})
-	c.size += int64(len(b))
-	for c.size > c.budget {
-		el := c.lru.Back()
-		e := el.Value.(*cacheEntry)
-		c.lru.Remove(el)
-		delete(c.byKey, e.key)
-		c.size -= int64(len(e.b))
+	if c != nil {
+		c.c.put(k, b, int64(len(b)))
 	}
 }
 
 // Size returns the bytes cached.
-func (c *ExtentCache) Size() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.size
-}
+func (c *ExtentCache) Size() int64 { return c.c.bytes() }

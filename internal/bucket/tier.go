@@ -16,18 +16,30 @@ type Tier struct {
 	maxSize int64
 	cache   *ExtentCache
 	meta    *MetaCache // nil: metadata objects are always fetched
+	metrics *MetricsCache
 	Stats   ReadStats
 
 	mu sync.Mutex // guards up
 	up *Uploader
 }
 
+// DefaultMetricsCacheSize bounds the metrics sections a tier keeps in
+// memory unless SetMetricsCache says otherwise.
+const DefaultMetricsCacheSize = 64 << 20
+
 // NewTier returns the tier over st, packing data objects up to maxSize
-// bytes (≤ 0: DefaultObjectSize) and caching up to cacheBytes of fetched
-// group extents.
+// bytes (≤ 0: DefaultObjectSize), caching up to cacheBytes of fetched
+// group extents and DefaultMetricsCacheSize of metrics sections.
 func NewTier(st RangeStore, maxSize, cacheBytes int64) *Tier {
-	return &Tier{st: st, maxSize: maxSize, cache: NewExtentCache(cacheBytes)}
+	return &Tier{st: st, maxSize: maxSize, cache: NewExtentCache(cacheBytes), metrics: NewMetricsCache(DefaultMetricsCacheSize)}
 }
+
+// SetMetricsCache keeps the metrics sections the tier's blocks fetch in
+// mc; call it before the tier is used.
+func (t *Tier) SetMetricsCache(mc *MetricsCache) { t.metrics = mc }
+
+// MetricsCache returns the cache of the tier's metrics sections.
+func (t *Tier) MetricsCache() *MetricsCache { return t.metrics }
 
 // SyncTagDict applies the bucket's TagDict segments that dict lacks and
 // syncs it. dict must be a prefix of the bucket's dictionary (the same
@@ -74,25 +86,27 @@ func (t *Tier) SetMetaCache(mc *MetaCache) { t.meta = mc }
 // metadata cache if it is there.
 func (t *Tier) Open(ctx context.Context, ulid string, dict *index.TagDict) (*block.Reader, error) {
 	if t.meta == nil {
-		return OpenBlock(ctx, t.st, ulid, dict, t.cache, &t.Stats)
+		return openBlock(ctx, t.st, ulid, dict, t.cache, t.metrics, &t.Stats)
 	}
 	cs := &cachedMetaStore{RangeStore: t.st, mc: t.meta, ulid: ulid, stats: &t.Stats}
-	r, err := OpenBlock(ctx, cs, ulid, dict, t.cache, &t.Stats)
+	r, err := openBlock(ctx, cs, ulid, dict, t.cache, t.metrics, &t.Stats)
 	if err != nil && cs.hit {
 		// An intact file that does not open (not this bucket's block, say):
 		// dropped, and the block opened from the bucket.
 		t.meta.drop(ulid)
-		return OpenBlock(ctx, &cachedMetaStore{RangeStore: t.st, mc: t.meta, ulid: ulid}, ulid, dict, t.cache, &t.Stats)
+		return openBlock(ctx, &cachedMetaStore{RangeStore: t.st, mc: t.meta, ulid: ulid}, ulid, dict, t.cache, t.metrics, &t.Stats)
 	}
 	return r, err
 }
 
 // Delete removes block ulid from the bucket: its metadata object first,
-// so the block is invisible before any of its data objects goes.
+// so the block is invisible before any of its data or metrics objects
+// goes.
 func (t *Tier) Delete(ctx context.Context, ulid string) error {
 	if t.meta != nil {
 		t.meta.drop(ulid)
 	}
+	t.metrics.drop(ulid)
 	if err := t.st.Delete(ctx, MetaObjectName(ulid)); err != nil {
 		return fmt.Errorf("delete %s: %w", MetaObjectName(ulid), err)
 	}

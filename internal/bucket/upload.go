@@ -3,6 +3,7 @@ package bucket
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -52,13 +53,13 @@ func NewUploader(st Store, dict *index.TagDict, maxSize int64) *Uploader {
 type Uploaded struct {
 	ULID    string
 	Objects int   // data objects
-	Bytes   int64 // data and metadata bytes written
+	Bytes   int64 // data, metrics and metadata bytes written
 	Already bool  // its metadata object existed: nothing was written
 }
 
 // UploadBlock copies the block in dir to the bucket and reads every
 // object back. It writes the data objects, then the TagDict segments the
-// block needs, then its metadata object: a block is visible in the bucket
+// block needs, then its metrics object, then its metadata object: a block is visible in the bucket
 // only complete, and an upload cut short (a crash) is redone from the
 // start by the next call, the objects overwritten.
 func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error) {
@@ -78,12 +79,16 @@ func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error
 	if err != nil {
 		return res, err
 	}
+	head, section, err := block.SplitIndex(idx)
+	if err != nil {
+		return res, fmt.Errorf("block %s: %w", dir, err)
+	}
 	if ok, err := u.st.Exists(ctx, metaObj); err != nil {
 		return res, err
 	} else if ok {
 		// Uploaded before (the process stopped before it could delete the
 		// local copy): checked again in full, since the local copy may go.
-		if err := u.check(ctx, bm.ULID, idx); err == nil {
+		if err := u.check(ctx, bm.ULID, idx, head, section); err == nil {
 			res.Already = true
 			return res, nil
 		}
@@ -102,7 +107,7 @@ func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error
 			keys[i] = packKey(r.SeriesLabels(e.Series[0]))
 		}
 	}
-	m := &BlockMeta{Meta: meta, Index: idx, TagDictLen: u.dict.Synced(), WindowSize: DefaultWindowSize, Groups: make([]Placement, len(exts))}
+	m := &BlockMeta{Meta: meta, Index: head, TagDictLen: u.dict.Synced(), WindowSize: DefaultWindowSize, Groups: make([]Placement, len(exts))}
 	var obj []byte
 	for n, members := range packObjects(lens, keys, u.maxSize) {
 		obj = appendObjectHeader(obj[:0], DataObjectMagic, DataObjectVersion)
@@ -129,6 +134,12 @@ func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error
 	if err := u.ensureTagDict(ctx, m.TagDictLen); err != nil {
 		return res, err
 	}
+	mo := AppendMetricsObject(nil, section)
+	if err := u.put(ctx, MetricsObjectName(bm.ULID), mo); err != nil {
+		return res, err
+	}
+	m.Metrics = ObjectInfo{Size: int64(len(mo)), CRC: binary.BigEndian.Uint32(mo[len(mo)-4:])}
+	res.Bytes += int64(len(mo))
 	mb := AppendBlockMeta(nil, m)
 	if err := u.put(ctx, metaObj, mb); err != nil {
 		return res, err
@@ -137,9 +148,11 @@ func (u *Uploader) UploadBlock(ctx context.Context, dir string) (Uploaded, error
 	return res, nil
 }
 
-// check reads block ulid's metadata object and data objects back and
-// checks them: the index must be idx, every object its size and CRC.
-func (u *Uploader) check(ctx context.Context, ulid string, idx []byte) error {
+// check reads block ulid's metadata object, metrics object and data
+// objects back and checks them: the index must be idx (version 2) or head
+// and a metrics object holding section (version 3), every object its size
+// and CRC.
+func (u *Uploader) check(ctx context.Context, ulid string, idx, head, section []byte) error {
 	name := MetaObjectName(ulid)
 	b, err := u.st.Get(ctx, name)
 	if err != nil {
@@ -149,7 +162,23 @@ func (u *Uploader) check(ctx context.Context, ulid string, idx []byte) error {
 	if err != nil {
 		return err
 	}
-	if !bytes.Equal(m.Index, idx) {
+	want := idx
+	if m.Version >= 3 {
+		want = head
+		mname := MetricsObjectName(ulid)
+		mb, err := u.st.Get(ctx, mname)
+		if err != nil {
+			return err
+		}
+		got, _, err := ParseMetricsObject(mname, mb, m.Metrics, int64(len(section)), nil)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, section) {
+			return &CorruptionError{Object: mname, Err: errors.New("metrics differ from the local block's")}
+		}
+	}
+	if !bytes.Equal(m.Index, want) {
 		return &CorruptionError{Object: name, Err: errors.New("index differs from the local block's")}
 	}
 	for n, info := range m.Objects {

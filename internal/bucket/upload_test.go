@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,7 +172,16 @@ func TestUploadBlock(t *testing.T) {
 		require.NoError(t, err)
 		local, err := os.ReadFile(filepath.Join(dir, block.IndexFilename))
 		require.NoError(t, err)
-		require.Equal(t, local, m.Index)
+		// The index without its metrics section, which is the metrics
+		// object's.
+		head, sec, err := block.SplitIndex(local)
+		require.NoError(t, err)
+		require.Equal(t, head, m.Index)
+		mo, err := st.Get(ctx, MetricsObjectName(res.ULID))
+		require.NoError(t, err)
+		got, _, err := ParseMetricsObject(MetricsObjectName(res.ULID), mo, m.Metrics, int64(len(sec)), nil)
+		require.NoError(t, err)
+		require.Equal(t, sec, got)
 		data, err := os.ReadFile(filepath.Join(dir, block.DataFilename))
 		require.NoError(t, err)
 		objs := map[int][]byte{}
@@ -270,43 +280,100 @@ func TestUploadCutShort(t *testing.T) {
 	}
 }
 
-// TestBlockMetaFormat: the metadata object round-trips, and any damage is
-// a CorruptionError naming the object.
+// TestBlockMetaFormat: the metadata object round-trips in both versions,
+// and any damage is a CorruptionError naming the object.
 func TestBlockMetaFormat(t *testing.T) {
-	m := &BlockMeta{
-		Meta: []byte(`{"ulid":"x"}`), Index: []byte("index bytes"), TagDictLen: 42, WindowSize: 512,
-		Objects: []ObjectInfo{{Size: 100, CRC: 7}, {Size: 50, CRC: 9}},
-		Groups: []Placement{
-			{Object: 0, Off: 8, Len: 92, CRC: 1, Timestamps: []byte("ts"), Windows: [][]uint32{{3, 4}, {6}}},
-			{Object: 1, Off: 8, Len: 42, CRC: 2, Timestamps: []byte("t"), Windows: [][]uint32{{5}}},
-		},
+	for _, v := range []uint8{2, 3} {
+		m := &BlockMeta{
+			Version: v, Meta: []byte(`{"ulid":"x"}`), Index: []byte("index bytes"), TagDictLen: 42, WindowSize: 512,
+			Objects: []ObjectInfo{{Size: 100, CRC: 7}, {Size: 50, CRC: 9}},
+			Groups: []Placement{
+				{Object: 0, Off: 8, Len: 92, CRC: 1, Timestamps: []byte("ts"), Windows: [][]uint32{{3, 4}, {6}}},
+				{Object: 1, Off: 8, Len: 42, CRC: 2, Timestamps: []byte("t"), Windows: [][]uint32{{5}}},
+			},
+		}
+		if v == 3 {
+			m.Metrics = ObjectInfo{Size: 300, CRC: 11}
+		}
+		b := AppendBlockMeta(nil, m)
+		require.Equal(t, v, b[4])
+		got, err := ParseBlockMeta("meta", b)
+		require.NoError(t, err)
+		require.Equal(t, m, got)
+		for i := range b {
+			bad := bytes.Clone(b)
+			bad[i] ^= 0x10
+			_, err := ParseBlockMeta("meta", bad)
+			var ce *CorruptionError
+			require.True(t, errors.As(err, &ce), "version %d byte %d: %v", v, i, err)
+			require.Equal(t, "meta", ce.Object)
+		}
+		for n := range len(b) {
+			_, err := ParseBlockMeta("meta", b[:n])
+			require.Error(t, err, "cut at %d", n)
+		}
+		// A placement outside its object is refused even with a good checksum.
+		m.Groups[1].Len = 43
+		_, err = ParseBlockMeta("meta", AppendBlockMeta(nil, m))
+		require.ErrorContains(t, err, "outside object 1")
 	}
-	b := AppendBlockMeta(nil, m)
-	got, err := ParseBlockMeta("meta", b)
-	require.NoError(t, err)
-	require.Equal(t, m, got)
-	for i := range b {
-		bad := bytes.Clone(b)
-		bad[i] ^= 0x10
-		_, err := ParseBlockMeta("meta", bad)
-		var ce *CorruptionError
-		require.True(t, errors.As(err, &ce), "byte %d: %v", i, err)
-		require.Equal(t, "meta", ce.Object)
-	}
-	for n := range len(b) {
-		_, err := ParseBlockMeta("meta", b[:n])
-		require.Error(t, err, "cut at %d", n)
-	}
-	// A placement outside its object is refused even with a good checksum.
-	m.Groups[1].Len = 43
+	// A metrics object too short to be one, and an unknown version.
+	m := &BlockMeta{Version: 3, Meta: []byte("{}"), Index: []byte("i"), WindowSize: 512, Metrics: ObjectInfo{Size: 11}}
+	_, err := ParseBlockMeta("meta", AppendBlockMeta(nil, m))
+	require.ErrorContains(t, err, "metrics object size 11")
+	m.Version = 4
 	_, err = ParseBlockMeta("meta", AppendBlockMeta(nil, m))
-	require.ErrorContains(t, err, "outside object 1")
+	require.ErrorContains(t, err, "unsupported version 4")
+}
+
+// TestMetricsObjectFormat: a metrics object round-trips, compressed when
+// that is smaller, stored otherwise; any damage, a truncation, or a size
+// or CRC that its metadata object does not give is a CorruptionError
+// naming the object.
+func TestMetricsObjectFormat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	noise := make([]byte, 300)
+	for i := range noise {
+		noise[i] = byte(rng.Uint32())
+	}
+	for name, tc := range map[string]struct {
+		sec   []byte
+		codec byte
+	}{
+		"compressible": {bytes.Repeat([]byte("count min max sum "), 40), metricsZstd},
+		"noise":        {noise, metricsStored},
+	} {
+		b := AppendMetricsObject(nil, tc.sec)
+		require.Equal(t, tc.codec, b[5], name)
+		info := ObjectInfo{Size: int64(len(b)), CRC: checksum.CRC32C(b[:len(b)-4])}
+		got, _, err := ParseMetricsObject("metrics", b, info, int64(len(tc.sec)), nil)
+		require.NoError(t, err, name)
+		require.Equal(t, tc.sec, got, name)
+		var ce *CorruptionError
+		for i := range b {
+			bad := bytes.Clone(b)
+			bad[i] ^= 0x04
+			_, _, err := ParseMetricsObject("metrics", bad, info, int64(len(tc.sec)), nil)
+			require.True(t, errors.As(err, &ce), "%s byte %d: %v", name, i, err)
+			require.Equal(t, "metrics", ce.Object)
+		}
+		for n := range len(b) {
+			_, _, err := ParseMetricsObject("metrics", b[:n], info, int64(len(tc.sec)), nil)
+			require.ErrorAs(t, err, &ce, "%s cut at %d", name, n)
+		}
+		_, _, err = ParseMetricsObject("metrics", b, ObjectInfo{Size: info.Size, CRC: info.CRC + 1}, int64(len(tc.sec)), nil)
+		require.ErrorContains(t, err, "checksum mismatch", name)
+		_, _, err = ParseMetricsObject("metrics", b, info, int64(len(tc.sec))+1, nil)
+		require.ErrorContains(t, err, "index footer says", name)
+	}
 }
 
 // FuzzParseBlockMeta: no input panics, and what parses re-encodes to the
 // same bytes.
 func FuzzParseBlockMeta(f *testing.F) {
 	f.Add(AppendBlockMeta(nil, &BlockMeta{Meta: []byte("{}"), Index: []byte("i"), TagDictLen: 3, WindowSize: 512,
+		Objects: []ObjectInfo{{Size: 20, CRC: 1}}, Groups: []Placement{{Object: 0, Off: 8, Len: 12, CRC: 5, Timestamps: []byte{1, 2}, Windows: [][]uint32{{7}}}}}))
+	f.Add(AppendBlockMeta(nil, &BlockMeta{Version: 2, Meta: []byte("{}"), Index: []byte("i"), TagDictLen: 3, WindowSize: 512,
 		Objects: []ObjectInfo{{Size: 20, CRC: 1}}, Groups: []Placement{{Object: 0, Off: 8, Len: 12, CRC: 5, Timestamps: []byte{1, 2}, Windows: [][]uint32{{7}}}}}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

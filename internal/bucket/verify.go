@@ -19,6 +19,7 @@ type BlockReport struct {
 	Groups           int
 	Objects          []ObjectReport
 	MetaBytes        int64
+	MetricsBytes     int64 // the metrics object (0: version 2, metrics in the metadata object)
 }
 
 // ObjectReport describes one data object of a block.
@@ -51,7 +52,7 @@ func Inspect(ctx context.Context, st RangeStore) ([]BlockReport, error) {
 			return out, &CorruptionError{Object: name, Err: fmt.Errorf("meta.json: %w", err)}
 		}
 		r := BlockReport{ULID: id, MinTime: bm.MinTime, MaxTime: bm.MaxTime, Level: bm.Compaction.Level,
-			Series: int64(bm.Stats.Series), Samples: int64(bm.Stats.Samples), Groups: len(m.Groups), MetaBytes: int64(len(b))}
+			Series: int64(bm.Stats.Series), Samples: int64(bm.Stats.Samples), Groups: len(m.Groups), MetaBytes: int64(len(b)), MetricsBytes: m.Metrics.Size}
 		for n, o := range m.Objects {
 			r.Objects = append(r.Objects, ObjectReport{Name: DataObjectName(id, n), Bytes: o.Size})
 		}
@@ -66,13 +67,15 @@ func Inspect(ctx context.Context, st RangeStore) ([]BlockReport, error) {
 // VerifyReport is what Verify read and what it found wrong.
 type VerifyReport struct {
 	Segments, Blocks, Objects, Extents int
+	MetricsObjects                     int
 	Bytes                              int64
 	Problems                           []error
 }
 
 // Verify reads every object of the bucket and checks every CRC: the
-// TagDict segments (applied in order), each metadata object, each data
-// object whole and each group extent in it. A damaged object is a
+// TagDict segments (applied in order), each metadata object, each metrics
+// object (against the index footer's length and CRC32C of the section),
+// each data object whole and each group extent in it. A damaged object is a
 // problem of the report; the error is for a bucket that cannot be read.
 func Verify(ctx context.Context, st RangeStore) (VerifyReport, error) {
 	var rep VerifyReport
@@ -95,6 +98,14 @@ func Verify(ctx context.Context, st RangeStore) (VerifyReport, error) {
 		if err != nil {
 			rep.Problems = append(rep.Problems, err)
 			continue
+		}
+		if m.Version >= 3 {
+			rep.MetricsObjects++
+			n, err := verifyMetrics(ctx, st, id, m)
+			rep.Bytes += n
+			if err != nil {
+				rep.Problems = append(rep.Problems, err)
+			}
 		}
 		objs := make([][]byte, len(m.Objects))
 		for n, info := range m.Objects {
@@ -129,6 +140,29 @@ func Verify(ctx context.Context, st RangeStore) (VerifyReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// verifyMetrics reads block id's metrics object and checks it against its
+// metadata object m: size and CRC32C, then the section it holds against
+// the length and CRC32C of the index footer. It returns the bytes read.
+func verifyMetrics(ctx context.Context, st RangeStore, id string, m *BlockMeta) (int64, error) {
+	name := MetricsObjectName(id)
+	b, err := st.Get(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", name, err)
+	}
+	ln, crc, err := block.MetricsFooter(m.Index)
+	if err != nil {
+		return int64(len(b)), &CorruptionError{Object: MetaObjectName(id), Err: fmt.Errorf("index: %w", err)}
+	}
+	sec, _, err := ParseMetricsObject(name, b, m.Metrics, ln, nil)
+	if err != nil {
+		return int64(len(b)), err
+	}
+	if checksum.CRC32C(sec) != crc {
+		return int64(len(b)), &CorruptionError{Object: name, Err: fmt.Errorf("metrics section: checksum mismatch with the index footer")}
+	}
+	return int64(len(b)), nil
 }
 
 // LoadTagDictCounting is LoadTagDict, counting the segments and bytes it

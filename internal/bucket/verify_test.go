@@ -11,7 +11,8 @@ import (
 
 // TestInspectVerify: a clean bucket verifies with no problem and every
 // object and extent counted; flipping a byte of one data object is found,
-// naming it; Inspect counts every group extent once.
+// naming it, and so is a damaged metrics object; Inspect counts every
+// group extent once.
 func TestInspectVerify(t *testing.T) {
 	st, dirs, _, _ := uploadedBlocks(t)
 	ctx := context.Background()
@@ -36,6 +37,7 @@ func TestInspectVerify(t *testing.T) {
 	require.Empty(t, rep.Problems)
 	require.Equal(t, len(dirs), rep.Blocks)
 	require.Equal(t, objects, rep.Objects)
+	require.Equal(t, len(dirs), rep.MetricsObjects)
 	require.Equal(t, extents, rep.Extents)
 	require.Equal(t, 1, rep.Segments)
 
@@ -46,4 +48,12 @@ func TestInspectVerify(t *testing.T) {
 	var ce *CorruptionError
 	require.True(t, errors.As(rep.Problems[0], &ce), "%v", rep.Problems[0])
 	require.Contains(t, ce.Object, "data-000000")
+
+	// A damaged metrics object is found too, naming it.
+	st.corrupt = func(name string) bool { return strings.HasSuffix(name, "/"+metricsName) }
+	rep, err = Verify(ctx, st)
+	require.NoError(t, err)
+	require.Len(t, rep.Problems, len(dirs))
+	require.True(t, errors.As(rep.Problems[0], &ce), "%v", rep.Problems[0])
+	require.True(t, strings.HasSuffix(ce.Object, "/"+metricsName), ce.Object)
 }

@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -100,7 +101,7 @@ func TestMergeLevel(t *testing.T) {
 	require.Equal(t, 12*h-step, meta.Stats.MaxSampleTime)
 	// Block metrics are recomputed: 12 one-hour intervals of 240 samples.
 	for id := uint32(0); id < uint32(meta.Stats.Series); id++ {
-		ms, err := out.Metrics(id)
+		ms, err := out.Metrics(context.Background(), id)
 		require.NoError(t, err)
 		require.Len(t, ms, 12)
 		for _, m := range ms {

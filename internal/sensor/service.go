@@ -215,7 +215,7 @@ func (s *Service) Meta(ctx context.Context, name string) (Meta, error) {
 	if t, ok := s.reg.Type(name); ok {
 		m.Type, m.Uploaded = t.String(), true
 	}
-	if m.IndexBytes, m.DataBytes, err = q.SeriesBytes(exact(lset)...); err != nil {
+	if m.IndexBytes, m.DataBytes, err = q.SeriesBytes(ctx, exact(lset)...); err != nil {
 		return m, err
 	}
 	sms, _, err := q.SeriesMetrics(ctx, math.MinInt64/2, math.MaxInt64/2, Matchers(name)...)

@@ -26,7 +26,7 @@ func TestBucketConfig(t *testing.T) {
 	require.True(t, st.IsDir())
 	require.Equal(t, int64(2*3600_000), s.cfg.Aerie.EngineOptions().LocalRetention)
 	_, body := get(t, srv.URL+"/metrics")
-	for _, m := range []string{"aerie_bucket_data_gets_total", "aerie_bucket_meta_gets_total", "aerie_bucket_query_needed_bytes_total", "aerie_bucket_blocks", "aerie_bucket_upload_lag_seconds", "aerie_bucket_requests_total"} {
+	for _, m := range []string{"aerie_bucket_data_gets_total", "aerie_bucket_meta_gets_total", "aerie_bucket_metrics_gets_total", "aerie_bucket_metrics_cache_bytes", "aerie_bucket_query_needed_bytes_total", "aerie_bucket_blocks", "aerie_bucket_upload_lag_seconds", "aerie_bucket_requests_total"} {
 		require.Contains(t, body, m)
 	}
 	require.NotContains(t, body, `aerie_cache_slabs{cache="chunks"}`, "no chunk cache in front of the filesystem bucket by default")

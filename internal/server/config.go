@@ -79,6 +79,10 @@ type AerieConfig struct {
 		// disk in <data.dir>/bucket-meta, so a restart does not fetch them
 		// again [1GiB]; not used with the filesystem bucket.
 		MetaCacheSize units.Base2Bytes `yaml:"meta_cache_size,omitempty"`
+		// MetricsCacheSize bounds the block metrics of bucket blocks kept
+		// in memory for value search and aggregation, fetched from their
+		// metrics objects when first read [64MiB].
+		MetricsCacheSize units.Base2Bytes `yaml:"metrics_cache_size,omitempty"`
 		// ChunkCache keeps range GETs of data objects in a TSCache slab
 		// store on local disk, <data.dir>/cache/chunks.cache
 		// (internal/chunkcache) [on, except with the filesystem bucket].

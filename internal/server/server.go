@@ -150,6 +150,7 @@ func New(opts Options) (*Server, error) {
 			store = chunkcache.New(s.bkt, cc)
 		}
 		tier := bucket.NewTier(store, 0, cache)
+		tier.SetMetricsCache(bucket.NewMetricsCache(positive.Or(int64(st.MetricsCacheSize), bucket.DefaultMetricsCacheSize)))
 		if p := strings.ToUpper(string(bc.Type)); p != "" && p != "FILESYSTEM" {
 			size := int64(st.MetaCacheSize)
 			size = positive.Or(size, 1<<30)

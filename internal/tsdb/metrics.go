@@ -134,6 +134,7 @@ func (q *Querier) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*la
 		bm := b.Meta()
 		pid := db.head.PartitionOf(bm.MinTime)
 		flushedFrom := db.headFlushOf(pid) == bm.ULID
+		var sec *block.MetricsSection // fetched once per block, at its first series (a bucket block's may be remote)
 		for i := range bs.sel.Series {
 			s := &bs.sel.Series[i]
 			e := entries.get(s.Labels, newEntry)
@@ -146,7 +147,13 @@ func (q *Querier) SeriesMetrics(ctx context.Context, mint, maxt int64, ms ...*la
 				}
 				continue
 			}
-			m, err := b.Metrics(s.ID)
+			if sec == nil {
+				var err error
+				if sec, err = b.MetricsSection(ctx); err != nil {
+					return nil, st, fmt.Errorf("block %s: metrics: %w", bm.ULID, err)
+				}
+			}
+			m, err := sec.Append(nil, s.ID)
 			if err != nil {
 				return nil, st, fmt.Errorf("block %s: metrics of series %s: %w", bm.ULID, s.Labels, err)
 			}
@@ -297,24 +304,28 @@ func satAdd(a, b int64) int64 {
 }
 
 // SeriesBytes is Querier.SeriesBytes through a querier over all time.
-func (db *DB) SeriesBytes(ms ...*labels.Matcher) (index, data int64, err error) {
+func (db *DB) SeriesBytes(ctx context.Context, ms ...*labels.Matcher) (index, data int64, err error) {
 	q := db.OpenQuerier(math.MinInt64, math.MaxInt64)
 	defer q.Close()
-	return q.SeriesBytes(ms...)
+	return q.SeriesBytes(ctx, ms...)
 }
 
 // SeriesBytes returns the bytes the series matching ms take in the blocks
 // the querier acquired when it was opened (local and in the bucket): in
 // the indexes (their block metrics) and in the data
-// (block.Reader.SeriesBytes). The head is not counted.
-func (q *Querier) SeriesBytes(ms ...*labels.Matcher) (index, data int64, err error) {
+// (block.Reader.SeriesBytes; a bucket block's metrics are fetched if they
+// are not in memory). The head is not counted.
+func (q *Querier) SeriesBytes(ctx context.Context, ms ...*labels.Matcher) (index, data int64, err error) {
 	for _, b := range q.acquired() {
 		sel, err := b.Select(math.MinInt64, math.MaxInt64, ms...)
 		if err != nil {
 			return 0, 0, err
 		}
 		for _, s := range sel.Series {
-			i, d := b.SeriesBytes(s.ID)
+			i, d, err := b.SeriesBytes(ctx, s.ID)
+			if err != nil {
+				return 0, 0, fmt.Errorf("block %s: series %s: %w", b.Meta().ULID, s.Labels, err)
+			}
 			index += i
 			data += d
 		}

@@ -138,7 +138,7 @@ func checkSharedQuerier(t *testing.T, db *DB, mint, maxt int64, ms ...*labels.Ma
 	require.NoError(t, err)
 	wantS, err := db.SeriesSets(ctx, mint, maxt, ms...)
 	require.NoError(t, err)
-	wantI, wantD, err := db.SeriesBytes(ms...)
+	wantI, wantD, err := db.SeriesBytes(context.Background(), ms...)
 	require.NoError(t, err)
 
 	opened := db.Stats().Queriers
@@ -151,7 +151,7 @@ func checkSharedQuerier(t *testing.T, db *DB, mint, maxt int64, ms ...*labels.Ma
 	gotS, err := q.SeriesSets(ctx, mint, maxt, ms...)
 	require.NoError(t, err)
 	require.Equal(t, wantS, gotS)
-	gotI, gotD, err := q.SeriesBytes(ms...)
+	gotI, gotD, err := q.SeriesBytes(context.Background(), ms...)
 	require.NoError(t, err)
 	require.Equal(t, [2]int64{wantI, wantD}, [2]int64{gotI, gotD})
 	require.Equal(t, opened+1, db.Stats().Queriers)
