@@ -10,7 +10,9 @@
 // server sets them for a long retention), and uploads both sets of
 // blocks into one filesystem bucket: Aerie's in its own layout
 // (internal/bucket: metadata objects with index, timestamp columns and
-// window CRCs; data objects of grouped extents), Prometheus' as they are
+// window CRCs; metrics objects with the block metrics, read only by value
+// search, which the bench does once after the queries; data objects of
+// grouped extents), Prometheus' as they are
 // (bench/thanosstore, read as Thanos' store gateway reads them).
 //
 // Every request to the bucket, of either reader, waits Latency (30 ms)

@@ -231,6 +231,29 @@ func runWorkload(ctx context.Context, cfg Config, name string, s scale, dir stri
 		tblocks = append(tblocks, b)
 	}
 	res.AerieMetaBytes, res.ThanosHeaderBytes = astats.MetaBytes.Load(), tstats.MetaBytes.Load()
+	reps, err := bucket.Inspect(ctx, ast)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range reps {
+		res.AerieMetricsBytes += r.MetricsBytes
+	}
+	// Value search's read: every series' block metrics, every block.
+	start := time.Now()
+	var ms []block.IntervalMetrics
+	for _, b := range ablocks {
+		sec, err := b.MetricsSection(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for id := range uint32(b.Index().NumSeries()) {
+			if ms, err = sec.Append(ms[:0], id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	res.MetricsMs = float64(time.Since(start).Microseconds()) / 1000
+	res.MetricsGets = astats.MetricsGets.Load()
 
 	for _, q := range queries(w) {
 		qr := QueryResult{Name: q.name, Range: q.rangeName}
