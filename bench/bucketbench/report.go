@@ -36,15 +36,15 @@ type WorkloadResult struct {
 	AerieBytes  int64    `json:"aerie_bytes"`
 	PromBytes   int64    `json:"prom_bytes"`
 	// What each reader fetched when it opened the blocks (kept in memory).
-	AerieMetaBytes    int64         `json:"aerie_meta_bytes"`
-	ThanosHeaderBytes int64         `json:"thanos_header_bytes"`
+	AerieMetaBytes    int64 `json:"aerie_meta_bytes"`
+	ThanosHeaderBytes int64 `json:"thanos_header_bytes"`
 	// AerieMetricsBytes are the blocks' metrics objects (metadata object
 	// version 3), fetched only when value search reads them: the
 	// MetricsGets of reading every series' metrics of every block once,
 	// in MetricsMs.
-	AerieMetricsBytes int64   `json:"aerie_metrics_bytes"`
-	MetricsGets       int64   `json:"metrics_gets"`
-	MetricsMs         float64 `json:"metrics_ms"`
+	AerieMetricsBytes int64         `json:"aerie_metrics_bytes"`
+	MetricsGets       int64         `json:"metrics_gets"`
+	MetricsMs         float64       `json:"metrics_ms"`
 	Queries           []QueryResult `json:"queries"`
 }
 

@@ -208,10 +208,10 @@ func (c *codecStats) pass(wins []*window, cd codec) error {
 	return nil
 }
 
-// aerieCodec is the block codec of today (index version 3): the group's
-// scaled timestamps and a version 3 value column per series.
+// aerieCodec is the block codec of today (index version 4): the group's
+// scaled timestamps and a value column of data version 3 per series.
 func aerieCodec(w *window) (int64, func(bool) error) {
-	var cc block.ColumnCodec
+	cc := block.NewColumnCodec()
 	cols, metas := make([][]byte, w.series), make([][]byte, w.series)
 	return groupCodec(w, func(s int) int64 {
 		cols[s], metas[s] = cc.Append(nil, nil, w.vals[s], w.pres[s])

@@ -39,14 +39,15 @@
 //     float by one IEEE division, and the writer keeps a field decimal
 //     only after decoding it back bit for bit (else it is an exception
 //     stored raw). Version 1 indexes are still read.
-//  9. Value columns of data version 2 (index version 3) are cut into
-//     chunks of ChunkRows rows, each decodable on its own (constant,
-//     decimal mantissas or XOR, with its presence), so a time range
+//  9. Value columns of data versions 2 and 3 (index versions 3 and 4) are
+//     cut into chunks of ChunkRows rows, each decodable on its own
+//     (constant, decimal mantissas or XOR, with its presence; Rice codes
+//     for mantissas only in version 3), so a time range
 //     decodes only the chunks holding its rows. The codec is lossless bit
 //     for bit (NaN payloads, stale markers, −0), deterministic, and its
 //     decoder never panics: a chunk is valid only if its decoding
-//     consumes exactly the bytes the meta gives it. Data version 1 (index
-//     versions 1 and 2) is still read; writers write version 2 only.
+//     consumes exactly the bytes the meta gives it. Data versions 1 and 2
+//     are still read; writers write version 3 (tests may ask for 1 or 2).
 //  10. The metrics section is the index's last section, just before the
 //     footer, so SplitIndex can cut it out for a store that keeps it
 //     apart (the bucket's metrics object). A reader opened on a cut index

@@ -198,13 +198,19 @@ func TestFixtureV2(t *testing.T) {
 }
 
 // TestFixtureV3 opens the version 3 fixture (data version 2: value
-// columns in chunks); -update rewrites it.
+// columns in chunks).
 func TestFixtureV3(t *testing.T) {
-	const dir = "testdata/index_format_v3"
-	if *update && IndexVersion == 3 {
-		writeFixture(t, dir, 3)
+	checkFixture(t, "testdata/index_format_v3", 3, fixtureV2Metrics)
+}
+
+// TestFixtureV4 opens the version 4 fixture (data version 3: Rice codes
+// too); -update rewrites it.
+func TestFixtureV4(t *testing.T) {
+	const dir = "testdata/index_format_v4"
+	if *update && IndexVersion == 4 {
+		writeFixture(t, dir, 4)
 	}
-	checkFixture(t, dir, 3, fixtureV2Metrics)
+	checkFixture(t, dir, 4, fixtureV2Metrics)
 }
 
 func checkFixture(t *testing.T, dir string, version uint8, want map[string][]IntervalMetrics) {
@@ -463,7 +469,7 @@ func TestMetricsDamageBehindChecksum(t *testing.T) {
 // can still write, reads back every sample, and checks that a data file
 // whose version is not its index's is refused at byte 4.
 func TestDataVersions(t *testing.T) {
-	for _, v := range []uint8{1, DataVersion} {
+	for _, v := range []uint8{1, 2, DataVersion} {
 		dir := t.TempDir()
 		dict, err := index.OpenTagDict(filepath.Join(dir, "tagdict"))
 		require.NoError(t, err)
@@ -501,7 +507,7 @@ func TestDataVersions(t *testing.T) {
 		path := filepath.Join(bdir, DataFilename)
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
-		b[4] = 3 - v // the other version
+		b[4] = v%3 + 1 // another version
 		require.NoError(t, os.WriteFile(path, b, 0o644))
 		_, err = Open(bdir, dict, ReaderOptions{})
 		var ce *CorruptionError

@@ -18,9 +18,9 @@ const (
 // Format constants (docs/format/block.md).
 const (
 	DataMagic    uint32 = 0xAE1BDA7A
-	DataVersion  uint8  = 2 // reads 1 too (version 1 value columns)
+	DataVersion  uint8  = 3 // reads 1 and 2 too (1: version 1 value columns; 2: no Rice codes)
 	IndexMagic   uint32 = 0xAE1B1D8C
-	IndexVersion uint8  = 3 // reads 1 and 2 too (version 1 value columns; 1: version 1 metrics)
+	IndexVersion uint8  = 4 // reads 1 to 3 too (1, 2: version 1 value columns; 1: version 1 metrics; 3: data version 2)
 	MetaMagic           = "aerie-block"
 	MetaVersion         = 1
 	HeaderLen           = 8  // magic(4) version(1) reserved(3)

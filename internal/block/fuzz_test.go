@@ -20,7 +20,7 @@ func FuzzIndexFile(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
-	for _, v := range []string{"v1", "v2", "v3"} { // every index version
+	for _, v := range []string{"v1", "v2", "v3", "v4"} { // every index version
 		b, err := os.ReadFile(filepath.Join("testdata", "index_format_"+v, "block", IndexFilename))
 		if err != nil {
 			f.Fatal(err)

@@ -33,7 +33,7 @@ type ReaderOptions struct {
 type colInfo struct {
 	series uint32
 	meta   encoding.ColumnMeta // index versions 1 and 2 (data version 1)
-	ch     chunkMeta           // index version 3 (data version 2): ch.ends != nil
+	ch     chunkMeta           // index versions 3, 4 (data versions 2, 3): ch.ends != nil
 	off    int64               // absolute offset of the column's data
 }
 
@@ -227,7 +227,7 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict, file string, cut boo
 		return &CorruptionError{Offset: 0, Err: fmt.Errorf("bad magic %#x", binary.BigEndian.Uint32(b))}
 	}
 	switch b[4] {
-	case 1, 2, IndexVersion:
+	case 1, 2, 3, IndexVersion:
 		r.version = b[4]
 	default:
 		return &CorruptionError{Offset: 4, Err: fmt.Errorf("unsupported index version %d (this code reads 1 to %d)", b[4], IndexVersion)}
@@ -353,7 +353,10 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict, file string, cut boo
 
 // dataVersion is the data file version that goes with the index's.
 func (r *Reader) dataVersion() uint8 {
-	if r.version >= 3 {
+	switch {
+	case r.version >= 4:
+		return 3
+	case r.version == 3:
 		return 2
 	}
 	return 1
@@ -575,7 +578,7 @@ func (q *Selection) span(l loc) (src *colSource, off, end int64, err error) {
 		r1 = ts.Len() - 1
 	}
 	if c.ch.ends != nil {
-		src = &colSource{ts: ts, ch: &c.ch, tupleSize: tupleRows, rows: g.rows}
+		src = &colSource{ts: ts, ch: &c.ch, tupleSize: tupleRows, rows: g.rows, rice: q.r.dataVersion() >= 3}
 		if r0 > r1 {
 			return src, 0, 0, nil
 		}
@@ -672,7 +675,8 @@ type colSource struct {
 	vals      []float64
 	pres      []bool
 	dec       *valueDecoder
-	chunk     int // the chunk dec holds
+	chunk     int  // the chunk dec holds
+	rice      bool // data version 3: Rice codes allowed
 }
 
 // decoders recycles the chunk decoders of version 3 columns (4 KiB each).
@@ -713,6 +717,7 @@ func (s *colSource) loadChunked(k int, ts []int64, vs []float64) (int, uint32, e
 	if s.dec == nil || s.chunk != ci {
 		if s.dec == nil {
 			s.dec = decoders.Get().(*valueDecoder)
+			s.dec.rice = s.rice
 		}
 		off, end := s.ch.chunkRange(ci, ci)
 		if err := s.dec.decode(s.buf[off-s.off0:end-s.off0], min(ChunkRows, s.rows-ci*ChunkRows), s.fileOff+off); err != nil {

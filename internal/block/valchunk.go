@@ -9,12 +9,14 @@ import (
 	"github.com/aerie-db/aerie/internal/encoding"
 )
 
-// Value columns of index version 3 / data version 2 (docs/format/block.md,
-// "Value columns, version 3"): a column is cut into chunks of ChunkRows
-// rows, each coded on its own as the smallest of constant, decimal
-// mantissas (plain, delta or delta of delta, bit-packed) and XOR, so that
+// Value columns of data versions 2 and 3 (index versions 3 and 4;
+// docs/format/block.md, "Value columns"): a column is cut into chunks of
+// ChunkRows rows, each coded on its own as the smallest of constant,
+// decimal mantissas (plain, delta or delta of delta; bit-packed, or
+// exp-Golomb or, from data version 3, Rice codes) and XOR, so that
 // exact-tick integer or decimal data cost a few bits a sample and decode
-// a word at a time.
+// a word at a time. "Version 3 column" below means a chunked column (index
+// version 3 or 4).
 
 // ChunkRows is the number of rows of a chunk of a version 3 value column;
 // the last chunk of a column may be shorter. Persisted.
@@ -54,6 +56,14 @@ const (
 	// longest code, so that a code always lies in one 57-bit window.
 	maxGolombOrder = 32
 	maxGolombBits  = 57
+	// golombRice, in the order byte (data version 3), marks Golomb–Rice
+	// codes instead of exp-Golomb codes: for u at order k, q = u >> k
+	// zeros, a one, then u's k low bits, with q < riceMaxQ, so that a code
+	// is at most riceMaxQ + maxGolombOrder = 57 bits too. Rice codes suit
+	// light-tailed quotients (a random walk's steps) better than
+	// exp-Golomb codes, which suit heavy tails.
+	golombRice = 1 << 6
+	riceMaxQ   = 25
 )
 
 // chunkMeta is what the index holds of a version 3 column: whether some
@@ -129,6 +139,7 @@ func (d *decbuf) chunkMeta(rows int) chunkMeta {
 
 // valueEncoder codes version 3 columns; its buffers are reused.
 type valueEncoder struct {
+	rice  bool      // may write Rice codes (data version 3)
 	vals  []float64 // the chunk's present values
 	xs    [ChunkRows]int64
 	s     [ChunkRows]int64
@@ -316,6 +327,11 @@ func (e *valueEncoder) appendDecimal(dst []byte, k, mode int) []byte {
 		}
 	}
 	order, bits := golombOrder(rest)
+	if e.rice {
+		if ro, rb := riceOrder(rest); ro >= 0 && (order < 0 || rb < bits) {
+			order, bits = ro|golombRice, rb
+		}
+	}
 	golomb := order >= 0 && (bits+7)/8+1 < forSize(rest, false)
 	flag := 0
 	if golomb {
@@ -328,6 +344,9 @@ func (e *valueEncoder) appendDecimal(dst []byte, k, mode int) []byte {
 	}
 	if golomb {
 		dst = append(dst, byte(order))
+		if order&golombRice != 0 {
+			return appendRice(dst, rest, order&^golombRice)
+		}
 		return appendGolomb(dst, rest, order)
 	}
 	return appendFOR(dst, rest, false)
@@ -384,6 +403,69 @@ func golombOrder(xs []int64) (order, total int) {
 	return order, total
 }
 
+// riceOrder returns the Rice order whose codes of xs' zigzag forms take
+// the fewest bits, and that number; -1 when xs is empty or no order near
+// the estimate codes every value in fewer than riceMaxQ unary bits. The
+// estimate is the order at which the mean quotient is about one (for a
+// geometric distribution the best order is near log2 of its mean); the
+// orders around it are counted exactly.
+func riceOrder(xs []int64) (order, total int) {
+	if len(xs) == 0 {
+		return -1, 0
+	}
+	var sum, mx uint64
+	for _, x := range xs {
+		u := zigzag(x)
+		sum += min(u, 1<<40) // no overflow for ChunkRows values
+		mx = max(mx, u)
+	}
+	est := max(bits.Len64(sum/uint64(len(xs))), bits.Len64(mx>>(riceMaxQ-1)))
+	order = -1
+	for k := max(0, est-2); k <= min(maxGolombOrder, est+1); k++ {
+		if mx>>k >= riceMaxQ {
+			continue
+		}
+		n := len(xs) * (1 + k)
+		for _, x := range xs {
+			n += int(zigzag(x) >> k)
+		}
+		if order < 0 || n < total {
+			order, total = k, n
+		}
+	}
+	return order, total
+}
+
+// appendRice appends the Golomb–Rice codes of order k of xs' zigzag
+// forms, least significant bit first, zero-padded to a byte: for u, q =
+// u >> k zeros (q < riceMaxQ), a one, then u's k low bits.
+func appendRice(dst []byte, xs []int64, k int) []byte {
+	var acc uint64
+	var nb uint
+	put := func(v uint64, n uint) { // n ≤ 32 and nb < 32 between calls
+		acc |= v << nb
+		nb += n
+		for nb >= 32 {
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(acc))
+			acc >>= 32
+			nb -= 32
+		}
+	}
+	for _, x := range xs {
+		u := zigzag(x)
+		q := uint(u >> k)
+		put(1<<q, q+1) // q zeros, then the one
+		if k > 0 {
+			put(u&(1<<k-1), uint(k))
+		}
+	}
+	for ; nb > 0; nb -= min(nb, 8) {
+		dst = append(dst, byte(acc))
+		acc >>= 8
+	}
+	return dst
+}
+
 // appendGolomb appends the exp-Golomb codes of order k of xs' zigzag
 // forms, least significant bit first, zero-padded to a byte: for u, with
 // q = (u >> k) + 1 of n bits, n − 1 zeros and a one, then q's n − 1 low
@@ -435,6 +517,7 @@ func gcd(a, b uint64) uint64 {
 // reused. After decode, vals holds each row's value (0 if absent) and
 // pres bit r%32 of word r/32 is set when row r is present.
 type valueDecoder struct {
+	rice bool // accepts Rice codes (data version 3)
 	vals [ChunkRows]float64
 	pres [ChunkRows / tupleRows]uint32
 	xs   [ChunkRows]int64
@@ -591,7 +674,7 @@ func (c *valueDecoder) decimal(d *decbuf, vs []float64) {
 		xs[i] = d.varint()
 	}
 	if b&decGolomb != 0 {
-		readGolomb(d, xs[h:])
+		readGolomb(d, xs[h:], c.rice)
 	}
 	lo := int64(0)
 	for i := h; i < n && d.err == nil && b&decGolomb == 0; i += forBlock {
@@ -646,10 +729,15 @@ func (c *valueDecoder) decimal(d *decbuf, vs []float64) {
 	}
 }
 
-// readGolomb reads the order and the exp-Golomb codes of xs (at least
-// one) from the rest of d, which they must fill to its last byte.
-func readGolomb(d *decbuf, xs []int64) {
+// readGolomb reads the order and the exp-Golomb or (rice: data version 3
+// on) Rice codes of xs (at least one) from the rest of d, which they must
+// fill to its last byte.
+func readGolomb(d *decbuf, xs []int64, riceOK bool) {
 	order := d.byte()
+	rice := order&golombRice != 0 && riceOK
+	if rice {
+		order &^= golombRice
+	}
 	if d.err == nil && (order > maxGolombOrder || len(xs) == 0) {
 		d.pos--
 		d.fail("exp-Golomb order %d of %d values", order, len(xs))
@@ -678,6 +766,17 @@ func readGolomb(d *decbuf, xs []int64) {
 		}
 		w := binary.LittleEndian.Uint64(src[p>>3:]) >> (p & 7) // 57 bits at least
 		z := uint(bits.TrailingZeros64(w))
+		if rice {
+			n := z + 1 + k
+			if z >= riceMaxQ || p+n > end {
+				d.pos += int(p >> 3)
+				d.fail("Rice code of %d bits at value %d", n, i)
+				return
+			}
+			xs[i] = unzigzag(uint64(z)<<k | w>>(z+1)&(1<<k-1))
+			p += n
+			continue
+		}
 		n := 2*z + 1 + k
 		if n > maxGolombBits || p+n > end {
 			d.pos += int(p >> 3)
@@ -713,7 +812,7 @@ func (c *valueDecoder) scatter(m, rows int) {
 // decodeColumn decodes a whole version 3 column of rows rows from its
 // data: each row's value (0 if absent) and presence.
 func decodeColumn(m *chunkMeta, data []byte, rows int) ([]float64, []bool, error) {
-	var dec valueDecoder
+	dec := valueDecoder{rice: true}
 	return dec.appendColumn(make([]float64, 0, rows), make([]bool, 0, rows), m, data, rows)
 }
 
@@ -736,11 +835,17 @@ func (dec *valueDecoder) appendColumn(vals []float64, pres []bool, m *chunkMeta,
 	return vals, pres, nil
 }
 
-// ColumnCodec encodes and decodes version 3 value columns outside a block
-// file, for benchmarks and tools. It is not safe for concurrent use.
+// ColumnCodec encodes and decodes value columns of the current data
+// version outside a block file, for benchmarks and tools. It is not safe
+// for concurrent use.
 type ColumnCodec struct {
 	enc valueEncoder
 	dec valueDecoder
+}
+
+// NewColumnCodec returns a codec of data version DataVersion.
+func NewColumnCodec() *ColumnCodec {
+	return &ColumnCodec{enc: valueEncoder{rice: true}, dec: valueDecoder{rice: true}}
 }
 
 // Append appends a column of len(vals) rows (present nil: every row) to

@@ -79,7 +79,7 @@ func (tc valueCase) build(seed uint64) ([]float64, []bool) {
 // checkRoundTrip encodes a column, decodes it and compares bit for bit.
 func checkRoundTrip(t *testing.T, vals []float64, pres []bool) ([]byte, chunkMeta) {
 	t.Helper()
-	var e valueEncoder
+	e := valueEncoder{rice: true}
 	data, m := e.appendColumn(nil, vals, pres)
 	if again, _ := e.appendColumn(nil, vals, pres); !bytes.Equal(data, again) {
 		t.Fatal("encoding is not deterministic")
@@ -139,6 +139,21 @@ func TestValueColumnSize(t *testing.T) {
 			vals, pres := vc.build(1)
 			data, m := checkRoundTrip(t, vals, pres)
 			size := float64(len(data)+len(appendChunkMeta(nil, &m))) / float64(len(vals))
+			var v2 valueEncoder // data version 2: no Rice codes
+			d2, m2 := v2.appendColumn(nil, vals, pres)
+			size2 := float64(len(d2)+len(appendChunkMeta(nil, &m2))) / float64(len(vals))
+			t.Logf("%s: %.3f B a sample (data version 2: %.3f)", tc.name, size, size2)
+			if tc.name == "tsbs walk" {
+				// A random walk's steps are light-tailed: Rice codes.
+				if size >= size2 {
+					t.Errorf("tsbs walk: %.3f B a sample with Rice codes, %.3f without", size, size2)
+				}
+				// A data version 2 decoder refuses them.
+				old := valueDecoder{}
+				if _, _, err := old.appendColumn(nil, nil, &m, data, len(vals)); err == nil {
+					t.Errorf("tsbs walk: Rice codes decoded as data version 2")
+				}
+			}
 			if size > tc.max {
 				t.Errorf("%s: %.3f B a sample, want ≤ %.3f", tc.name, size, tc.max)
 			}
@@ -152,12 +167,12 @@ func TestValueColumnSize(t *testing.T) {
 func TestValueChunkCorrupt(t *testing.T) {
 	for _, tc := range valueCases() {
 		vals, pres := tc.build(3)
-		var e valueEncoder
+		e := valueEncoder{rice: true}
 		data, m := e.appendColumn(nil, vals, pres)
 		off, end := m.chunkRange(0, 0)
 		chunk := data[off:end]
 		rows := min(ChunkRows, tc.rows)
-		var dec valueDecoder
+		dec := valueDecoder{rice: true}
 		for i := range chunk {
 			for _, x := range []byte{0x01, 0x80, 0xff} {
 				b := bytes.Clone(chunk)
@@ -190,13 +205,13 @@ func checkDecodeErr(t *testing.T, dec *valueDecoder, b []byte, rows int) {
 func FuzzValueColumn(f *testing.F) {
 	for _, tc := range valueCases() {
 		vals, pres := tc.build(1)
-		var e valueEncoder
+		e := valueEncoder{rice: true}
 		data, _ := e.appendColumn(nil, vals[:min(len(vals), ChunkRows)], pres[:min(len(pres), ChunkRows)])
 		f.Add(data)
 	}
 	f.Add([]byte{0, 1, 2, 3, 100, 200, 255, 60, 61, 62})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var dec valueDecoder
+		dec := valueDecoder{rice: true}
 		for _, rows := range []int{1, 7, 100, ChunkRows} {
 			checkDecodeErr(t, &dec, b, rows)
 		}
@@ -229,10 +244,10 @@ func BenchmarkValueColumnDecode(b *testing.B) {
 			continue
 		}
 		vals, pres := tc.build(1)
-		var e valueEncoder
+		e := valueEncoder{rice: true}
 		data, m := e.appendColumn(nil, vals, pres)
 		b.Run(tc.name, func(b *testing.B) {
-			var dec valueDecoder
+			dec := valueDecoder{rice: true}
 			for b.Loop() {
 				for ci := range m.ends {
 					off, end := m.chunkRange(ci, ci)

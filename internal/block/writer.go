@@ -94,8 +94,8 @@ type WriterOptions struct {
 	Compaction  Compaction
 	HeadMaxTime int64
 	// DataVersion is the data file version written: DataVersion (0 means
-	// it), or 1, the version 1 value columns of older blocks, which tests
-	// write to check that they still read.
+	// it), or 1 or 2, the value columns of older blocks, which tests write
+	// to check that they still read.
 	DataVersion uint8
 }
 
@@ -109,7 +109,7 @@ type Column struct {
 type colEntry struct {
 	series uint32
 	meta   encoding.ColumnMeta // data version 1
-	ch     chunkMeta           // data version 2
+	ch     chunkMeta           // data versions 2 and 3
 }
 
 type groupEntry struct {
@@ -158,7 +158,7 @@ func NewWriter(parent string, mint, maxt int64, dict *index.TagDict, opts Writer
 	switch opts.DataVersion {
 	case 0:
 		opts.DataVersion = DataVersion
-	case 1, DataVersion:
+	case 1, 2, DataVersion:
 	default:
 		return nil, fmt.Errorf("block writer: unknown data version %d", opts.DataVersion)
 	}
@@ -168,6 +168,7 @@ func NewWriter(parent string, mint, maxt int64, dict *index.TagDict, opts Writer
 		mint: mint, maxt: maxt, opts: opts, dict: dict,
 		ib: index.NewBlockIndexBuilder(dict), local: map[string]uint32{},
 	}
+	w.enc.rice = opts.DataVersion >= 3
 	if err := os.MkdirAll(w.tmp, 0o755); err != nil {
 		return nil, err
 	}
@@ -361,8 +362,11 @@ func (w *Writer) Abort() {
 
 func (w *Writer) appendIndex(dst []byte) []byte {
 	iv := IndexVersion
-	if w.opts.DataVersion == 1 {
+	switch w.opts.DataVersion {
+	case 1:
 		iv = 2 // version 1 value columns are described by index version 2
+	case 2:
+		iv = 3
 	}
 	dst = appendHeader(dst, IndexMagic, iv)
 	var secs [numSections][2]int64 // offset, length
