@@ -237,6 +237,9 @@ func runWorkload(ctx context.Context, cfg Config, name string, s scale, dir stri
 	}
 	for _, r := range reps {
 		res.AerieMetricsBytes += r.MetricsBytes
+		res.AerieIndexBytes += r.IndexBytes
+		res.AerieTimestampBytes += r.TimestampBytes
+		res.AerieWindowBytes += r.WindowBytes
 	}
 	// Value search's read: every series' block metrics, every block.
 	start := time.Now()

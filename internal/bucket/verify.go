@@ -20,6 +20,9 @@ type BlockReport struct {
 	Objects          []ObjectReport
 	MetaBytes        int64
 	MetricsBytes     int64 // the metrics object (0: version 2, metrics in the metadata object)
+	// What the metadata object holds: the index (without metrics in
+	// version 3), the groups' timestamp columns, the window CRCs.
+	IndexBytes, TimestampBytes, WindowBytes int64
 }
 
 // ObjectReport describes one data object of a block.
@@ -56,8 +59,13 @@ func Inspect(ctx context.Context, st RangeStore) ([]BlockReport, error) {
 		for n, o := range m.Objects {
 			r.Objects = append(r.Objects, ObjectReport{Name: DataObjectName(id, n), Bytes: o.Size})
 		}
+		r.IndexBytes = int64(len(m.Index))
 		for _, g := range m.Groups {
 			r.Objects[g.Object].Groups++
+			r.TimestampBytes += int64(len(g.Timestamps))
+			for _, w := range g.Windows {
+				r.WindowBytes += 4 * int64(len(w))
+			}
 		}
 		out = append(out, r)
 	}
