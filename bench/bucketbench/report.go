@@ -42,10 +42,15 @@ type WorkloadResult struct {
 	// version 3), fetched only when value search reads them: the
 	// MetricsGets of reading every series' metrics of every block once,
 	// in MetricsMs.
-	AerieMetricsBytes int64         `json:"aerie_metrics_bytes"`
-	MetricsGets       int64         `json:"metrics_gets"`
-	MetricsMs         float64       `json:"metrics_ms"`
-	Queries           []QueryResult `json:"queries"`
+	AerieMetricsBytes int64 `json:"aerie_metrics_bytes"`
+	// What Aerie's metadata objects hold: indexes (without metrics), the
+	// groups' timestamp columns, window CRCs.
+	AerieIndexBytes     int64         `json:"aerie_index_bytes"`
+	AerieTimestampBytes int64         `json:"aerie_timestamp_bytes"`
+	AerieWindowBytes    int64         `json:"aerie_window_bytes"`
+	MetricsGets         int64         `json:"metrics_gets"`
+	MetricsMs           float64       `json:"metrics_ms"`
+	Queries             []QueryResult `json:"queries"`
 }
 
 // QueryResult sums the instances of one query kind.
