@@ -3,10 +3,12 @@ package block
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 
 	"github.com/aerie-db/aerie/internal/encoding"
+	"github.com/aerie-db/aerie/internal/invariants"
 )
 
 // Value columns of data versions 2 and 3 (index versions 3 and 4;
@@ -246,11 +248,15 @@ func (e *valueEncoder) payload() (byte, []byte) {
 	e.best = e.best[:0]
 	if k, ok := e.mantissas(); ok {
 		kind = chunkDecimal
-		for mode := range decModes {
-			e.trial = e.appendDecimal(e.trial[:0], k, mode)
-			if mode == 0 || len(e.trial) < len(e.best) {
-				e.best, e.trial = e.trial, e.best
+		best := e.planDecimal(0)
+		for mode := 1; mode < decModes; mode++ {
+			if p := e.planDecimal(mode); p.size < best.size {
+				best = p
 			}
+		}
+		e.best = e.appendDecimal(e.best[:0], k, best)
+		if invariants.Enabled && len(e.best) != best.size {
+			panic(fmt.Sprintf("block: decimal payload of %d bytes, planned %d", len(e.best), best.size))
 		}
 		if len(e.best) <= 2*len(vs) {
 			return kind, e.best // at most 16 bits a value: XOR does not beat it
@@ -294,12 +300,18 @@ func (e *valueEncoder) mantissas() (int, bool) {
 	return k, true
 }
 
-// appendDecimal appends the decimal payload of e.xs[:len(e.vals)] at k
-// digits in mode: k | mode<<5 <1b>, unit <uvarint>, the stream's first
-// min(mode, n) values <zigzag uvarint>, then the rest divided by unit in
-// frame-of-reference blocks (appendFOR).
-func (e *valueEncoder) appendDecimal(dst []byte, k, mode int) []byte {
-	n := len(e.vals)
+// decPlan is how a decimal payload codes its quotients, and its size.
+type decPlan struct {
+	mode  int
+	unit  uint64
+	order int // -1: frame-of-reference blocks; else the order byte (golombRice for Rice codes)
+	size  int // bytes of the whole payload
+}
+
+// stream fills e.s with the stream of e.xs[:n] in mode, divides the
+// values past the first min(mode, n) by their greatest common divisor
+// (at most maxUnit, else 1), and returns that unit.
+func (e *valueEncoder) stream(n, mode int) uint64 {
 	xs, s := e.xs[:n], e.s[:n]
 	copy(s, xs)
 	for range mode {
@@ -314,42 +326,114 @@ func (e *valueEncoder) appendDecimal(dst []byte, k, mode int) []byte {
 	}
 	h := min(mode, n)
 	g := uint64(0)
+	var d divisor
 	for _, x := range s[h:] {
-		g = gcd(g, absU(x))
+		u := absU(x)
+		if g != 0 && d.divides(u) {
+			continue // the common case once a unit is found: no division
+		}
+		if g = gcd(g, u); g == 1 {
+			break
+		}
+		if g != 0 {
+			d = newDivisor(g)
+		}
 	}
 	if g == 0 || g > maxUnit {
 		g = 1
 	}
-	rest := s[h:]
 	if g > 1 {
+		rest := s[h:]
 		for i := range rest {
-			rest[i] /= int64(g)
+			rest[i] = d.quo(rest[i])
 		}
 	}
+	return g
+}
+
+// divisor tests and performs exact division by g = o·2^t (o odd, g > 0)
+// with shifts and multiplications: x is a multiple of g when its t low
+// bits are zero and (x ≫ t)·o⁻¹ mod 2⁶⁴ is at most (2⁶⁴ − 1) / o (o⁻¹ the
+// inverse of o modulo 2⁶⁴; Granlund and Montgomery), and a multiple's
+// quotient is that product.
+type divisor struct {
+	t        uint
+	inv, lim uint64
+}
+
+func newDivisor(g uint64) divisor {
+	t := uint(bits.TrailingZeros64(g))
+	o := g >> t
+	inv := o // correct to 3 bits for odd o; each step doubles them
+	for range 5 {
+		inv *= 2 - o*inv
+	}
+	return divisor{t: t, inv: inv, lim: math.MaxUint64 / o}
+}
+
+func (d divisor) divides(u uint64) bool {
+	return u&(1<<d.t-1) == 0 && (u>>d.t)*d.inv <= d.lim
+}
+
+// quo returns x / g for a multiple x of g (either sign).
+func (d divisor) quo(x int64) int64 { return int64(uint64(x>>d.t) * d.inv) }
+
+// planDecimal returns how mode codes e.xs[:len(e.vals)] at k digits
+// (k's byte, the unit, the stream's first min(mode, n) values, then the
+// quotients as the smallest of FOR blocks, exp-Golomb and Rice codes),
+// leaving e.s holding mode's stream.
+func (e *valueEncoder) planDecimal(mode int) decPlan {
+	n := len(e.vals)
+	p := decPlan{mode: mode, unit: e.stream(n, mode), order: -1}
+	h := min(mode, n)
+	s := e.s[:n]
+	p.size = 1 + uvarintLen(p.unit)
+	for _, x := range s[:h] {
+		p.size += uvarintLen(zigzag(x))
+	}
+	rest := s[h:]
 	order, bits := golombOrder(rest)
 	if e.rice {
 		if ro, rb := riceOrder(rest); ro >= 0 && (order < 0 || rb < bits) {
 			order, bits = ro|golombRice, rb
 		}
 	}
-	golomb := order >= 0 && (bits+7)/8+1 < forSize(rest, false)
+	if fs := forSize(rest, false); order >= 0 && (bits+7)/8+1 < fs {
+		p.order, p.size = order, p.size+(bits+7)/8+1
+	} else {
+		p.size += fs
+	}
+	return p
+}
+
+// appendDecimal appends the decimal payload of e.xs[:len(e.vals)] at k
+// digits as p plans it: k | mode<<5 | golomb<<7 <1b>, unit <uvarint>,
+// the stream's first min(mode, n) values <zigzag uvarint>, then the rest
+// divided by unit in frame-of-reference blocks (appendFOR), or the order
+// byte and exp-Golomb or Rice codes.
+func (e *valueEncoder) appendDecimal(dst []byte, k int, p decPlan) []byte {
+	n := len(e.vals)
+	e.stream(n, p.mode)
+	h := min(p.mode, n)
+	s := e.s[:n]
 	flag := 0
-	if golomb {
+	if p.order >= 0 {
 		flag = decGolomb
 	}
-	dst = append(dst, byte(k|mode<<5|flag))
-	dst = binary.AppendUvarint(dst, g)
+	dst = append(dst, byte(k|p.mode<<5|flag))
+	dst = binary.AppendUvarint(dst, p.unit)
 	for _, x := range s[:h] {
 		dst = binary.AppendUvarint(dst, zigzag(x))
 	}
-	if golomb {
-		dst = append(dst, byte(order))
-		if order&golombRice != 0 {
-			return appendRice(dst, rest, order&^golombRice)
-		}
-		return appendGolomb(dst, rest, order)
+	rest := s[h:]
+	switch {
+	case p.order < 0:
+		return appendFOR(dst, rest, false)
+	case p.order&golombRice != 0:
+		return appendRice(append(dst, byte(p.order)), rest, p.order&^golombRice)
+	default:
+		return appendGolomb(append(dst, byte(p.order)), rest, p.order)
 	}
-	return appendFOR(dst, rest, false)
 }
 
 // golombBits is the length of the exp-Golomb code of order k of u.
@@ -372,14 +456,18 @@ func golombOrder(xs []int64) (order, total int) {
 		return -1, 0
 	}
 	var hist [65]int
+	maxL := 0
 	for _, x := range xs {
-		hist[bits.Len64(zigzag(x))]++
+		l := bits.Len64(zigzag(x))
+		hist[l]++
+		maxL = max(maxL, l)
 	}
+	// Orders past the longest value only add bits to every code.
 	best, bestCost := 0, -1
-	for k := 0; k <= maxGolombOrder; k++ {
-		cost := 0
-		for l, n := range hist {
-			cost += n * (2*max(l-k, 0) + 1 + k)
+	for k := 0; k <= min(maxGolombOrder, maxL); k++ {
+		cost := len(xs) * (1 + k)
+		for l := k + 1; l <= maxL; l++ {
+			cost += hist[l] * 2 * (l - k)
 		}
 		if bestCost < 0 || cost < bestCost {
 			best, bestCost = k, cost

@@ -261,3 +261,44 @@ func BenchmarkValueColumnDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValueColumnEncode encodes real-shaped columns, as a flush
+// does.
+func BenchmarkValueColumnEncode(b *testing.B) {
+	for _, tc := range valueCases() {
+		if tc.rows < ChunkRows {
+			continue
+		}
+		vals, pres := tc.build(1)
+		b.Run(tc.name, func(b *testing.B) {
+			e := valueEncoder{rice: true}
+			var buf []byte
+			for b.Loop() {
+				buf, _ = e.appendColumn(buf[:0], vals, pres)
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/float64(tc.rows), "ns/sample")
+		})
+	}
+}
+
+// TestDivisor checks exact division by shifts and multiplications against
+// Go's division, for both signs and the extremes.
+func TestDivisor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, g := range []uint64{1, 2, 3, 7, 10, 12, 4096, 1000, 1 << 31, 3 << 29, maxUnit} {
+		d := newDivisor(g)
+		for range 2000 {
+			q := rng.Int64N(math.MaxInt64/int64(g)) * (1 - 2*rng.Int64N(2))
+			x := q * int64(g)
+			if !d.divides(absU(x)) || d.quo(x) != q {
+				t.Fatalf("g %d: %d = %d·g: divides %v, quo %d", g, x, q, d.divides(absU(x)), d.quo(x))
+			}
+			if y := x + 1 + rng.Int64N(int64(g)-1+1)%max(int64(g)-1, 1); g > 1 && y%int64(g) != 0 && d.divides(absU(y)) {
+				t.Fatalf("g %d: %d is not a multiple, divides says it is", g, y)
+			}
+		}
+		if !d.divides(0) || d.quo(0) != 0 {
+			t.Fatalf("g %d: 0", g)
+		}
+	}
+}
