@@ -524,34 +524,47 @@ func riceOrder(xs []int64) (order, total int) {
 	return order, total
 }
 
+// lsbWriter appends a bit stream, least significant bit first.
+type lsbWriter struct {
+	dst []byte
+	acc uint64
+	nb  uint // bits in acc, < 32 between calls
+}
+
+// put appends the n ≤ 32 low bits of v.
+func (w *lsbWriter) put(v uint64, n uint) {
+	w.acc |= v << w.nb
+	w.nb += n
+	for w.nb >= 32 {
+		w.dst = binary.LittleEndian.AppendUint32(w.dst, uint32(w.acc))
+		w.acc >>= 32
+		w.nb -= 32
+	}
+}
+
+// flush zero-pads the stream to a byte and returns it.
+func (w *lsbWriter) flush() []byte {
+	for ; w.nb > 0; w.nb -= min(w.nb, 8) {
+		w.dst = append(w.dst, byte(w.acc))
+		w.acc >>= 8
+	}
+	return w.dst
+}
+
 // appendRice appends the Golomb–Rice codes of order k of xs' zigzag
 // forms, least significant bit first, zero-padded to a byte: for u, q =
 // u >> k zeros (q < riceMaxQ), a one, then u's k low bits.
 func appendRice(dst []byte, xs []int64, k int) []byte {
-	var acc uint64
-	var nb uint
-	put := func(v uint64, n uint) { // n ≤ 32 and nb < 32 between calls
-		acc |= v << nb
-		nb += n
-		for nb >= 32 {
-			dst = binary.LittleEndian.AppendUint32(dst, uint32(acc))
-			acc >>= 32
-			nb -= 32
-		}
-	}
+	w := lsbWriter{dst: dst}
 	for _, x := range xs {
 		u := zigzag(x)
 		q := uint(u >> k)
-		put(1<<q, q+1) // q zeros, then the one
+		w.put(1<<q, q+1) // q zeros, then the one
 		if k > 0 {
-			put(u&(1<<k-1), uint(k))
+			w.put(u&(1<<k-1), uint(k))
 		}
 	}
-	for ; nb > 0; nb -= min(nb, 8) {
-		dst = append(dst, byte(acc))
-		acc >>= 8
-	}
-	return dst
+	return w.flush()
 }
 
 // appendGolomb appends the exp-Golomb codes of order k of xs' zigzag
@@ -559,32 +572,18 @@ func appendRice(dst []byte, xs []int64, k int) []byte {
 // q = (u >> k) + 1 of n bits, n − 1 zeros and a one, then q's n − 1 low
 // bits, then u's k low bits.
 func appendGolomb(dst []byte, xs []int64, k int) []byte {
-	var acc uint64
-	var nb uint
-	put := func(v uint64, n uint) { // n ≤ 32 and nb < 32 between calls
-		acc |= v << nb
-		nb += n
-		for nb >= 32 {
-			dst = binary.LittleEndian.AppendUint32(dst, uint32(acc))
-			acc >>= 32
-			nb -= 32
-		}
-	}
+	w := lsbWriter{dst: dst}
 	for _, x := range xs {
 		u := zigzag(x)
 		q := u>>k + 1
 		n := uint(bits.Len64(q))
-		put(1<<(n-1), n) // n − 1 zeros, then the one
-		put(q&(1<<(n-1)-1), n-1)
+		w.put(1<<(n-1), n) // n − 1 zeros, then the one
+		w.put(q&(1<<(n-1)-1), n-1)
 		if k > 0 {
-			put(u&(1<<k-1), uint(k))
+			w.put(u&(1<<k-1), uint(k))
 		}
 	}
-	for ; nb > 0; nb -= min(nb, 8) {
-		dst = append(dst, byte(acc))
-		acc >>= 8
-	}
-	return dst
+	return w.flush()
 }
 
 func absU(x int64) uint64 {

@@ -19,17 +19,12 @@ import (
 // metadata object (the whole index inside) still opens, and its metrics
 // are read without any metrics object.
 func TestRemoteMetrics(t *testing.T) {
-	dir, dict := noisyBlock(t)
+	st, dir, dict, local := uploadedNoisyBlock(t)
 	ctx := context.Background()
-	st := newMemStore()
-	_, err := NewUploader(st, dict, 0).UploadBlock(ctx, dir)
-	require.NoError(t, err)
-	local, err := block.Open(dir, dict, block.ReaderOptions{})
-	require.NoError(t, err)
-	defer local.Close()
 	ulid := local.Meta().ULID
 	ns := uint32(local.Index().NumSeries())
 	want := make([][]block.IntervalMetrics, ns)
+	var err error
 	for id := range ns {
 		want[id], err = local.Metrics(ctx, id)
 		require.NoError(t, err)

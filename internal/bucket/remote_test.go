@@ -40,6 +40,20 @@ func noisyBlock(t *testing.T) (string, *index.TagDict) {
 	return dirs[0], dict
 }
 
+// uploadedNoisyBlock uploads noisyBlock's block to a memory store and
+// opens the local copy (closed in t's cleanup).
+func uploadedNoisyBlock(t *testing.T) (*memStore, string, *index.TagDict, *block.Reader) {
+	t.Helper()
+	dir, dict := noisyBlock(t)
+	st := newMemStore()
+	_, err := NewUploader(st, dict, 0).UploadBlock(context.Background(), dir)
+	require.NoError(t, err)
+	local, err := block.Open(dir, dict, block.ReaderOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { local.Close() })
+	return st, dir, dict, local
+}
+
 func selectSamples(r *block.Reader, mint, maxt int64, ms ...*labels.Matcher) (map[string][][2]float64, error) {
 	sel, err := r.Select(mint, maxt, ms...)
 	if err != nil {
@@ -66,14 +80,8 @@ func selectSamples(r *block.Reader, mint, maxt int64, ms ...*labels.Matcher) (ma
 // from the cache; a damaged window fails the query naming the object and
 // the window's offset; the timestamp columns come from the metadata.
 func TestRemoteReadPlan(t *testing.T) {
-	dir, dict := noisyBlock(t)
+	st, _, _, local := uploadedNoisyBlock(t)
 	ctx := context.Background()
-	st := newMemStore()
-	_, err := NewUploader(st, dict, 0).UploadBlock(ctx, dir)
-	require.NoError(t, err)
-	local, err := block.Open(dir, dict, block.ReaderOptions{})
-	require.NoError(t, err)
-	defer local.Close()
 	ulid := local.Meta().ULID
 	fresh, err := LoadTagDict(ctx, st)
 	require.NoError(t, err)
