@@ -82,8 +82,8 @@
 //  15. A block's metrics object is fetched only when its metrics are
 //     read (value search, aggregation, sensor metadata), at most once at a
 //     time per block, and kept parsed in an LRU bounded in bytes
-//     (MetricsCache); a query holding a section evicted meanwhile keeps
-//     it until it is done. Metadata objects of version 2, whose index
+//     (MetricsCache), and on local disk with the MetaCache; a query
+//     holding a section evicted meanwhile keeps it until it is done. Metadata objects of version 2, whose index
 //     holds the metrics, are still read.
 //
 // Locking: Uploader serializes segment uploads under its mu; Tier guards

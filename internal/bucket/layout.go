@@ -436,6 +436,22 @@ func AppendMetricsObject(dst, section []byte) []byte {
 	return binary.BigEndian.AppendUint32(dst, checksum.CRC32C(dst[start:]))
 }
 
+// checkMetricsObject checks what a metrics object can check alone: its
+// magic, version, reserved bytes and trailing CRC32C.
+func checkMetricsObject(name string, b []byte) error {
+	switch {
+	case len(b) < ObjectHeaderLen+4 || binary.BigEndian.Uint32(b) != MetricsObjectMagic:
+		return &CorruptionError{Object: name, Err: fmt.Errorf("bad magic")}
+	case b[4] != MetricsObjectVersion:
+		return &CorruptionError{Object: name, Offset: 4, Err: fmt.Errorf("unsupported version %d", b[4])}
+	case b[6]|b[7] != 0:
+		return &CorruptionError{Object: name, Offset: 6, Err: fmt.Errorf("reserved header bytes not zero")}
+	case checksum.CRC32C(b[:len(b)-4]) != binary.BigEndian.Uint32(b[len(b)-4:]):
+		return &CorruptionError{Object: name, Offset: int64(len(b) - 4), Err: fmt.Errorf("checksum mismatch")}
+	}
+	return nil
+}
+
 // ParseMetricsObject checks metrics object name (b) against info from its
 // metadata object and returns the section it holds, which must be size
 // bytes (the index footer's length). buf is reused for decompression.
@@ -443,19 +459,15 @@ func ParseMetricsObject(name string, b []byte, info ObjectInfo, size int64, buf 
 	fail := func(at int, format string, args ...any) ([]byte, []byte, error) {
 		return nil, buf, &CorruptionError{Object: name, Offset: int64(at), Err: fmt.Errorf(format, args...)}
 	}
-	switch {
-	case int64(len(b)) != info.Size:
+	if int64(len(b)) != info.Size {
 		return fail(len(b), "%d bytes, metadata says %d", len(b), info.Size)
-	case len(b) < ObjectHeaderLen+4 || binary.BigEndian.Uint32(b) != MetricsObjectMagic:
-		return fail(0, "bad magic")
-	case b[4] != MetricsObjectVersion:
-		return fail(4, "unsupported version %d", b[4])
-	case b[6]|b[7] != 0:
-		return fail(6, "reserved header bytes not zero")
+	}
+	if err := checkMetricsObject(name, b); err != nil {
+		return nil, buf, err
 	}
 	body := len(b) - 4
-	if got := checksum.CRC32C(b[:body]); got != binary.BigEndian.Uint32(b[body:]) || got != info.CRC {
-		return fail(body, "checksum mismatch")
+	if binary.BigEndian.Uint32(b[body:]) != info.CRC {
+		return fail(body, "checksum mismatch with the metadata object's")
 	}
 	n, k := binary.Uvarint(b[ObjectHeaderLen:body])
 	if k <= 0 || int64(n) != size || size <= 0 {

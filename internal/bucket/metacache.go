@@ -11,11 +11,13 @@ import (
 	"time"
 )
 
-// MetaCache keeps blocks' metadata objects on local disk, so that a
-// restarted node opens its bucket blocks without fetching their metadata
-// again. Files are named <ULID>.meta and checked (ParseBlockMeta: magic,
-// version, CRC32C) on every read: a damaged file is removed and the
-// object fetched again. The directory is bounded in bytes; the files read
+// MetaCache keeps blocks' metadata objects, and the metrics objects that
+// value search fetched, on local disk, so that a restarted node opens its
+// bucket blocks, and searches them, without fetching those again. Files
+// are named <ULID>.meta and <ULID>.metrics and checked on every read
+// (ParseBlockMeta; a metrics object's magic, version and trailing CRC32C,
+// then the reader's full check): a damaged file is removed and the object
+// fetched again. The directory is bounded in bytes; the files read
 // least recently (modification time, touched on every hit) go first. It
 // is safe for concurrent use (mu serializes writes and eviction).
 type MetaCache struct {
@@ -34,17 +36,23 @@ func NewMetaCache(dir string, budget int64) (*MetaCache, error) {
 	return &MetaCache{dir: dir, budget: budget}, nil
 }
 
-func (c *MetaCache) path(ulid string) string { return filepath.Join(c.dir, ulid+".meta") }
+// The cached kinds of object: file suffix and check.
+const (
+	metaSuffix    = ".meta"
+	metricsSuffix = ".metrics"
+)
 
-// get returns block ulid's cached metadata object if it is there and
-// intact.
-func (c *MetaCache) get(ulid string) ([]byte, bool) {
-	p := c.path(ulid)
+func (c *MetaCache) path(ulid, suffix string) string { return filepath.Join(c.dir, ulid+suffix) }
+
+// get returns block ulid's cached object of kind suffix if it is there
+// and intact.
+func (c *MetaCache) get(ulid, suffix string) ([]byte, bool) {
+	p := c.path(ulid, suffix)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, false
 	}
-	if _, err := ParseBlockMeta(p, b); err != nil {
+	if err := checkCached(p, suffix, b); err != nil {
 		os.Remove(p)
 		return nil, false
 	}
@@ -53,31 +61,51 @@ func (c *MetaCache) get(ulid string) ([]byte, bool) {
 	return b, true
 }
 
-// put stores b as block ulid's metadata object (temporary file, rename),
-// then evicts down to the budget. Failures only cost a later fetch.
-func (c *MetaCache) put(ulid string, b []byte) {
+// checkCached checks what a file of kind suffix can check alone.
+func checkCached(name, suffix string, b []byte) error {
+	if suffix == metaSuffix {
+		_, err := ParseBlockMeta(name, b)
+		return err
+	}
+	return checkMetricsObject(name, b)
+}
+
+// put stores b as block ulid's object of kind suffix (temporary file,
+// rename), then evicts down to the budget. Failures only cost a later
+// fetch.
+func (c *MetaCache) put(ulid, suffix string, b []byte) {
 	if int64(len(b)) > c.budget {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	tmp := c.path(ulid) + ".tmp"
+	p := c.path(ulid, suffix)
+	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		os.Remove(tmp)
 		return
 	}
-	if err := os.Rename(tmp, c.path(ulid)); err != nil {
+	if err := os.Rename(tmp, p); err != nil {
 		os.Remove(tmp)
 		return
 	}
 	c.evict()
 }
 
-// drop removes block ulid's file (the block left the bucket).
+// remove removes block ulid's file of kind suffix.
+func (c *MetaCache) remove(ulid, suffix string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	os.Remove(c.path(ulid, suffix))
+}
+
+// drop removes block ulid's files (the block left the bucket, or a file
+// did not open).
 func (c *MetaCache) drop(ulid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	os.Remove(c.path(ulid))
+	os.Remove(c.path(ulid, metaSuffix))
+	os.Remove(c.path(ulid, metricsSuffix))
 }
 
 type metaFile struct {
@@ -91,7 +119,7 @@ func (c *MetaCache) files() ([]metaFile, int64) {
 	var files []metaFile
 	var total int64
 	filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".meta") {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(p, metaSuffix) || strings.HasSuffix(p, metricsSuffix)) {
 			return nil
 		}
 		if fi, err := d.Info(); err == nil {
@@ -134,13 +162,23 @@ type cachedMetaStore struct {
 }
 
 func (s *cachedMetaStore) Get(ctx context.Context, name string) ([]byte, error) {
-	if s.mc == nil || name != MetaObjectName(s.ulid) {
+	suffix := ""
+	switch {
+	case s.mc == nil:
+	case name == MetaObjectName(s.ulid):
+		suffix = metaSuffix
+	case name == MetricsObjectName(s.ulid):
+		suffix = metricsSuffix
+	}
+	if suffix == "" {
 		return s.RangeStore.Get(ctx, name)
 	}
-	if b, ok := s.mc.get(s.ulid); ok {
-		s.hit = true
-		if s.stats != nil {
-			s.stats.MetaCacheHits.Add(1)
+	if b, ok := s.mc.get(s.ulid, suffix); ok {
+		if suffix == metaSuffix {
+			s.hit = true
+			if s.stats != nil {
+				s.stats.MetaCacheHits.Add(1)
+			}
 		}
 		return b, nil
 	}
@@ -148,8 +186,8 @@ func (s *cachedMetaStore) Get(ctx context.Context, name string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, perr := ParseBlockMeta(name, b); perr == nil {
-		s.mc.put(s.ulid, b)
+	if checkCached(name, suffix, b) == nil {
+		s.mc.put(s.ulid, suffix, b)
 	}
 	return b, nil
 }

@@ -15,8 +15,9 @@ import (
 // TestMetaCache: a tier with a metadata cache writes each metadata object
 // it opens to disk; a second tier on the same directory (a restart) opens
 // the blocks without reading them from the bucket and answers the same;
-// a damaged file is refetched and rewritten; the directory stays within
-// its budget; deleting a block drops its file.
+// metrics objects read through it are kept too; a damaged file is
+// refetched and rewritten; the directory stays within its budget;
+// deleting a block drops its files.
 func TestMetaCache(t *testing.T) {
 	st, dirs, dict, ulids := uploadedBlocks(t)
 	ctx := context.Background()
@@ -58,6 +59,34 @@ func TestMetaCache(t *testing.T) {
 		require.NoError(t, local.Close())
 	}
 	require.EqualValues(t, len(ulids), t2.Stats.MetaCacheHits.Load())
+
+	// Metrics read through the cache are kept on disk too: a restart
+	// answers them with the bucket's metrics objects gone; a file that
+	// passes its own checks but is not this block's is dropped and the
+	// object read from the bucket.
+	r := open(t2, 1)
+	want, err := r.Metrics(ctx, 0)
+	require.NoError(t, err)
+	mp := filepath.Join(cdir, ulids[1]+metricsSuffix)
+	require.FileExists(t, mp)
+	saved, err := st.Get(ctx, MetricsObjectName(ulids[1]))
+	require.NoError(t, err)
+	require.NoError(t, st.Delete(ctx, MetricsObjectName(ulids[1])))
+	tr := NewTier(st, 4096, 1<<20)
+	tr.SetMetaCache(mc2)
+	got, err := open(tr, 1).Metrics(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NoError(t, st.Upload(ctx, MetricsObjectName(ulids[1]), saved))
+	require.NoError(t, os.WriteFile(mp, AppendMetricsObject(nil, []byte("not this block's metrics")), 0o644))
+	tr = NewTier(st, 4096, 1<<20)
+	tr.SetMetaCache(mc2)
+	got, err = open(tr, 1).Metrics(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	fb, err := os.ReadFile(mp)
+	require.NoError(t, err)
+	require.Equal(t, saved, fb, "the bucket's object cached in its place")
 
 	// A damaged file: refetched from the bucket and rewritten intact.
 	p := filepath.Join(cdir, ulids[0]+".meta")

@@ -41,9 +41,10 @@ type ReadStats struct {
 	// MetaCacheHits counts the metadata objects of MetaGets read from the
 	// local metadata cache instead of the bucket.
 	MetaCacheHits atomic.Int64
-	// MetricsGets and MetricsBytes count the metrics objects fetched (a
-	// block's metrics read while not in the MetricsCache), MetricsCacheHits
-	// the reads the cache answered.
+	// MetricsGets and MetricsBytes count the metrics objects read (a
+	// block's metrics read while not in the MetricsCache; from the bucket
+	// or the local metadata cache), MetricsCacheHits the reads the
+	// MetricsCache answered.
 	MetricsGets      atomic.Int64
 	MetricsBytes     atomic.Int64
 	MetricsCacheHits atomic.Int64
@@ -444,8 +445,25 @@ func (l *metricsLoader) LoadMetrics(ctx context.Context, r *block.Reader) (*bloc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	ms, err := l.fetch(ctx, l.st, r)
+	if cs, ok := l.st.(*cachedMetaStore); ok && cs.mc != nil && err != nil && ctx.Err() == nil {
+		// A file of the local cache that passed its own checks but not
+		// this block's: dropped, and the object read from the bucket.
+		cs.mc.remove(l.ulid, metricsSuffix)
+		ms, err = l.fetch(ctx, cs, r) // from the bucket now, and cached again
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.cache.put(l.ulid, ms)
+	return ms, nil
+}
+
+// fetch reads the metrics object from st and checks it (ParseMetricsObject,
+// then r.ParseMetrics).
+func (l *metricsLoader) fetch(ctx context.Context, st RangeStore, r *block.Reader) (*block.MetricsSection, error) {
 	name := MetricsObjectName(l.ulid)
-	b, err := l.st.Get(ctx, name)
+	b, err := st.Get(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
@@ -454,12 +472,7 @@ func (l *metricsLoader) LoadMetrics(ctx context.Context, r *block.Reader) (*bloc
 	if err != nil {
 		return nil, err
 	}
-	ms, err := r.ParseMetrics(name, sec)
-	if err != nil {
-		return nil, err
-	}
-	l.cache.put(l.ulid, ms)
-	return ms, nil
+	return r.ParseMetrics(name, sec)
 }
 
 func (l *metricsLoader) count(f func(*ReadStats)) {

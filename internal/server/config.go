@@ -75,9 +75,10 @@ type AerieConfig struct {
 		// CacheSize bounds the data windows fetched from the bucket kept
 		// in memory [256MiB].
 		CacheSize units.Base2Bytes `yaml:"cache_size,omitempty"`
-		// MetaCacheSize bounds the blocks' metadata objects kept on local
-		// disk in <data.dir>/bucket-meta, so a restart does not fetch them
-		// again [1GiB]; not used with the filesystem bucket.
+		// MetaCacheSize bounds the blocks' metadata objects, and the
+		// metrics objects value search read, kept on local disk in
+		// <data.dir>/bucket-meta, so a restart does not fetch them again
+		// [1GiB]; not used with the filesystem bucket.
 		MetaCacheSize units.Base2Bytes `yaml:"meta_cache_size,omitempty"`
 		// MetricsCacheSize bounds the block metrics of bucket blocks kept
 		// in memory for value search and aggregation, fetched from their
