@@ -569,6 +569,21 @@ func TestSplitIndex(t *testing.T) {
 		c.Close()
 	}
 
+	// MetricsFooter reads the same length and CRC from whole and cut
+	// indexes, and refuses a damaged footer.
+	for _, b := range [][]byte{ib, head} {
+		ln, c, err := MetricsFooter(b)
+		require.NoError(t, err)
+		require.Equal(t, int64(len(sec)), ln)
+		require.Equal(t, crc(sec), c)
+	}
+	bad := slices.Clone(ib)
+	bad[len(bad)-FooterLen+SectionMetrics*20+8] ^= 1 // the section's length
+	_, _, err = MetricsFooter(bad)
+	require.ErrorAs(t, err, &ce)
+	_, _, err = MetricsFooter(ib[:10])
+	require.ErrorAs(t, err, &ce)
+
 	// SplitIndex needs a whole index with the section last.
 	for name, bad := range map[string][]byte{
 		"empty":   nil,
