@@ -45,8 +45,8 @@ func (s *MetricsSection) Append(dst []IntervalMetrics, id uint32) ([]IntervalMet
 	return dst, nil
 }
 
-// recordLen is the length of series id's record.
-func (s *MetricsSection) recordLen(id uint32) int64 {
+// RecordLen is the length of local series id's record.
+func (s *MetricsSection) RecordLen(id uint32) int64 {
 	end := len(s.b)
 	if int(id)+1 < len(s.offs) {
 		end = s.offs[id+1]
@@ -166,37 +166,42 @@ func (r *Reader) AppendMetrics(ctx context.Context, dst []IntervalMetrics, id ui
 // metrics section last, just before the footer; an index whose section is
 // elsewhere, or whose footer does not check, is an error.
 func SplitIndex(b []byte) (head, metrics []byte, err error) {
-	if len(b) < HeaderLen+FooterLen || binary.BigEndian.Uint32(b) != IndexMagic || binary.BigEndian.Uint32(b[len(b)-4:]) != IndexMagic {
-		return nil, nil, &CorruptionError{Err: errors.New("not an index file")}
+	fstart, off, ln, _, err := metricsEntry(b)
+	if err != nil {
+		return nil, nil, err
 	}
-	fstart := len(b) - FooterLen
-	if crc(b[fstart:len(b)-8]) != binary.LittleEndian.Uint32(b[len(b)-8:]) {
-		return nil, nil, &CorruptionError{Offset: int64(fstart), Err: errors.New("footer checksum mismatch")}
-	}
-	p := fstart + SectionMetrics*20
-	off, ln := binary.LittleEndian.Uint64(b[p:]), binary.LittleEndian.Uint64(b[p+8:])
 	if off < HeaderLen || off > uint64(fstart) || off+ln != uint64(fstart) {
-		return nil, nil, &CorruptionError{Offset: int64(p), Err: fmt.Errorf("section metrics [%d, +%d) does not end at the footer (%d)", off, ln, fstart)}
+		return nil, nil, &CorruptionError{Offset: int64(fstart + SectionMetrics*20), Err: fmt.Errorf("section metrics [%d, +%d) does not end at the footer (%d)", off, ln, fstart)}
 	}
 	head = append(b[:off:off], b[fstart:]...)
 	return head, b[off:fstart], nil
+}
+
+// metricsEntry checks index file b's trailing magic and footer checksum
+// and returns where the footer starts and the metrics section's offset,
+// length and CRC32C as the footer gives them.
+func metricsEntry(b []byte) (fstart int, off, ln uint64, crc32c uint32, err error) {
+	if len(b) < HeaderLen+FooterLen || binary.BigEndian.Uint32(b) != IndexMagic || binary.BigEndian.Uint32(b[len(b)-4:]) != IndexMagic {
+		return 0, 0, 0, 0, &CorruptionError{Err: errors.New("not an index file")}
+	}
+	fstart = len(b) - FooterLen
+	if crc(b[fstart:len(b)-8]) != binary.LittleEndian.Uint32(b[len(b)-8:]) {
+		return 0, 0, 0, 0, &CorruptionError{Offset: int64(fstart), Err: errors.New("footer checksum mismatch")}
+	}
+	p := fstart + SectionMetrics*20
+	return fstart, binary.LittleEndian.Uint64(b[p:]), binary.LittleEndian.Uint64(b[p+8:]), binary.LittleEndian.Uint32(b[p+16:]), nil
 }
 
 // MetricsFooter returns the metrics section's length and CRC32C from the
 // footer of index file b, whole or cut by SplitIndex; the footer's own
 // checksum is checked.
 func MetricsFooter(b []byte) (length int64, crc32c uint32, err error) {
-	if len(b) < HeaderLen+FooterLen || binary.BigEndian.Uint32(b[len(b)-4:]) != IndexMagic {
-		return 0, 0, &CorruptionError{Err: errors.New("not an index file")}
+	fstart, _, ln, c, err := metricsEntry(b)
+	if err != nil {
+		return 0, 0, err
 	}
-	fstart := len(b) - FooterLen
-	if crc(b[fstart:len(b)-8]) != binary.LittleEndian.Uint32(b[len(b)-8:]) {
-		return 0, 0, &CorruptionError{Offset: int64(fstart), Err: errors.New("footer checksum mismatch")}
-	}
-	p := fstart + SectionMetrics*20
-	ln := binary.LittleEndian.Uint64(b[p+8:])
 	if ln == 0 || ln > math.MaxInt64 {
-		return 0, 0, &CorruptionError{Offset: int64(p), Err: fmt.Errorf("section metrics of %d bytes", ln)}
+		return 0, 0, &CorruptionError{Offset: int64(fstart + SectionMetrics*20), Err: fmt.Errorf("section metrics of %d bytes", ln)}
 	}
-	return int64(ln), binary.LittleEndian.Uint32(b[p+16:]), nil
+	return int64(ln), c, nil
 }

@@ -2,15 +2,15 @@ package block
 
 import "context"
 
-// SeriesBytes returns the bytes local series id takes in the block's
-// files: in the data, its value columns and, for each group it is in, its
-// share of the group's timestamp column (divided by the group's columns);
-// in the index, its block metrics (a remote block's are fetched if they
-// are not in memory). It is 0, 0 for an unknown id.
-func (r *Reader) SeriesBytes(ctx context.Context, id uint32) (index, data int64, err error) {
+// SeriesDataBytes returns the bytes local series id takes in the block's
+// data: its value columns and, for each group it is in, its share of the
+// group's timestamp column (divided by the group's columns). It is 0 for
+// an unknown id.
+func (r *Reader) SeriesDataBytes(id uint32) int64 {
 	if int(id) >= len(r.series) {
-		return 0, 0, nil
+		return 0
 	}
+	var data int64
 	for _, l := range r.series[id] {
 		g := &r.groups[l.group]
 		c := &g.cols[l.col]
@@ -19,9 +19,20 @@ func (r *Reader) SeriesBytes(ctx context.Context, id uint32) (index, data int64,
 			data += g.tsLen / n
 		}
 	}
+	return data
+}
+
+// SeriesBytes returns SeriesDataBytes and, in the index, the bytes of
+// local series id's block metrics (a remote block's are fetched if they
+// are not in memory). It is 0, 0 for an unknown id. A scan over many
+// series takes MetricsSection once and calls RecordLen instead.
+func (r *Reader) SeriesBytes(ctx context.Context, id uint32) (index, data int64, err error) {
+	if int(id) >= len(r.series) {
+		return 0, 0, nil
+	}
 	ms, err := r.MetricsSection(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
-	return ms.recordLen(id), data, nil
+	return ms.RecordLen(id), r.SeriesDataBytes(id), nil
 }

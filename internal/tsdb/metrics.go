@@ -321,13 +321,16 @@ func (q *Querier) SeriesBytes(ctx context.Context, ms ...*labels.Matcher) (index
 		if err != nil {
 			return 0, 0, err
 		}
+		if len(sel.Series) == 0 {
+			continue
+		}
+		sec, err := b.MetricsSection(ctx) // once a block: a bucket block's may be fetched
+		if err != nil {
+			return 0, 0, fmt.Errorf("block %s: metrics: %w", b.Meta().ULID, err)
+		}
 		for _, s := range sel.Series {
-			i, d, err := b.SeriesBytes(ctx, s.ID)
-			if err != nil {
-				return 0, 0, fmt.Errorf("block %s: series %s: %w", b.Meta().ULID, s.Labels, err)
-			}
-			index += i
-			data += d
+			index += sec.RecordLen(s.ID)
+			data += b.SeriesDataBytes(s.ID)
 		}
 	}
 	return index, data, nil
