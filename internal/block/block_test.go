@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -99,6 +100,52 @@ func TestReadsPerQuery(t *testing.T) {
 		require.LessOrEqual(t, reads, int64(1+k), "range [%d,%d] %s: %d series, %d reads", tc.mint, tc.maxt, tc.re, k, reads)
 		t.Logf("%s [%d,%d]: %d series, %d samples, %d reads", tc.re, tc.mint, tc.maxt, k, n, reads)
 	}
+}
+
+// TestMappedReads checks invariant 11: a local block's columns come from
+// its mapping, with the same samples as reads through the file, and a
+// series read after its reader closed and its directory was deleted still
+// reads the block as it was.
+func TestMappedReads(t *testing.T) {
+	bdir, dict := testBlock(t, 3, 6, 300)
+	read := func(sel *Selection) (out []float64) {
+		var it chunkenc.Iterator
+		for _, s := range sel.Series {
+			it = s.Iterator(it)
+			for it.Next() == chunkenc.ValFloat {
+				tt, v := it.At()
+				out = append(out, float64(tt), v)
+			}
+			require.NoError(t, it.Err())
+		}
+		return out
+	}
+	all := labels.MustNewMatcher(labels.MatchRegexp, "__name__", "m.*")
+	plain, err := Open(bdir, dict, ReaderOptions{WrapData: func(ra io.ReaderAt) io.ReaderAt { return ra }})
+	require.NoError(t, err)
+	require.Nil(t, plain.mm, "WrapData reads through the file")
+	selPlain, err := plain.Select(1_000_000, 4_000_000, all)
+	require.NoError(t, err)
+	want := read(selPlain)
+	require.NoError(t, plain.Close())
+
+	r, err := Open(bdir, dict, ReaderOptions{})
+	require.NoError(t, err)
+	if runtime.GOOS == "linux" {
+		require.NotNil(t, r.mm, "a local block is mapped")
+	}
+	sel, err := r.Select(1_000_000, 4_000_000, all)
+	require.NoError(t, err)
+	before := r.DataReads()
+	require.Equal(t, want, read(sel))
+	require.Greater(t, r.DataReads(), before, "mapped reads are counted")
+
+	sel, err = r.Select(1_000_000, 4_000_000, all)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	require.NoError(t, os.RemoveAll(bdir))
+	runtime.GC()
+	require.Equal(t, want, read(sel), "a selection outlives its reader's Close")
 }
 
 // TestCorruptionDetected flips every byte of every file (sampled for the

@@ -56,6 +56,16 @@
 //     read; ParseMetrics accepts it only with the length and CRC32C the
 //     footer gives, and with every series' record decoding, as Open
 //     checks a whole index.
+//  11. A local block's data file is mapped read-only once Open has read
+//     and checked it (where the platform maps files and no WrapData is
+//     set); selections then slice columns and timestamp columns out of
+//     the mapping instead of reading them, with no copy and no system
+//     call. Every such slice is held only by a selection or a column
+//     source that keeps its Reader reachable, and the mapping is released
+//     by a cleanup once the Reader is unreachable, never by Close or
+//     Release: a series read after its querier closed reads the block as
+//     it was (a deleted block's pages stay until unmapped), it cannot
+//     fault.
 //
 // Readers give series by label matchers (Select) or by local id
 // (SelectIDs, which compaction uses to walk a block a group at a time).

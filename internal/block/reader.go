@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -80,6 +81,12 @@ type Reader struct {
 	f     *os.File
 	data  io.ReaderAt
 	size  int64
+	// mm is the data file mapped read-only (invariant 11), nil for a
+	// remote block, with ReaderOptions.WrapData, or where mapping failed:
+	// then reads go through data. Slices of it live in selections and
+	// their column sources, which keep r reachable; the mapping is
+	// released by a cleanup once r is unreachable, never by Close.
+	mm []byte
 
 	reads atomic.Int64 // data reads by selections (DataReads)
 
@@ -125,6 +132,11 @@ func Open(dir string, dict *index.TagDict, opts ReaderOptions) (*Reader, error) 
 	r.data = f
 	if opts.WrapData != nil {
 		r.data = opts.WrapData(f)
+	} else if mm, err := mapFile(f, r.size); err == nil && mm != nil {
+		// Mapped after verifyData, which reads through the file, so that
+		// opening a block does not fault every page into the process.
+		r.mm = mm
+		runtime.AddCleanup(r, unmapFile, mm)
 	}
 	r.refs.Store(1)
 	return r, nil
@@ -487,10 +499,15 @@ func (q *Selection) timestamps(gi uint32) (*encoding.ScaledTimestamps, error) {
 		return ts, nil
 	}
 	g := &q.r.groups[gi]
-	buf := make([]byte, g.tsLen)
 	q.r.reads.Add(1)
-	if _, err := q.r.data.ReadAt(buf, g.off); err != nil { // a remote block's are in its metadata
-		return nil, fmt.Errorf("block %s: read timestamps of group %d: %w", q.r.dir, gi, err)
+	var buf []byte
+	if mm := q.r.mm; mm != nil {
+		buf = mm[g.off : g.off+g.tsLen : g.off+g.tsLen]
+	} else {
+		buf = make([]byte, g.tsLen)
+		if _, err := q.r.data.ReadAt(buf, g.off); err != nil { // a remote block's are in its metadata
+			return nil, fmt.Errorf("block %s: read timestamps of group %d: %w", q.r.dir, gi, err)
+		}
 	}
 	ts, _, err := encoding.ParseScaledTimestamps(buf)
 	if err != nil {
@@ -546,11 +563,22 @@ func (s *Series) SurelyHasSample() bool {
 // source reads the byte range of the column covering the selection.
 func (q *Selection) source(l loc) (seriesiter.TupleSource, error) {
 	src, off, end, err := q.span(l)
-	if err != nil || src.n == 0 {
-		return src, err
+	if err != nil {
+		return nil, err
+	}
+	if q.r.mm != nil {
+		src.pin = q.r
+	}
+	if src.n == 0 {
+		return src, nil
 	}
 	c := &q.r.groups[l.group].cols[l.col]
-	if end > off {
+	switch mm := q.r.mm; {
+	case end <= off:
+	case mm != nil:
+		q.r.reads.Add(1)
+		src.buf = mm[c.off+off : c.off+end : c.off+end]
+	default:
 		src.buf = make([]byte, end-off)
 		if err := q.read(src.buf, c.off+off); err != nil {
 			return nil, fmt.Errorf("block %s: read column: %w", q.r.dir, err)
@@ -677,6 +705,9 @@ type colSource struct {
 	dec       *valueDecoder
 	chunk     int  // the chunk dec holds
 	rice      bool // data version 3: Rice codes allowed
+	// pin keeps the reader, and so its mapping, alive while buf or ts's
+	// bytes are slices of it (Reader.mm).
+	pin *Reader
 }
 
 // decoders recycles the chunk decoders of version 3 columns (4 KiB each).
