@@ -148,6 +148,40 @@ func TestMappedReads(t *testing.T) {
 	require.Equal(t, want, read(sel), "a selection outlives its reader's Close")
 }
 
+// TestAppendRange checks that Series.AppendRange gives what the series'
+// Iterator gives, over ranges that start and end inside chunks, with
+// sparse columns, and through a mapped and a read file.
+func TestAppendRange(t *testing.T) {
+	bdir, dict := testBlock(t, 2, 4, 470)
+	for _, wrap := range []bool{false, true} {
+		opts := ReaderOptions{}
+		if wrap {
+			opts.WrapData = func(ra io.ReaderAt) io.ReaderAt { return ra }
+		}
+		r, err := Open(bdir, dict, opts)
+		require.NoError(t, err)
+		for _, rg := range [][2]int64{{0, math.MaxInt64}, {math.MinInt64, 3_840_000}, {3_000_001, 6_000_000}, {15_000, 15_000}, {15_001, 29_999}, {9_000_000, math.MaxInt64}} {
+			sel, err := r.Select(rg[0], rg[1], labels.MustNewMatcher(labels.MatchRegexp, "__name__", "m.*"))
+			require.NoError(t, err)
+			for _, s := range sel.Series {
+				var wantT []int64
+				var wantV []float64
+				it := s.Iterator(nil)
+				for it.Next() == chunkenc.ValFloat {
+					tt, v := it.At()
+					wantT, wantV = append(wantT, tt), append(wantV, v)
+				}
+				require.NoError(t, it.Err())
+				gotT, gotV, err := s.AppendRange([]int64{-1}, []float64{-1})
+				require.NoError(t, err)
+				require.Equal(t, append([]int64{-1}, wantT...), gotT, "%s %v", s.Labels, rg)
+				require.Equal(t, append([]float64{-1}, wantV...), gotV, "%s %v", s.Labels, rg)
+			}
+		}
+		require.NoError(t, r.Close())
+	}
+}
+
 // TestCorruptionDetected flips every byte of every file (sampled for the
 // data file) and checks Open reports a CorruptionError naming the file.
 func TestCorruptionDetected(t *testing.T) {

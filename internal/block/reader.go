@@ -542,6 +542,30 @@ func (s *Series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
 	return seriesiter.Merge(its...)
 }
 
+// AppendRange appends the series' samples in the selection's range to ts
+// and vs, in time order and as its Iterator gives them (stale markers and
+// other NaNs included), for a caller that wants them all: a series in one
+// version 2 or 3 column is decoded a whole chunk at a time straight into
+// the arrays, without the tuple iterator; any other goes through its
+// Iterator.
+func (s *Series) AppendRange(ts []int64, vs []float64) ([]int64, []float64, error) {
+	if locs := s.q.r.series[s.ID]; len(locs) == 1 {
+		src, err := s.q.source(locs[0])
+		if err != nil {
+			return ts, vs, err
+		}
+		if src.ch != nil {
+			return src.appendRange(ts, vs, s.q.mint, s.q.maxt)
+		}
+	}
+	it := s.Iterator(nil)
+	for it.Next() == chunkenc.ValFloat {
+		t, v := it.At()
+		ts, vs = append(ts, t), append(vs, v)
+	}
+	return ts, vs, it.Err()
+}
+
 // SurelyHasSample reports, from the index alone, that the series has a
 // sample in the selection's range: one of its columns holds every row of
 // its group (not ColumnSparse) and the group's first or last row lies in
@@ -561,7 +585,7 @@ func (s *Series) SurelyHasSample() bool {
 }
 
 // source reads the byte range of the column covering the selection.
-func (q *Selection) source(l loc) (seriesiter.TupleSource, error) {
+func (q *Selection) source(l loc) (*colSource, error) {
 	src, off, end, err := q.span(l)
 	if err != nil {
 		return nil, err
@@ -773,6 +797,43 @@ func (s *colSource) loadChunked(k int, ts []int64, vs []float64) (int, uint32, e
 		s.dec = nil
 	}
 	return n, p, nil
+}
+
+// appendRange appends the present rows of a version 2 or 3 column in
+// [mint, maxt] (the rows span gave s the chunks of) to ts and vs.
+func (s *colSource) appendRange(ts []int64, vs []float64, mint, maxt int64) ([]int64, []float64, error) {
+	if s.n == 0 {
+		return ts, vs, nil
+	}
+	r0, r1 := s.ts.Search(mint), s.rows // rows [r0, r1)
+	if maxt < math.MaxInt64 {
+		r1 = s.ts.Search(maxt + 1)
+	}
+	dec := decoders.Get().(*valueDecoder)
+	defer decoders.Put(dec)
+	dec.rice = s.rice
+	for base := r0 / ChunkRows * ChunkRows; base < r1; base += ChunkRows {
+		rows := min(ChunkRows, s.rows-base)
+		off, end := s.ch.chunkRange(base/ChunkRows, base/ChunkRows)
+		if err := dec.decode(s.buf[off-s.off0:end-s.off0], rows, s.fileOff+off); err != nil {
+			if ce, ok := err.(*CorruptionError); ok {
+				ce.File = filepath.Join(s.dir, DataFilename)
+			}
+			return ts, vs, err
+		}
+		lo, hi := max(r0, base), min(r1, base+rows)
+		if dec.full {
+			ts = s.ts.AppendRange(ts, lo, hi)
+			vs = append(vs, dec.vals[lo-base:hi-base]...)
+			continue
+		}
+		for r := lo; r < hi; r++ {
+			if j := r - base; dec.pres[j/tupleRows]>>(j%tupleRows)&1 != 0 {
+				ts, vs = append(ts, s.ts.At(r)), append(vs, dec.vals[j])
+			}
+		}
+	}
+	return ts, vs, nil
 }
 
 type errIterator struct {

@@ -605,6 +605,7 @@ func gcd(a, b uint64) uint64 {
 // pres bit r%32 of word r/32 is set when row r is present.
 type valueDecoder struct {
 	rice bool // accepts Rice codes (data version 3)
+	full bool // after decode: every row is present
 	vals [ChunkRows]float64
 	pres [ChunkRows / tupleRows]uint32
 	xs   [ChunkRows]int64
@@ -631,6 +632,7 @@ func (c *valueDecoder) decode(src []byte, rows int, at int64) error {
 	}
 	clear(c.pres[:])
 	m := rows
+	c.full = pcode == 0 && kind != chunkEmpty
 	switch pcode {
 	case 0:
 		if kind == chunkEmpty {

@@ -164,9 +164,27 @@ func (s *ScaledTimestamps) Search(t int64) int {
 }
 
 // AppendAll appends all Len() timestamps to dst.
-func (s *ScaledTimestamps) AppendAll(dst []int64) []int64 {
-	for i := 0; i < s.n; i++ {
-		dst = append(dst, s.At(i))
+func (s *ScaledTimestamps) AppendAll(dst []int64) []int64 { return s.AppendRange(dst, 0, s.n) }
+
+// AppendRange appends timestamps i to j−1 to dst, 0 ≤ i ≤ j ≤ Len(), with
+// one switch on the width rather than one a timestamp.
+func (s *ScaledTimestamps) AppendRange(dst []int64, i, j int) []int64 {
+	t := s.start + int64(i)*s.interval
+	switch s.w {
+	case 0:
+		for ; i < j; i++ {
+			dst = append(dst, t)
+			t += s.interval
+		}
+	case 1:
+		for _, d := range s.diffs[i:j] {
+			dst = append(dst, t+int64(int8(d)))
+			t += s.interval
+		}
+	default:
+		for ; i < j; i++ {
+			dst = append(dst, s.At(i))
+		}
 	}
 	return dst
 }

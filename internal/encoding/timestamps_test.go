@@ -27,6 +27,9 @@ func TestScaledTimestamps(t *testing.T) {
 			require.Equal(t, ts[i], s.At(i))
 		}
 		require.Equal(t, append([]int64{-1}, ts...), s.AppendAll([]int64{-1}))
+		for _, r := range [][2]int{{0, 0}, {0, 1}, {len(ts) / 3, len(ts) / 2}, {len(ts) - 1, len(ts)}} {
+			require.Equal(t, append([]int64{-1}, ts[r[0]:r[1]]...), s.AppendRange([]int64{-1}, r[0], r[1]), "rows [%d, %d)", r[0], r[1])
+		}
 		// Search: every timestamp, between timestamps, and both ends.
 		require.Equal(t, 0, s.Search(math.MinInt64))
 		if ts[len(ts)-1] < math.MaxInt64 {

@@ -284,6 +284,9 @@ func putWorker(w *worker) {
 	// No series, rollup or iterator outlives its query.
 	w.rq, w.r, w.fn, w.it = nil, nil, nil, nil
 	w.pts, w.ts, w.vs = w.pts[:0], w.ts[:0], w.vs[:0]
+	if cap(w.ts) > keptSamples { // a long series: not kept in the pool
+		w.pts, w.ts, w.vs = nil, nil, nil
+	}
 	w.enh = promql.EvalNodeHelper{Out: w.enh.Out[:0]}
 	workers.Put(w)
 }
@@ -297,10 +300,40 @@ type bulk interface {
 // bulkSamples is how many samples a bulk iterator appends per call.
 const bulkSamples = 1024
 
+// keptSamples bounds the arrays a pooled worker keeps: those grown for a
+// longer series are dropped with it.
+const keptSamples = 1 << 16
+
 // batcher is an iterator that hands over its samples a batch at a time
 // (Aerie's prefetched series, tsdb.batchIterator.NextBatch).
 type batcher interface {
 	NextBatch() ([]int64, []float64)
+}
+
+// allAppender is a series that appends all of its samples to arrays at
+// once (Aerie's tsdb series, when its sources do not overlap in time);
+// ok false: read its Iterator instead.
+type allAppender interface {
+	AppendAll(ts []int64, vs []float64) (_ []int64, _ []float64, ok bool, err error)
+}
+
+// loadSeries reads s's float samples in (mint, maxt] into w.pts, without
+// stale markers: all at once where s can (allAppender), else through its
+// iterator (load).
+func (w *worker) loadSeries(ctx context.Context, s storage.Series, mint, maxt int64) error {
+	if a, ok := s.(allAppender); ok {
+		ts, vs, ok, err := a.AppendAll(w.ts[:0], w.vs[:0])
+		if ok {
+			w.ts, w.vs, w.pts = ts, vs, w.pts[:0]
+			if err != nil {
+				return err
+			}
+			w.keep(ts, vs, mint, maxt)
+			return ctx.Err()
+		}
+	}
+	w.it = s.Iterator(w.it)
+	return w.load(ctx, mint, maxt)
 }
 
 // load reads w.it's float samples in (mint, maxt] into w.pts, without
@@ -374,8 +407,7 @@ func (w *worker) keep(ts []int64, vs []float64, mint, maxt int64) bool {
 func (w *worker) series(ctx context.Context, s storage.Series) (*synthSeries, annotations.Annotations, error) {
 	rq, r := w.rq, w.r
 	mint := rq.start - r.rangeMs
-	w.it = s.Iterator(w.it)
-	if err := w.load(ctx, mint, rq.end); err != nil {
+	if err := w.loadSeries(ctx, s, mint, rq.end); err != nil {
 		return nil, nil, err
 	}
 	if len(w.pts) == 0 {

@@ -217,7 +217,16 @@ func (db *DB) runCompaction(j compact.Job) error {
 	db.blocks = slices.DeleteFunc(db.blocks, func(b *block.Reader) bool { return slices.Contains(inputs, b) })
 	for pid, id := range db.headBlocks {
 		if slices.Contains(j.Inputs, id) {
-			delete(db.headBlocks, pid) // the hot partition and the output both hold it: merged once
+			// The output holds the hot partition's flush, among other
+			// data: a query reads the output and skips the partition's
+			// columns in memory (querier.go).
+			delete(db.headBlocks, pid)
+			db.compactedHot[pid] = meta.ULID
+		}
+	}
+	for pid, id := range db.compactedHot {
+		if slices.Contains(j.Inputs, id) {
+			db.compactedHot[pid] = meta.ULID
 		}
 	}
 	db.blocks = append(db.blocks, out)

@@ -206,7 +206,7 @@ type DB struct {
 
 	flushMu sync.Mutex // serializes flushes, retention and WAL truncation
 
-	mu     sync.RWMutex // guards blocks and headBlocks
+	mu     sync.RWMutex // guards blocks, headBlocks and compactedHot
 	blocks []*block.Reader
 	// shippedBlocks and shipFailures count blocks moved to the remote
 	// tier and failed uploads (remote.go).
@@ -214,7 +214,11 @@ type DB struct {
 	tierMu                      sync.Mutex       // guards tierDrop
 	tierDrop                    []string         // remote blocks retention dropped, to delete from the tier
 	headBlocks                  map[int64]string // head partition → ULID of the block it was flushed into
-	added                       atomic.Uint64    // blocks ever added by flushes; written under mu
+	// compactedHot maps a flushed head partition whose flush block was
+	// compacted to the ULID of the block that holds it now: a query
+	// reading that block skips the partition's hot columns (querier.go).
+	compactedHot map[int64]string
+	added        atomic.Uint64 // blocks ever added by flushes; written under mu
 
 	newestBlockSample atomic.Int64 // greatest sample time in a block; written under mu
 
@@ -273,7 +277,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	db := &DB{dir: dir, opts: o, log: o.Logger, headBlocks: map[int64]string{}, stop: make(chan struct{}), compactKick: make(chan struct{}, 1)}
+	db := &DB{dir: dir, opts: o, log: o.Logger, headBlocks: map[int64]string{}, compactedHot: map[int64]string{}, stop: make(chan struct{}), compactKick: make(chan struct{}, 1)}
 	db.newestBlockSample.Store(math.MinInt64)
 	// undo closes what Open has opened so far, last opened first, when a
 	// later step fails.

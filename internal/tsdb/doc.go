@@ -60,4 +60,10 @@
 //     block meanwhile is read at least once, and merged once. What a
 //     snapshot takes (head snapshots, generation memory guards, block
 //     references) is released by the querier's Close and nowhere else.
+//  12. A hot head partition whose flush block was compacted is skipped by
+//     a Select that reads the compacted block (compactedHot): flushed
+//     partitions take no more samples, so the block holds every row of
+//     it. A series whose sources then do not overlap in time is read
+//     source after source (series.AppendAll), which gives what the merge
+//     of its sources gives.
 package tsdb

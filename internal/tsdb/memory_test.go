@@ -120,3 +120,44 @@ func TestMemoryLimitBoundsHead(t *testing.T) {
 	require.Equal(t, want, query(t, db, math.MinInt64, math.MaxInt64, allG))
 	require.NoError(t, mem.Check())
 }
+
+// TestHotPartitionsInCompactedBlock: once the blocks that hot partitions
+// were flushed into are compacted, a query reads the compacted block and
+// skips those partitions' columns in memory (they hold the same rows), so
+// a series' sources do not overlap and AppendAll appends them without a
+// merge; the answers are those written.
+func TestHotPartitionsInCompactedBlock(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1, PartitionRange: 3600_000, HotPartitions: 1000, ReclaimInterval: time.Hour})
+	require.NoError(t, err)
+	defer db.Close()
+	want := map[string][]smp{}
+	writeHours(t, db, 5, 0, 16, want)
+	require.NoError(t, db.Compact())
+	var levels []int
+	for _, b := range db.Blocks() {
+		levels = append(levels, b.Compaction.Level)
+	}
+	require.Contains(t, levels, 1, "a 12 h window was compacted")
+	require.Contains(t, db.Head().FlushedPartitions(), int64(3), "partitions of the compacted window stay hot")
+	require.Equal(t, want, query(t, db, math.MinInt64, math.MaxInt64, allG))
+
+	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	require.NoError(t, err)
+	defer q.Close()
+	ss := q.Select(WithoutReadAhead(context.Background()), true, nil, allG)
+	n := 0
+	for ss.Next() {
+		s := ss.At().(*series)
+		ts, vs, ok, err := s.AppendAll(nil, nil)
+		require.NoError(t, err)
+		require.True(t, ok, "%s: sources overlap", s.Labels())
+		got := make([]smp, len(ts))
+		for i := range ts {
+			got[i] = smp{ts[i], vs[i]}
+		}
+		require.Equal(t, want[s.Labels().String()], got, s.Labels().String())
+		n++
+	}
+	require.NoError(t, ss.Err())
+	require.Equal(t, len(want), n)
+}

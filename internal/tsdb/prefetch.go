@@ -189,7 +189,7 @@ func (f *filler) fill(p *prefetcher, i int, s *series) bool {
 	}
 	for j, src := range s.sources {
 		b := &f.bufs[j]
-		b.it = src(b.it)
+		b.it = src.open(b.it)
 		b.ts, b.vs, b.pos, b.more = b.ts[:0], b.vs[:0], 0, true
 		if !drained(b) {
 			f.live = append(f.live, b)

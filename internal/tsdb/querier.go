@@ -1,6 +1,7 @@
 package tsdb
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -257,7 +258,14 @@ func (t *seriesTable[E]) get(lset labels.Labels, newEntry func(labels.Labels) *E
 
 // source is one place a series' samples live: a block selection or a head
 // column.
-type source func(chunkenc.Iterator) chunkenc.Iterator
+type source struct {
+	open func(chunkenc.Iterator) chunkenc.Iterator
+	// lo and hi bound the times of the samples open gives (inclusive).
+	lo, hi int64
+	// appendRange, if not nil, appends those samples to arrays without an
+	// iterator (block.Series.AppendRange).
+	appendRange func(ts []int64, vs []float64) ([]int64, []float64, error)
+}
 
 type seriesEntry struct {
 	lset    labels.Labels
@@ -310,6 +318,7 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	if err != nil {
 		return storage.ErrSeriesSet(err)
 	}
+	inBlock := q.db.hotInBlocks(snap.blocks)
 	for _, hs := range snap.heads {
 		for i := range hs.series {
 			e := entries.get(hs.series[i].Labels, newSeriesEntry)
@@ -317,9 +326,16 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 				e.covered = hs.series[i].Covered
 			}
 			for _, c := range hs.series[i].Columns {
-				e.add(func(it chunkenc.Iterator) chunkenc.Iterator {
+				if hs.seq == 0 && c.Flushed && inBlock[c.Partition] {
+					continue // a compacted block read below holds these rows
+				}
+				lo, hi := c.MinT, c.MaxT
+				for _, x := range c.Extra {
+					lo, hi = min(lo, x.T), max(hi, x.T)
+				}
+				e.add(source{open: func(it chunkenc.Iterator) chunkenc.Iterator {
 					return seriesiter.NewIterator(it, c, c.Extra, mint, maxt)
-				}, hs.seq)
+				}, lo: max(lo, mint), hi: min(hi, maxt)}, hs.seq)
 			}
 		}
 	}
@@ -335,7 +351,7 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 				q.db.hotReads.Add(1)
 				continue // read from the head's memory
 			}
-			e.add(s.Iterator, bm.Seq)
+			e.add(source{open: s.Iterator, lo: max(bm.MinTime, mint), hi: min(bm.MaxTime-1, maxt), appendRange: s.AppendRange}, bm.Seq)
 			e.sure = e.sure || s.SurelyHasSample()
 		}
 	}
@@ -442,11 +458,11 @@ func (s *series) rawIterator(it chunkenc.Iterator) chunkenc.Iterator {
 		if d, ok := it.(*deletedIterator); ok {
 			it = d.Iterator
 		}
-		out = s.sources[0](it)
+		out = s.sources[0].open(it)
 	} else {
 		its := make([]chunkenc.Iterator, len(s.sources))
 		for i, src := range s.sources {
-			its[i] = src(nil)
+			its[i] = src.open(nil)
 		}
 		out = seriesiter.Merge(its...)
 	}
@@ -454,6 +470,54 @@ func (s *series) rawIterator(it chunkenc.Iterator) chunkenc.Iterator {
 		return &deletedIterator{Iterator: out, ivs: s.deleted}
 	}
 	return out
+}
+
+// AppendAll appends the series' samples in the Select's range to ts and
+// vs, as its Iterator would give them, for a caller that reads them all
+// (internal/queryeval's rollups): when no sample is deleted and its
+// sources do not overlap in time, they are appended one after the other,
+// blocks' whole chunks at a time (block.Series.AppendRange) and the
+// head's columns through their iterators, with no merge. ok is false when
+// that does not hold (the caller reads the Iterator instead) and when the
+// series is prefetched.
+func (s *series) AppendAll(ts []int64, vs []float64) (_ []int64, _ []float64, ok bool, err error) {
+	if s.pf != nil || len(s.deleted) > 0 {
+		return ts, vs, false, nil
+	}
+	var buf [8]*source
+	srcs := buf[:0]
+	for i := range s.sources {
+		srcs = append(srcs, &s.sources[i])
+	}
+	slices.SortFunc(srcs, func(a, b *source) int { return cmp.Compare(a.lo, b.lo) })
+	for i := 1; i < len(srcs); i++ {
+		if srcs[i].lo <= srcs[i-1].hi {
+			return ts, vs, false, nil
+		}
+	}
+	for _, src := range srcs {
+		if src.appendRange != nil {
+			if ts, vs, err = src.appendRange(ts, vs); err != nil {
+				return ts, vs, true, err
+			}
+			continue
+		}
+		it := src.open(nil)
+		if b, ok := it.(bulkIterator); ok {
+			for more := true; more; {
+				ts, vs, more = b.AppendSamples(ts, vs, math.MaxInt)
+			}
+		} else {
+			for it.Next() == chunkenc.ValFloat {
+				t, v := it.At()
+				ts, vs = append(ts, t), append(vs, v)
+			}
+		}
+		if err := it.Err(); err != nil {
+			return ts, vs, true, err
+		}
+	}
+	return ts, vs, true, nil
 }
 
 type seriesSet struct {
@@ -520,6 +584,29 @@ func (q *Querier) heads() []*head.Head {
 	for _, g := range q.db.generations() {
 		if overlaps(g.head) {
 			out = append(out, g.head)
+		}
+	}
+	return out
+}
+
+// hotInBlocks returns the flushed head partitions whose rows one of bs (a
+// compaction output holding their flush block) holds: their hot columns
+// would only repeat what that block gives.
+func (db *DB) hotInBlocks(bs []blockSel) map[int64]bool {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if len(db.compactedHot) == 0 {
+		return nil
+	}
+	var out map[int64]bool
+	for pid, id := range db.compactedHot {
+		for _, b := range bs {
+			if b.b.Meta().ULID == id {
+				if out == nil {
+					out = map[int64]bool{}
+				}
+				out[pid] = true
+			}
 		}
 	}
 	return out
