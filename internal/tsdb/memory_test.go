@@ -160,4 +160,15 @@ func TestHotPartitionsInCompactedBlock(t *testing.T) {
 	}
 	require.NoError(t, ss.Err())
 	require.Equal(t, len(want), n)
+
+	// Over the partitions still in the head only, the series' Iterator
+	// serves (AppendAll declines).
+	qh, err := db.Querier(15*3600_000, math.MaxInt64)
+	require.NoError(t, err)
+	defer qh.Close()
+	ss = qh.Select(WithoutReadAhead(context.Background()), true, nil, allG)
+	require.True(t, ss.Next())
+	_, _, ok, err := ss.At().(*series).AppendAll(nil, nil)
+	require.NoError(t, err)
+	require.False(t, ok, "a series of head columns only")
 }

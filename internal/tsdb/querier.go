@@ -478,16 +478,22 @@ func (s *series) rawIterator(it chunkenc.Iterator) chunkenc.Iterator {
 // sources do not overlap in time, they are appended one after the other,
 // blocks' whole chunks at a time (block.Series.AppendRange) and the
 // head's columns through their iterators, with no merge. ok is false when
-// that does not hold (the caller reads the Iterator instead) and when the
-// series is prefetched.
+// that does not hold (the caller reads the Iterator instead), when the
+// series is prefetched, and when no source is a block's (its Iterator
+// then costs no more, and reuses the caller's iterator).
 func (s *series) AppendAll(ts []int64, vs []float64) (_ []int64, _ []float64, ok bool, err error) {
 	if s.pf != nil || len(s.deleted) > 0 {
 		return ts, vs, false, nil
 	}
 	var buf [8]*source
 	srcs := buf[:0]
+	blocks := false
 	for i := range s.sources {
 		srcs = append(srcs, &s.sources[i])
+		blocks = blocks || s.sources[i].appendRange != nil
+	}
+	if !blocks {
+		return ts, vs, false, nil
 	}
 	slices.SortFunc(srcs, func(a, b *source) int { return cmp.Compare(a.lo, b.lo) })
 	for i := 1; i < len(srcs); i++ {
