@@ -216,18 +216,7 @@ func TestFixtureV4(t *testing.T) {
 	// The writer is deterministic: the fixture's inputs encode to its
 	// data and index byte for byte (so an encoder change that claims the
 	// same bytes is held to it).
-	tmp := t.TempDir()
-	dict, err := index.OpenTagDict(filepath.Join(tmp, "tagdict"))
-	require.NoError(t, err)
-	defer dict.Close()
-	w, err := NewWriter(tmp, fixtureMinT, fixtureMaxT, dict, WriterOptions{})
-	require.NoError(t, err)
-	tss, cols := fixtureGroups()
-	for g := range tss {
-		require.NoError(t, w.AddGroup(tss[g], cols[g]))
-	}
-	bdir, _, err := w.Finish()
-	require.NoError(t, err)
+	bdir, _ := writeFixtureBlock(t, DataVersion)
 	for _, f := range []string{DataFilename, IndexFilename} {
 		want, err := os.ReadFile(filepath.Join(dir, "block", f))
 		require.NoError(t, err)
@@ -489,23 +478,31 @@ func TestMetricsDamageBehindChecksum(t *testing.T) {
 	}
 }
 
+// writeFixtureBlock writes the fixture's groups into a new block of data
+// version v and returns its directory and dictionary.
+func writeFixtureBlock(t *testing.T, v uint8) (string, *index.TagDict) {
+	t.Helper()
+	dir := t.TempDir()
+	dict, err := index.OpenTagDict(filepath.Join(dir, "tagdict"))
+	require.NoError(t, err)
+	t.Cleanup(func() { dict.Close() })
+	w, err := NewWriter(dir, fixtureMinT, fixtureMaxT, dict, WriterOptions{DataVersion: v})
+	require.NoError(t, err)
+	tss, cols := fixtureGroups()
+	for g := range tss {
+		require.NoError(t, w.AddGroup(tss[g], cols[g]))
+	}
+	bdir, _, err := w.Finish()
+	require.NoError(t, err)
+	return bdir, dict
+}
+
 // TestDataVersions writes the fixture block in each data version a writer
 // can still write, reads back every sample, and checks that a data file
 // whose version is not its index's is refused at byte 4.
 func TestDataVersions(t *testing.T) {
 	for _, v := range []uint8{1, 2, DataVersion} {
-		dir := t.TempDir()
-		dict, err := index.OpenTagDict(filepath.Join(dir, "tagdict"))
-		require.NoError(t, err)
-		t.Cleanup(func() { dict.Close() })
-		w, err := NewWriter(dir, fixtureMinT, fixtureMaxT, dict, WriterOptions{DataVersion: v})
-		require.NoError(t, err)
-		tss, cols := fixtureGroups()
-		for g := range tss {
-			require.NoError(t, w.AddGroup(tss[g], cols[g]))
-		}
-		bdir, _, err := w.Finish()
-		require.NoError(t, err)
+		bdir, dict := writeFixtureBlock(t, v)
 		r, err := Open(bdir, dict, ReaderOptions{})
 		require.NoError(t, err)
 		want := fixtureWant()

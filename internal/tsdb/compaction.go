@@ -213,6 +213,7 @@ func (db *DB) runCompaction(j compact.Job) error {
 	if err != nil {
 		return fmt.Errorf("open compacted block %s: %w", dir, err)
 	}
+	hot := db.head.FlushedPartitions() // before db.mu: the head takes its own locks
 	db.mu.Lock()
 	db.blocks = slices.DeleteFunc(db.blocks, func(b *block.Reader) bool { return slices.Contains(inputs, b) })
 	for pid, id := range db.headBlocks {
@@ -225,7 +226,10 @@ func (db *DB) runCompaction(j compact.Job) error {
 		}
 	}
 	for pid, id := range db.compactedHot {
-		if slices.Contains(j.Inputs, id) {
+		switch {
+		case !slices.Contains(hot, pid):
+			delete(db.compactedHot, pid) // no longer in memory: nothing to skip
+		case slices.Contains(j.Inputs, id):
 			db.compactedHot[pid] = meta.ULID
 		}
 	}

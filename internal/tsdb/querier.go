@@ -604,15 +604,17 @@ func (db *DB) hotInBlocks(bs []blockSel) map[int64]bool {
 	if len(db.compactedHot) == 0 {
 		return nil
 	}
+	read := make(map[string]bool, len(bs))
+	for _, b := range bs {
+		read[b.b.Meta().ULID] = true
+	}
 	var out map[int64]bool
 	for pid, id := range db.compactedHot {
-		for _, b := range bs {
-			if b.b.Meta().ULID == id {
-				if out == nil {
-					out = map[int64]bool{}
-				}
-				out[pid] = true
+		if read[id] {
+			if out == nil {
+				out = map[int64]bool{}
 			}
+			out[pid] = true
 		}
 	}
 	return out
