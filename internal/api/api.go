@@ -64,6 +64,10 @@ type Options struct {
 	// (internal/queryeval) and the rest through Prometheus' engine;
 	// "prometheus" uses Prometheus' engine alone.
 	QueryEngine string
+	// MetricInterval is the storage's block metric interval (ms), whose
+	// whole windows Aerie's evaluator answers from block metrics; New
+	// sets it from the DB [block.DefaultMetricInterval].
+	MetricInterval int64
 
 	Flags  map[string]string    // /status/flags [empty]
 	Config func() config.Config // /status/config and remote read's external labels [config.DefaultConfig]
@@ -241,6 +245,7 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 		return nil, nil, errors.New("api: nil DB")
 	}
 	opts = opts.withDefaults()
+	opts.MetricInterval = db.MetricInterval()
 	opts.Gatherer = headChunksGatherer{g: opts.Gatherer, n: db.Head().NumGroupPartitions}
 	engine := NewEngine(db.Dir(), opts)
 	s := &Storage{DB: db, App: opts.Appendable, Rollups: opts.Rollups}
@@ -263,7 +268,7 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 func QueryEngine(ng *promql.Engine, opts Options) promql.QueryEngine {
 	var e promql.QueryEngine = ng
 	if opts.QueryEngine != "prometheus" {
-		e = queryeval.New(ng, queryeval.Options{MaxSamples: opts.withDefaults().MaxSamples, DelayedNameRemoval: !opts.NoDelayedNameRemoval})
+		e = queryeval.New(ng, queryeval.Options{MaxSamples: opts.withDefaults().MaxSamples, DelayedNameRemoval: !opts.NoDelayedNameRemoval, MetricInterval: opts.MetricInterval})
 	}
 	if opts.NoDelayedNameRemoval {
 		return e

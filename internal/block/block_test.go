@@ -172,10 +172,23 @@ func TestAppendRange(t *testing.T) {
 					wantT, wantV = append(wantT, tt), append(wantV, v)
 				}
 				require.NoError(t, it.Err())
-				gotT, gotV, err := s.AppendRange([]int64{-1}, []float64{-1})
+				gotT, gotV, err := s.AppendRange([]int64{-1}, []float64{-1}, math.MinInt64, math.MaxInt64)
 				require.NoError(t, err)
 				require.Equal(t, append([]int64{-1}, wantT...), gotT, "%s %v", s.Labels, rg)
 				require.Equal(t, append([]float64{-1}, wantV...), gotV, "%s %v", s.Labels, rg)
+				// A narrower range: the samples of the whole one inside it.
+				lo, hi := int64(2_000_000), int64(3_870_000)
+				var subT []int64
+				var subV []float64
+				for i, tt := range wantT {
+					if tt >= lo && tt <= hi {
+						subT, subV = append(subT, tt), append(subV, wantV[i])
+					}
+				}
+				gotT, gotV, err = s.AppendRange(nil, nil, lo, hi)
+				require.NoError(t, err)
+				require.Equal(t, subT, gotT, "%s %v", s.Labels, rg)
+				require.Equal(t, subV, gotV, "%s %v", s.Labels, rg)
 			}
 		}
 		require.NoError(t, r.Close())

@@ -542,26 +542,35 @@ func (s *Series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
 	return seriesiter.Merge(its...)
 }
 
-// AppendRange appends the series' samples in the selection's range to ts
-// and vs, in time order and as its Iterator gives them (stale markers and
-// other NaNs included), for a caller that wants them all: a series in one
-// version 2 or 3 column is decoded a whole chunk at a time straight into
-// the arrays, without the tuple iterator; any other goes through its
-// Iterator.
-func (s *Series) AppendRange(ts []int64, vs []float64) ([]int64, []float64, error) {
+// AppendRange appends the series' samples in [mint, maxt] and in the
+// selection's range to ts and vs, in time order and as its Iterator gives
+// them (stale markers and other NaNs included), for a caller that wants
+// them all: a series in one version 2 or 3 column is decoded a whole
+// chunk at a time straight into the arrays, without the tuple iterator;
+// any other goes through its Iterator.
+func (s *Series) AppendRange(ts []int64, vs []float64, mint, maxt int64) ([]int64, []float64, error) {
+	mint, maxt = max(mint, s.q.mint), min(maxt, s.q.maxt)
+	if mint > maxt {
+		return ts, vs, nil
+	}
 	if locs := s.q.r.series[s.ID]; len(locs) == 1 {
 		src, err := s.q.source(locs[0])
 		if err != nil {
 			return ts, vs, err
 		}
 		if src.ch != nil {
-			return src.appendRange(ts, vs, s.q.mint, s.q.maxt)
+			return src.appendRange(ts, vs, mint, maxt)
 		}
 	}
 	it := s.Iterator(nil)
-	for it.Next() == chunkenc.ValFloat {
-		t, v := it.At()
+	if it.Seek(mint) != chunkenc.ValFloat {
+		return ts, vs, it.Err()
+	}
+	for t, v := it.At(); t <= maxt; t, v = it.At() {
 		ts, vs = append(ts, t), append(vs, v)
+		if it.Next() != chunkenc.ValFloat {
+			break
+		}
 	}
 	return ts, vs, it.Err()
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
+
+	"github.com/aerie-db/aerie/internal/block"
 )
 
 // Options configure an Engine.
@@ -25,6 +27,10 @@ type Options struct {
 	// own goroutine and up to Concurrency−1 helpers, drawn from one pool
 	// of Concurrency−1 shared by all the engine's queries.
 	Concurrency int
+	// MetricInterval is the metric interval (ms) of the storage's block
+	// metrics [block.DefaultMetricInterval]: windows of whole intervals
+	// are answered from the metrics where they can be (summarize).
+	MetricInterval int64
 }
 
 // Engine evaluates range functions itself and the rest of each query
@@ -45,6 +51,9 @@ type Stats struct {
 	Planned   atomic.Int64 // queries with at least one rollup
 	Rollups   atomic.Int64 // rollups evaluated
 	Fallbacks atomic.Int64 // planned queries run again by the wrapped engine (native histograms)
+	// MetricWindows counts the windows (a series at a step) answered
+	// from block metrics without decoding their samples.
+	MetricWindows atomic.Int64
 }
 
 var _ promql.QueryEngine = (*Engine)(nil)
@@ -54,6 +63,9 @@ var _ promql.QueryEngine = (*Engine)(nil)
 func New(next promql.QueryEngine, opts Options) *Engine {
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = 50_000_000
+	}
+	if opts.MetricInterval <= 0 {
+		opts.MetricInterval = block.DefaultMetricInterval
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = runtime.GOMAXPROCS(0)
@@ -89,7 +101,7 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 		return e.original(ctx, q, opts, qs, start, end, step)
 	}
 	rq := &rollupQueryable{
-		Queryable: q, rollups: rs, opts: e.opts, helpers: e.helpers,
+		Queryable: q, rollups: rs, opts: e.opts, helpers: e.helpers, stats: &e.Stats,
 		start: start.UnixMilli(), end: end.UnixMilli(), step: step.Milliseconds(),
 		results: make([]*result, len(rs)),
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/aerie-db/aerie/internal/block"
 	"github.com/aerie-db/aerie/internal/tsdb"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -28,6 +29,7 @@ type rollupQueryable struct {
 	rollups          []*rollup
 	opts             Options
 	helpers          chan struct{} // the engine's pool of helper tokens
+	stats            *Stats        // the engine's
 	start, end, step int64         // ms; step 0: an instant query at start
 	mu               sync.Mutex    // guards results
 	results          []*result
@@ -257,6 +259,13 @@ type worker struct {
 	it     chunkenc.Iterator
 	enh    promql.EvalNodeHelper
 	matrix promql.Matrix
+	// Answers from block metrics (summarize): the summaries, their
+	// index by interval, each step's answer, and how many steps were
+	// answered so (added to Stats.MetricWindows when the worker is put).
+	sums        []block.IntervalSummary
+	byK         []int32
+	known       []stepAnswer
+	fromMetrics int
 }
 
 // workers keeps workers with their buffers between rollups: a query's
@@ -275,6 +284,11 @@ func getWorker(rq *rollupQueryable, r *rollup, fn promql.FunctionCall) *worker {
 }
 
 func putWorker(w *worker) {
+	w.rq.stats.MetricWindows.Add(int64(w.fromMetrics))
+	w.fromMetrics = 0
+	if cap(w.known) > keptSamples || cap(w.byK) > keptSamples {
+		w.known, w.byK, w.sums = nil, nil, nil
+	}
 	if cap(w.pts) > maxPooledPoints {
 		w.pts = nil
 	}
@@ -407,11 +421,18 @@ func (w *worker) keep(ts []int64, vs []float64, mint, maxt int64) bool {
 func (w *worker) series(ctx context.Context, s storage.Series) (*synthSeries, annotations.Annotations, error) {
 	rq, r := w.rq, w.r
 	mint := rq.start - r.rangeMs
-	if err := w.loadSeries(ctx, s, mint, rq.end); err != nil {
+	summed, err := w.summarize(ctx, s)
+	if err != nil {
 		return nil, nil, err
 	}
-	if len(w.pts) == 0 {
-		return nil, nil, nil
+	if !summed {
+		w.known = w.known[:0]
+		if err := w.loadSeries(ctx, s, mint, rq.end); err != nil {
+			return nil, nil, err
+		}
+		if len(w.pts) == 0 {
+			return nil, nil, nil
+		}
 	}
 	ls := s.Labels()
 	if w.matrix == nil {
@@ -428,26 +449,32 @@ func (w *worker) series(ctx context.Context, s storage.Series) (*synthSeries, an
 	if step <= 0 {
 		step = 1 // an instant query has one step
 	}
-	for t := rq.start; t <= rq.end; t += step {
-		for hi < len(w.pts) && w.pts[hi].T <= t {
-			hi++
-		}
-		for lo < hi && w.pts[lo].T <= t-r.rangeMs {
-			lo++
-		}
-		if lo == hi {
-			if open {
-				out.t, out.f = append(out.t, t), append(out.f, math.Float64frombits(value.StaleNaN))
-				open = false
+	for j, t := 0, rq.start; t <= rq.end; j, t = j+1, t+step {
+		var (
+			v     float64
+			point bool
+		)
+		if j < len(w.known) && w.known[j].state != stepDecode {
+			v, point = w.known[j].v, w.known[j].state == stepPoint
+		} else {
+			for hi < len(w.pts) && w.pts[hi].T <= t {
+				hi++
 			}
-			continue
+			for lo < hi && w.pts[lo].T <= t-r.rangeMs {
+				lo++
+			}
+			if lo < hi {
+				w.matrix[0].Floats = w.pts[lo:hi]
+				w.enh.Ts, w.enh.Out = t, w.enh.Out[:0]
+				vec, a := w.fn(nil, w.matrix, r.call.Args, &w.enh)
+				annos.Merge(a)
+				w.enh.Out = vec[:0]
+				if len(vec) > 0 {
+					v, point = vec[0].F, true
+				}
+			}
 		}
-		w.matrix[0].Floats = w.pts[lo:hi]
-		w.enh.Ts, w.enh.Out = t, w.enh.Out[:0]
-		vec, a := w.fn(nil, w.matrix, r.call.Args, &w.enh)
-		annos.Merge(a)
-		w.enh.Out = vec[:0]
-		if len(vec) == 0 {
+		if !point {
 			if open {
 				out.t, out.f = append(out.t, t), append(out.f, math.Float64frombits(value.StaleNaN))
 				open = false
@@ -458,7 +485,7 @@ func (w *worker) series(ctx context.Context, s storage.Series) (*synthSeries, an
 			n := (rq.end-t)/step + 2
 			out.t, out.f = make([]int64, 0, n), make([]float64, 0, n)
 		}
-		out.t, out.f = append(out.t, t), append(out.f, vec[0].F)
+		out.t, out.f = append(out.t, t), append(out.f, v)
 		open = true
 	}
 	if len(out.t) == 0 {

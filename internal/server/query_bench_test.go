@@ -71,6 +71,9 @@ func BenchmarkHeavyQuery(b *testing.B) {
 	s, srv := serveForTest(b, Options{DataDir: filepath.Join(dir, "data"), ConfigFile: cfg, Logger: slog.New(slog.DiscardHandler)})
 	hosts := *heavyHosts
 	start, end := loadCPU(b, srv.URL, hosts)
+	// As Grafana asks it: the range aligned to the step.
+	const hour = 3600_000
+	start, end = (start+hour-1)/hour*hour, end/hour*hour
 	q := url.Values{
 		"query": {`avg(avg_over_time({__name__=~"cpu_(usage_user|usage_system|usage_idle|usage_nice|usage_iowait|usage_irq|usage_softirq|usage_steal|usage_guest|usage_guest_nice)"}[1h])) by (__name__, hostname)`},
 		"start": {fmt.Sprint(start / 1000)}, "end": {fmt.Sprint(end / 1000)}, "step": {"3600"},

@@ -265,7 +265,7 @@ func (s *Server) build() error {
 	s.rules = rules.NewManager(&rules.ManagerOptions{
 		Appendable:  countingAppendable{Appendable: s.db, m: s.m, protocol: "rules"},
 		Queryable:   s.db,
-		QueryFunc:   rules.EngineQueryFunc(api.QueryEngine(engine, api.Options{NoDelayedNameRemoval: s.opts.NoDelayedNameRemoval, LookbackDelta: s.opts.LookbackDelta, QueryEngine: s.opts.QueryEngine, MaxSamples: s.opts.MaxSamples}), s.db),
+		QueryFunc:   rules.EngineQueryFunc(api.QueryEngine(engine, api.Options{NoDelayedNameRemoval: s.opts.NoDelayedNameRemoval, LookbackDelta: s.opts.LookbackDelta, QueryEngine: s.opts.QueryEngine, MaxSamples: s.opts.MaxSamples, MetricInterval: s.db.MetricInterval()}), s.db),
 		NotifyFunc:  func(context.Context, string, ...*rules.Alert) {},
 		Context:     ctx,
 		ExternalURL: &url.URL{Scheme: "http", Host: s.opts.HTTPAddr},

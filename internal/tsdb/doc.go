@@ -64,6 +64,6 @@
 //     a Select that reads the compacted block (compactedHot): flushed
 //     partitions take no more samples, so the block holds every row of
 //     it. A series whose sources then do not overlap in time is read
-//     source after source (series.AppendAll), which gives what the merge
+//     source after source (series.AppendSpan), which gives what the merge
 //     of its sources gives.
 package tsdb

@@ -124,7 +124,7 @@ func TestMemoryLimitBoundsHead(t *testing.T) {
 // TestHotPartitionsInCompactedBlock: once the blocks that hot partitions
 // were flushed into are compacted, a query reads the compacted block and
 // skips those partitions' columns in memory (they hold the same rows), so
-// a series' sources do not overlap and AppendAll appends them without a
+// a series' sources do not overlap and AppendSpan appends them without a
 // merge; the answers are those written.
 func TestHotPartitionsInCompactedBlock(t *testing.T) {
 	db, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1, PartitionRange: 3600_000, HotPartitions: 1000, ReclaimInterval: time.Hour})
@@ -148,7 +148,7 @@ func TestHotPartitionsInCompactedBlock(t *testing.T) {
 	n := 0
 	for ss.Next() {
 		s := ss.At().(*series)
-		ts, vs, ok, err := s.AppendAll(nil, nil)
+		ts, vs, ok, err := s.AppendSpan(nil, nil, math.MinInt64, math.MaxInt64)
 		require.NoError(t, err)
 		require.True(t, ok, "%s: sources overlap", s.Labels())
 		got := make([]smp, len(ts))
@@ -162,13 +162,13 @@ func TestHotPartitionsInCompactedBlock(t *testing.T) {
 	require.Equal(t, len(want), n)
 
 	// Over the partitions still in the head only, the series' Iterator
-	// serves (AppendAll declines).
+	// serves (AppendSpan declines).
 	qh, err := db.Querier(15*3600_000, math.MaxInt64)
 	require.NoError(t, err)
 	defer qh.Close()
 	ss = qh.Select(WithoutReadAhead(context.Background()), true, nil, allG)
 	require.True(t, ss.Next())
-	_, _, ok, err := ss.At().(*series).AppendAll(nil, nil)
+	_, _, ok, err := ss.At().(*series).AppendSpan(nil, nil, math.MinInt64, math.MaxInt64)
 	require.NoError(t, err)
 	require.False(t, ok, "a series of head columns only")
 }

@@ -262,9 +262,10 @@ type source struct {
 	open func(chunkenc.Iterator) chunkenc.Iterator
 	// lo and hi bound the times of the samples open gives (inclusive).
 	lo, hi int64
-	// appendRange, if not nil, appends those samples to arrays without an
-	// iterator (block.Series.AppendRange).
-	appendRange func(ts []int64, vs []float64) ([]int64, []float64, error)
+	// block is the block series of a block's source (nil for a head
+	// column's): it appends samples to arrays without an iterator and
+	// summarizes metric intervals (AppendSpan, AppendSummaries).
+	block *block.Series
 }
 
 type seriesEntry struct {
@@ -351,7 +352,7 @@ func (q *Querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 				q.db.hotReads.Add(1)
 				continue // read from the head's memory
 			}
-			e.add(source{open: s.Iterator, lo: max(bm.MinTime, mint), hi: min(bm.MaxTime-1, maxt), appendRange: s.AppendRange}, bm.Seq)
+			e.add(source{open: s.Iterator, lo: max(bm.MinTime, mint), hi: min(bm.MaxTime-1, maxt), block: s}, bm.Seq)
 			e.sure = e.sure || s.SurelyHasSample()
 		}
 	}
@@ -472,38 +473,30 @@ func (s *series) rawIterator(it chunkenc.Iterator) chunkenc.Iterator {
 	return out
 }
 
-// AppendAll appends the series' samples in the Select's range to ts and
-// vs, as its Iterator would give them, for a caller that reads them all
-// (internal/queryeval's rollups): when no sample is deleted and its
-// sources do not overlap in time, they are appended one after the other,
-// blocks' whole chunks at a time (block.Series.AppendRange) and the
-// head's columns through their iterators, with no merge. ok is false when
-// that does not hold (the caller reads the Iterator instead), when the
-// series is prefetched, and when no source is a block's (its Iterator
-// then costs no more, and reuses the caller's iterator).
-func (s *series) AppendAll(ts []int64, vs []float64) (_ []int64, _ []float64, ok bool, err error) {
-	if s.pf != nil || len(s.deleted) > 0 {
-		return ts, vs, false, nil
-	}
+// AppendSpan appends the series' samples in [mint, maxt] and in the
+// Select's range to ts and vs, as its Iterator would give them (and, from
+// a head column, possibly more of that column's samples: the caller keeps
+// those it wants), for a caller that reads them all (internal/queryeval's
+// rollups): when no sample is deleted and its sources do not overlap in
+// time, they are appended one after the other, blocks' whole chunks at a
+// time (block.Series.AppendRange) and the head's columns through their
+// iterators, with no merge, and sources outside [mint, maxt] are not
+// read. ok is false when that does not hold (the caller reads the
+// Iterator instead), when the series is prefetched, and when no source is
+// a block's (its Iterator then costs no more, and reuses the caller's
+// iterator).
+func (s *series) AppendSpan(ts []int64, vs []float64, mint, maxt int64) (_ []int64, _ []float64, ok bool, err error) {
 	var buf [8]*source
-	srcs := buf[:0]
-	blocks := false
-	for i := range s.sources {
-		srcs = append(srcs, &s.sources[i])
-		blocks = blocks || s.sources[i].appendRange != nil
-	}
-	if !blocks {
+	srcs, blocks := s.ordered(buf[:0])
+	if srcs == nil || !blocks {
 		return ts, vs, false, nil
-	}
-	slices.SortFunc(srcs, func(a, b *source) int { return cmp.Compare(a.lo, b.lo) })
-	for i := 1; i < len(srcs); i++ {
-		if srcs[i].lo <= srcs[i-1].hi {
-			return ts, vs, false, nil
-		}
 	}
 	for _, src := range srcs {
-		if src.appendRange != nil {
-			if ts, vs, err = src.appendRange(ts, vs); err != nil {
+		if src.hi < mint || src.lo > maxt {
+			continue
+		}
+		if src.block != nil {
+			if ts, vs, err = src.block.AppendRange(ts, vs, mint, maxt); err != nil {
 				return ts, vs, true, err
 			}
 			continue
@@ -524,6 +517,66 @@ func (s *series) AppendAll(ts []int64, vs []float64) (_ []int64, _ []float64, ok
 		}
 	}
 	return ts, vs, true, nil
+}
+
+// ordered appends the series' sources to dst in time order, and tells
+// whether one is a block's; nil when they cannot be read one after the
+// other: the series is prefetched, has deleted samples, or two sources
+// overlap in time.
+func (s *series) ordered(dst []*source) (_ []*source, blocks bool) {
+	if s.pf != nil || len(s.deleted) > 0 {
+		return nil, false
+	}
+	for i := range s.sources {
+		dst = append(dst, &s.sources[i])
+		blocks = blocks || s.sources[i].block != nil
+	}
+	slices.SortFunc(dst, func(a, b *source) int { return cmp.Compare(a.lo, b.lo) })
+	for i := 1; i < len(dst); i++ {
+		if dst[i].lo <= dst[i-1].hi {
+			return nil, false
+		}
+	}
+	return dst, blocks
+}
+
+// AppendSummaries appends to dst what the series' blocks tell, without
+// decoding values, of its metric intervals of iv ms k0 … k1
+// (block.Series.AppendSummaries), in interval order: only intervals that
+// lie wholly in one block and that no other source of the series reaches
+// into, so that a summary is of every sample of the series in its
+// interval. ok is false when the series' sources cannot be read one after
+// the other (AppendSpan).
+func (s *series) AppendSummaries(dst []block.IntervalSummary, iv, k0, k1 int64) (_ []block.IntervalSummary, ok bool, err error) {
+	var buf [8]*source
+	srcs, blocks := s.ordered(buf[:0])
+	if srcs == nil {
+		return dst, false, nil
+	}
+	if !blocks {
+		return dst, true, nil
+	}
+	for i, src := range srcs {
+		if src.block == nil {
+			continue
+		}
+		n := len(dst)
+		if dst, err = src.block.AppendSummaries(dst, iv, k0, k1); err != nil {
+			return dst[:n], true, err
+		}
+		// The sources are in time order and do not overlap: only a
+		// neighbour can reach into an interval of this block.
+		keep := dst[:n]
+		for _, sm := range dst[n:] {
+			lo := sm.Metrics.Interval * iv
+			if (i > 0 && srcs[i-1].hi >= lo) || (i+1 < len(srcs) && srcs[i+1].lo <= lo+iv-1) {
+				continue
+			}
+			keep = append(keep, sm)
+		}
+		dst = keep
+	}
+	return dst, true, nil
 }
 
 type seriesSet struct {
