@@ -19,7 +19,16 @@
 // once per window and series; series run on the query's goroutine and up
 // to Options.Concurrency−1 helpers, drawn from one pool of that size shared
 // by all the engine's queries (a query whose helpers are all taken runs
-// alone). Tracker makes the wrapped engine's active-query log record a
+// alone). Where a rollup's windows are whole metric intervals of the
+// storage's blocks (a range and steps that are multiples of the interval,
+// one hour by default, and a start on an interval's start, as Grafana
+// aligns its queries to their step), min_over_time, max_over_time,
+// count_over_time, sum_over_time and avg_over_time are answered from the
+// block metrics of the intervals (tsdb series.AppendSummaries) without
+// decoding their samples, wherever that gives exactly what Prometheus'
+// function gives over the samples (summarize has the rules); the other
+// windows of the series are decoded as before, and only those.
+// Stats.MetricWindows counts the windows answered so. Tracker makes the wrapped engine's active-query log record a
 // planned query as it was asked, not as rewritten.
 //
 // What it does not do, falling back to Prometheus' engine for the whole
@@ -44,7 +53,7 @@
 //  1. A query answers exactly what Prometheus' engine answers on the same
 //     storage, bit for bit, with the same annotations: the windows are
 //     Prometheus' (left-open (t−R, t], stale markers dropped), the
-//     function is Prometheus' own, and the rollups' series reach the
+//     function is Prometheus' own (or its answer, exactly: invariant 6), and the rollups' series reach the
 //     aggregation in the order the storage returned them.
 //  2. A rollup emits a point at a step only where Prometheus' function
 //     returns one; after a run of points it emits a stale marker at the
@@ -59,4 +68,12 @@
 //  5. At most Options.Concurrency−1 helper goroutines run at once over all
 //     of an Engine's queries; every token taken is returned when its
 //     helper ends.
+//  6. A window is answered from block metrics only when the summaries of
+//     every interval it covers and of the interval starting at its end are
+//     of every sample of the series there, none NaN; sums and averages
+//     only over integers whose sums stay below 2⁵³, where every partial
+//     sum in any order is exact; a minimum or maximum only when the sample
+//     the window leaves out of its first interval cannot have been its
+//     only extreme, and when the answer is 0, only over integers (no −0).
+//     Invariant 1 holds for them bit for bit.
 package queryeval

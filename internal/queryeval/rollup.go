@@ -265,6 +265,7 @@ type worker struct {
 	sums        []block.IntervalSummary
 	byK         []int32
 	known       []stepAnswer
+	spans       [][2]int64
 	fromMetrics int
 }
 
@@ -286,8 +287,8 @@ func getWorker(rq *rollupQueryable, r *rollup, fn promql.FunctionCall) *worker {
 func putWorker(w *worker) {
 	w.rq.stats.MetricWindows.Add(int64(w.fromMetrics))
 	w.fromMetrics = 0
-	if cap(w.known) > keptSamples || cap(w.byK) > keptSamples {
-		w.known, w.byK, w.sums = nil, nil, nil
+	if cap(w.known) > keptSamples || cap(w.byK) > keptSamples || cap(w.spans) > keptSamples {
+		w.known, w.byK, w.sums, w.spans = nil, nil, nil, nil
 	}
 	if cap(w.pts) > maxPooledPoints {
 		w.pts = nil

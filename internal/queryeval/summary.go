@@ -1,8 +1,10 @@
 package queryeval
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql"
@@ -34,12 +36,14 @@ var summed = map[string]bool{
 type stepAnswer struct {
 	state uint8
 	v     float64
+	p     partial // stepEdge: the aggregate before the sample at the end
 }
 
 const (
 	stepDecode uint8 = iota
 	stepEmpty
 	stepPoint
+	stepEdge // answered once the sample at the window's end is read
 )
 
 // maxExact bounds the magnitude of integer sums a float64 holds exactly.
@@ -84,28 +88,53 @@ func (w *worker) summarize(ctx context.Context, s storage.Series) (bool, error) 
 	}
 	step := max(rq.step, 1)
 	w.known = w.known[:0]
-	answered := 0
-	var spanLo, spanHi int64 // the span of windows to decode, (lo, hi]; hi < lo: none
-	spanLo, spanHi = 0, -1
-	w.pts = w.pts[:0]
+	w.pts, w.spans = w.pts[:0], w.spans[:0]
 	for t := rq.start; t <= rq.end; t += step {
 		a := w.window(t/iv-k0, n)
 		w.known = append(w.known, a)
-		if a.state != stepDecode {
-			answered++
+		switch a.state {
+		case stepDecode:
+			w.spans = append(w.spans, [2]int64{t - r.rangeMs, t})
+		case stepEdge: // only the sample at t, if any, is decoded
+			w.spans = append(w.spans, [2]int64{t - 1, t})
+		}
+	}
+	// The spans (lo, hi] to decode, merged where they overlap or touch,
+	// in time order: w.pts gets each sample once, in order.
+	slices.SortFunc(w.spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	merged := w.spans[:0]
+	for _, sp := range w.spans {
+		if l := len(merged) - 1; l >= 0 && sp[0] <= merged[l][1] {
+			merged[l][1] = max(merged[l][1], sp[1])
 			continue
 		}
-		if lo := t - r.rangeMs; spanLo <= spanHi && lo <= spanHi {
-			spanHi = t // overlaps or touches the span: extend it
-			continue
-		}
-		if err := w.loadSpan(ctx, sm, spanLo, spanHi); err != nil {
+		merged = append(merged, sp)
+	}
+	for _, sp := range merged {
+		if err := w.loadSpan(ctx, sm, sp[0], sp[1]); err != nil {
 			return true, err
 		}
-		spanLo, spanHi = t-r.rangeMs, t
 	}
-	if err := w.loadSpan(ctx, sm, spanLo, spanHi); err != nil {
-		return true, err
+	// The windows waiting for the sample at their end.
+	answered := 0
+	for i, t := 0, rq.start; i < len(w.known); i, t = i+1, t+step {
+		a := &w.known[i]
+		if a.state == stepEdge {
+			k, _ := slices.BinarySearchFunc(w.pts, t, func(p promql.FPoint, t int64) int { return cmp.Compare(p.T, t) })
+			if k < len(w.pts) && w.pts[k].T == t {
+				a.p.add(w.pts[k].F)
+			}
+			if *a = w.answer(&a.p); a.state == stepDecode {
+				// Rare (a value that is not an integer, or an extreme
+				// the sample leaves undecided): the whole series is
+				// decoded instead.
+				w.pts = w.pts[:0]
+				return false, nil
+			}
+		}
+		if a.state != stepDecode {
+			answered++
+		}
 	}
 	w.fromMetrics += answered
 	return true, nil
@@ -146,97 +175,129 @@ func (w *worker) loadSpan(ctx context.Context, s summarizer, lo, hi int64) error
 	return ctx.Err()
 }
 
+// partial is the aggregate of a window's samples known so far.
+type partial struct {
+	cnt      uint64
+	sum      int64 // while integral
+	integral bool  // every value counted is an integer (no −0)
+	absMax   float64
+	mn, mx   float64
+	// The first interval without its first sample: its extremes are
+	// bounds, not values, when that sample was one of them.
+	mnBound, mxBound float64
+}
+
+// interval adds the samples of interval s, without its first if
+// dropFirst.
+func (p *partial) interval(s *block.IntervalSummary, dropFirst bool) {
+	m := &s.Metrics
+	if m.Count == 0 || (dropFirst && m.Count == 1) {
+		return
+	}
+	p.integral = p.integral && s.Integral
+	p.absMax = max(p.absMax, math.Abs(m.Min), math.Abs(m.Max))
+	p.cnt += m.Count
+	if p.integral {
+		p.sum += int64(m.Sum)
+	}
+	if !dropFirst {
+		p.mn, p.mx = min(p.mn, m.Min), max(p.mx, m.Max)
+		return
+	}
+	if m.First == m.Min {
+		p.mnBound = m.Min
+	} else {
+		p.mn = min(p.mn, m.Min)
+	}
+	if m.First == m.Max {
+		p.mxBound = m.Max
+	} else {
+		p.mx = max(p.mx, m.Max)
+	}
+	p.cnt--
+	if p.integral {
+		p.sum -= int64(m.First)
+	}
+}
+
+// add adds one sample of value v (not NaN).
+func (p *partial) add(v float64) {
+	p.integral = p.integral && v == math.Trunc(v) && math.Abs(v) < maxExact && !(v == 0 && math.Signbit(v))
+	p.absMax = max(p.absMax, math.Abs(v))
+	p.cnt++
+	if p.integral {
+		p.sum += int64(v)
+	}
+	p.mn, p.mx = min(p.mn, v), max(p.mx, v)
+}
+
 // window answers the window of n intervals ending before interval e
-// (indexes into w.byK) from their summaries and that of interval e.
+// (indexes into w.byK) from their summaries and that of interval e;
+// stepEdge when interval e has none, the partial aggregate in the answer
+// waiting for the sample at the window's end.
 func (w *worker) window(e, n int64) stepAnswer {
 	if e-n < 0 || e >= int64(len(w.byK)) {
 		return stepAnswer{}
 	}
-	for k := e - n; k <= e; k++ {
+	for k := e - n; k < e; k++ {
 		if w.byK[k] < 0 {
 			return stepAnswer{}
 		}
 	}
-	var (
-		cnt      uint64
-		sum      int64 // while integral
-		integral = true
-		absMax   float64
-		mn, mx   = math.Inf(1), math.Inf(-1)
-		// The first interval without its first sample: its extremes
-		// are bounds, not values, when that sample was one of them.
-		mnBound, mxBound = math.Inf(1), math.Inf(-1)
-	)
-	add := func(s *block.IntervalSummary, dropFirst bool) {
-		m := &s.Metrics
-		if m.Count == 0 || (dropFirst && m.Count == 1) {
-			return
-		}
-		integral = integral && s.Integral
-		absMax = max(absMax, math.Abs(m.Min), math.Abs(m.Max))
-		cnt += m.Count
-		if integral {
-			sum += int64(m.Sum)
-		}
-		if !dropFirst {
-			mn, mx = min(mn, m.Min), max(mx, m.Max)
-			return
-		}
-		if m.First == m.Min {
-			mnBound = m.Min
-		} else {
-			mn = min(mn, m.Min)
-		}
-		if m.First == m.Max {
-			mxBound = m.Max
-		} else {
-			mx = max(mx, m.Max)
-		}
-		cnt--
-		if integral {
-			sum -= int64(m.First)
-		}
-	}
+	p := partial{integral: true, mn: math.Inf(1), mx: math.Inf(-1), mnBound: math.Inf(1), mxBound: math.Inf(-1)}
 	first := &w.sums[w.byK[e-n]]
-	add(first, first.AtStart)
+	p.interval(first, first.AtStart)
 	for k := e - n + 1; k < e; k++ {
-		add(&w.sums[w.byK[k]], false)
+		p.interval(&w.sums[w.byK[k]], false)
+	}
+	if w.byK[e] < 0 {
+		// Whether the sample at the end could change the answer is not
+		// known before it is read; a window its absence leaves
+		// undecided is decoded whole.
+		if w.answer(&p).state == stepDecode {
+			return stepAnswer{}
+		}
+		return stepAnswer{state: stepEdge, p: p}
 	}
 	if last := &w.sums[w.byK[e]]; last.AtStart {
-		m := &last.Metrics
-		integral = integral && last.Integral
-		absMax = max(absMax, math.Abs(m.First))
-		cnt++
-		sum += int64(m.First)
-		mn, mx = min(mn, m.First), max(mx, m.First)
+		p.integral = p.integral && last.Integral
+		p.add(last.Metrics.First)
 	}
-	if cnt == 0 {
+	return w.answer(&p)
+}
+
+// answer is the window's answer from its aggregate p, as Prometheus'
+// function would give it over its samples; stepDecode where p cannot
+// tell exactly.
+func (w *worker) answer(p *partial) stepAnswer {
+	if p.cnt == 0 {
 		return stepAnswer{state: stepEmpty}
 	}
 	var v float64
 	switch w.r.call.Func.Name {
 	case "count_over_time":
-		v = float64(cnt)
+		v = float64(p.cnt)
 	case "min_over_time":
-		if mn > mnBound { // the dropped sample may have been the only minimum
+		if p.mn > p.mnBound { // the dropped sample may have been the only minimum
 			return stepAnswer{}
 		}
-		v = mn
+		v = p.mn
 	case "max_over_time":
-		if mx < mxBound {
+		if p.mx < p.mxBound {
 			return stepAnswer{}
 		}
-		v = mx
+		v = p.mx
 	case "sum_over_time", "avg_over_time":
-		if !integral || float64(cnt+1)*absMax >= maxExact { // cnt+1: the first interval's sum may hold the dropped sample
+		// cnt+1: the first interval's sum may hold the dropped sample.
+		if !p.integral || float64(p.cnt+1)*p.absMax >= maxExact {
 			return stepAnswer{}
 		}
-		v = float64(sum)
+		v = float64(p.sum)
 		if w.r.call.Func.Name == "avg_over_time" {
-			v /= float64(cnt)
+			v /= float64(p.cnt)
 		}
 	}
-	if v == 0 && !integral { // +0 or −0: the samples' order decides
+	if v == 0 && !p.integral { // +0 or −0: the samples' order decides
 		return stepAnswer{}
 	}
 	return stepAnswer{state: stepPoint, v: v}

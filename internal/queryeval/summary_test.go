@@ -90,6 +90,12 @@ func TestMetricWindows(t *testing.T) {
 			}
 			return float64(i % 13)
 		}},
+		{"int_then_decimal", 10_000, nil, func(i int, t int64) float64 { // decimals in the newest (hot) partition
+			if t >= 28*hour {
+				return float64(i%50) + 0.1
+			}
+			return float64(i % 50)
+		}},
 		{"gappy", 20_000, nil, func(i int, t int64) float64 { return float64(i%31) - 15 }},
 	}
 	app := db.Appender(context.Background())
@@ -157,6 +163,14 @@ func TestMetricWindows(t *testing.T) {
 	require.Positive(t, flushed)
 	require.NoError(t, db.Compact())
 	t.Run("compacted", compare)
-	require.Greater(t, e.Stats.MetricWindows.Load(), 2*flushed)
+	require.Greater(t, e.Stats.MetricWindows.Load(), flushed+flushed/2, "compacted blocks answer as many")
+	// Deleted samples, and samples written back into the blocks' time:
+	// those series' windows are decoded.
+	require.NoError(t, db.Delete(context.Background(), 7*hour+500, 8*hour+200_000, labels.MustNewMatcher(labels.MatchEqual, "g", "int_walk"), labels.MustNewMatcher(labels.MatchEqual, "h", "1")))
+	app = db.Appender(context.Background())
+	_, err = app.Append(0, labels.FromStrings("__name__", "int_walk", "g", "int_walk", "h", "2"), 12*hour+5_000, 1000)
+	require.NoError(t, err)
+	require.NoError(t, app.Commit())
+	t.Run("deleted-and-backfilled", compare)
 	t.Logf("%d windows answered from block metrics", e.Stats.MetricWindows.Load())
 }

@@ -66,4 +66,9 @@
 //     it. A series whose sources then do not overlap in time is read
 //     source after source (series.AppendSpan), which gives what the merge
 //     of its sources gives.
+//  13. A series gives a block's summary of a metric interval
+//     (series.AppendSummaries) only when its sources do not overlap in
+//     time, no sample of it is deleted, and no other source reaches into
+//     the interval: the summary is then of every sample the series has
+//     there.
 package tsdb
