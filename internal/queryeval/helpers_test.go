@@ -86,3 +86,20 @@ func TestHelpersAndTracker(t *testing.T) {
 	require.Equal(t, int64(2), e.Stats.Rollups.Load())
 	require.Equal(t, []string{qs, qs, qs, qs}, tr.queries, "parsed and run, twice")
 }
+
+// TestSeriesInterfaces: Aerie's series take the paths that read them
+// without an iterator (spanAppender) and from block metrics
+// (summarizer); a renamed method would silently send every rollup
+// through the iterator.
+func TestSeriesInterfaces(t *testing.T) {
+	db := CounterDB(t, 2, 10)
+	q, err := db.Querier(0, 1_000_000)
+	require.NoError(t, err)
+	defer q.Close()
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m_total"))
+	require.True(t, ss.Next())
+	_, ok := ss.At().(spanAppender)
+	require.True(t, ok, "%T is not a spanAppender", ss.At())
+	_, ok = ss.At().(summarizer)
+	require.True(t, ok, "%T is not a summarizer", ss.At())
+}

@@ -325,19 +325,19 @@ type batcher interface {
 	NextBatch() ([]int64, []float64)
 }
 
-// allAppender is a series that appends all of its samples to arrays at
-// once (Aerie's tsdb series, when its sources do not overlap in time);
-// ok false: read its Iterator instead.
-type allAppender interface {
-	AppendAll(ts []int64, vs []float64) (_ []int64, _ []float64, ok bool, err error)
+// spanAppender is a series that appends its samples in a time span to
+// arrays at once (Aerie's tsdb series, when its sources do not overlap in
+// time); ok false: read its Iterator instead.
+type spanAppender interface {
+	AppendSpan(ts []int64, vs []float64, mint, maxt int64) (_ []int64, _ []float64, ok bool, err error)
 }
 
 // loadSeries reads s's float samples in (mint, maxt] into w.pts, without
-// stale markers: all at once where s can (allAppender), else through its
+// stale markers: all at once where s can (spanAppender), else through its
 // iterator (load).
 func (w *worker) loadSeries(ctx context.Context, s storage.Series, mint, maxt int64) error {
-	if a, ok := s.(allAppender); ok {
-		ts, vs, ok, err := a.AppendAll(w.ts[:0], w.vs[:0])
+	if a, ok := s.(spanAppender); ok {
+		ts, vs, ok, err := a.AppendSpan(w.ts[:0], w.vs[:0], mint+1, maxt)
 		if ok {
 			w.ts, w.vs, w.pts = ts, vs, w.pts[:0]
 			if err != nil {

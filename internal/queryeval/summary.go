@@ -20,8 +20,8 @@ import (
 // (Aerie's tsdb series; see AppendSummaries and AppendSpan there).
 type summarizer interface {
 	storage.Series
+	spanAppender
 	AppendSummaries(dst []block.IntervalSummary, iv, k0, k1 int64) ([]block.IntervalSummary, bool, error)
-	AppendSpan(ts []int64, vs []float64, mint, maxt int64) ([]int64, []float64, bool, error)
 }
 
 // summed is the functions a window of whole metric intervals can be
