@@ -67,13 +67,12 @@
 //     it was (a deleted block's pages stay until unmapped), it cannot
 //     fault.
 //  12. A summary (Series.AppendSummaries) is given only for a metric
-//     interval wholly inside the block whose every row of the group the
-//     series holds with a value that is not NaN (its metrics' Count equals
-//     the rows the timestamp column has in the interval), so its metrics
-//     are those of every sample of the series in the block there. It says
-//     Integral only when every chunk holding the interval's rows is a
-//     decimal chunk at 0 digits or a constant integer, every row present:
-//     the values are integers and none is −0.
+//     interval wholly inside the block where no value of the series is
+//     NaN (its metrics' Count equals the rows its chunks' presence marks
+//     in the interval), so its metrics are those of every sample of the
+//     series in the block there. It says Integral only when every chunk
+//     holding a value of the interval is a decimal chunk at 0 digits or a
+//     constant integer: the values are integers and none is −0.
 //
 // Readers give series by label matchers (Select) or by local id
 // (SelectIDs, which compaction uses to walk a block a group at a time).

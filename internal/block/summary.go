@@ -3,6 +3,7 @@ package block
 import (
 	"encoding/binary"
 	"math"
+	"path/filepath"
 	"sync"
 
 	"github.com/aerie-db/aerie/internal/mathx"
@@ -13,14 +14,15 @@ import (
 // block (Series.AppendSummaries).
 type IntervalSummary struct {
 	// Metrics are the interval's block metrics. Count is every sample
-	// of the interval: none is NaN or a stale marker. An interval
-	// without samples has Count 0.
+	// of the series in the interval: none is NaN or a stale marker. An
+	// interval without samples has Count 0.
 	Metrics IntervalMetrics
 	// AtStart: a sample lies at the interval's first millisecond; its
 	// value is Metrics.First.
 	AtStart bool
 	// Integral: every value is an integer held exactly, |v| < 2⁶³ and
-	// none −0 (decimal chunks at 0 digits, integral constants). While
+	// none −0 (the chunks holding them are decimal at 0 digits or
+	// integral constants). While
 	// Count × max(|Min|, |Max|) < 2⁵³, Metrics.Sum is then their exact
 	// sum, and so is every partial sum in any order.
 	Integral bool
@@ -31,13 +33,12 @@ var summaryScratch = sync.Pool{New: func() any { return new([]IntervalMetrics) }
 
 // AppendSummaries appends to dst the summaries of the series' metric
 // intervals k0 … k1 (of iv ms; interval k is [k·iv, (k+1)·iv)) that lie
-// wholly inside the block and whose every row the series holds with a
-// value that is not NaN, in interval order. It appends none when the
-// block cannot tell without reading values: it is not a mapped local
-// block (chunk headers would be reads), its metric interval is not iv,
-// or the series is not in one version 2 or 3 column. Only the group's
-// timestamp column, the series' metrics and the first bytes of its value
-// chunks are read.
+// wholly inside the block and where no value of the series is NaN, in
+// interval order. It appends none when the block cannot tell without
+// decoding values: it is not a mapped local block (chunk headers would be
+// reads), its metric interval is not iv, or the series is not in one
+// version 2 or 3 column. Only the group's timestamp column, the series'
+// metrics and the headers and presence of its value chunks are read.
 func (s *Series) AppendSummaries(dst []IntervalSummary, iv, k0, k1 int64) ([]IntervalSummary, error) {
 	r := s.q.r
 	locs := r.series[s.ID]
@@ -65,6 +66,13 @@ func (s *Series) AppendSummaries(dst []IntervalSummary, iv, k0, k1 int64) ([]Int
 	if err != nil {
 		return dst, err
 	}
+	dec := decoders.Get().(*valueDecoder)
+	defer decoders.Put(dec)
+	g := &r.groups[l.group]
+	var (
+		chunk    = -1 // the chunk whose presence dec holds
+		intChunk bool // its values are integers (integralPayload)
+	)
 	j := 0
 	for k := k0; k <= k1; k++ {
 		lo := k * iv
@@ -76,37 +84,50 @@ func (s *Series) AppendSummaries(dst []IntervalSummary, iv, k0, k1 int64) ([]Int
 		if j < len(ms) && ms[j].Interval == k {
 			m = ms[j]
 		}
-		if m.Count != uint64(r1-r0) { // a row absent, or a NaN
-			continue
-		}
-		sm := IntervalSummary{Metrics: m, Integral: true}
-		if r0 < r1 {
-			sm.AtStart = ts.At(r0) == lo
-			for ci := r0 / ChunkRows; ci <= (r1-1)/ChunkRows && sm.Integral; ci++ {
+		var present uint64
+		first, integral := -1, true
+		for base := r0 / ChunkRows * ChunkRows; base < r1; base += ChunkRows {
+			if ci := base / ChunkRows; ci != chunk {
 				off, end := c.ch.chunkRange(ci, ci)
-				sm.Integral = integralChunk(r.mm[c.off+off : c.off+end])
+				d := &decbuf{b: r.mm[c.off+off : c.off+end], what: "value chunk", at: int(c.off + off)}
+				kind, _ := dec.presence(d, min(ChunkRows, g.rows-base))
+				if d.err != nil {
+					if ce, ok := d.err.(*CorruptionError); ok {
+						ce.File = filepath.Join(r.dir, DataFilename)
+					}
+					return dst, d.err
+				}
+				chunk, intChunk = ci, integralPayload(kind, d.b[d.pos:])
+			}
+			n, f := dec.presentIn(max(r0, base)-base, min(r1, base+ChunkRows)-base)
+			if n > 0 {
+				present += uint64(n)
+				integral = integral && intChunk
+				if first < 0 {
+					first = base + f
+				}
 			}
 		}
-		dst = append(dst, sm)
+		if m.Count != present { // a value is NaN or a stale marker
+			continue
+		}
+		dst = append(dst, IntervalSummary{Metrics: m, AtStart: first >= 0 && ts.At(first) == lo, Integral: integral})
 	}
 	return dst, nil
 }
 
-// integralChunk reports, from its header and first bytes, that the value
-// chunk b holds integers only, every row present: decimal at 0 digits
+// integralPayload reports, from its first bytes, that the payload b of a
+// value chunk of the given kind holds integers only: decimal at 0 digits
 // (the float64 of an int64, never −0), or a constant integer.
-func integralChunk(b []byte) bool {
-	if len(b) < 2 || b[0]&(chunkBitmap|chunkRuns) != 0 {
-		return false
-	}
-	switch b[0] & 7 {
+func integralPayload(kind byte, b []byte) bool {
+	switch kind {
 	case chunkDecimal:
-		return b[1]&31 == 0
+		return len(b) > 0 && b[0]&31 == 0
 	case chunkConst:
-		if len(b) < 9 {
+		if len(b) < 8 {
 			return false
 		}
-		v := math.Float64frombits(binary.LittleEndian.Uint64(b[1:9]))
+		v := math.Float64frombits(binary.LittleEndian.Uint64(b))
 		return v == math.Trunc(v) && math.Abs(v) < 1<<63 && !(v == 0 && math.Signbit(v))
 	}
 	return false

@@ -616,42 +616,8 @@ type valueDecoder struct {
 // File the caller sets).
 func (c *valueDecoder) decode(src []byte, rows int, at int64) error {
 	d := &decbuf{b: src, what: "value chunk", at: int(at)}
-	h := d.byte()
-	kind, pcode := h&7, h&(chunkBitmap|chunkRuns)
-	switch {
-	case d.err != nil:
-		return d.err
-	case kind >= chunkKinds || h&^(7|chunkBitmap|chunkRuns) != 0 || pcode == chunkBitmap|chunkRuns:
-		d.pos--
-		d.fail("header %#x", h)
-		return d.err
-	case kind == chunkEmpty && pcode != 0:
-		d.pos--
-		d.fail("empty chunk with presence")
-		return d.err
-	}
-	clear(c.pres[:])
-	m := rows
-	c.full = pcode == 0 && kind != chunkEmpty
-	switch pcode {
-	case 0:
-		if kind == chunkEmpty {
-			m = 0
-			break
-		}
-		for r := 0; r < rows; r += tupleRows {
-			c.pres[r/tupleRows] = uint32(uint64(1)<<min(tupleRows, rows-r) - 1)
-		}
-	case chunkBitmap:
-		m = c.bitmap(d, rows)
-	case chunkRuns:
-		m = c.runs(d, rows)
-	}
+	kind, m := c.presence(d, rows)
 	if d.err != nil {
-		return d.err
-	}
-	if kind != chunkEmpty && (m == 0 || m == rows && pcode != 0) {
-		d.fail("%d of %d rows present with presence coded", m, rows)
 		return d.err
 	}
 	vs := c.vals[:m]
@@ -694,6 +660,71 @@ func (c *valueDecoder) decode(src []byte, rows int, at int64) error {
 		c.scatter(m, rows)
 	}
 	return nil
+}
+
+// presence reads the header and the presence of a chunk of rows rows
+// from d into c.pres and c.full, and returns the chunk's kind and how many
+// rows are present; d is left at the payload, or with its error set.
+func (c *valueDecoder) presence(d *decbuf, rows int) (kind byte, m int) {
+	h := d.byte()
+	kind, pcode := h&7, h&(chunkBitmap|chunkRuns)
+	switch {
+	case d.err != nil:
+		return 0, 0
+	case kind >= chunkKinds || h&^(7|chunkBitmap|chunkRuns) != 0 || pcode == chunkBitmap|chunkRuns:
+		d.pos--
+		d.fail("header %#x", h)
+		return 0, 0
+	case kind == chunkEmpty && pcode != 0:
+		d.pos--
+		d.fail("empty chunk with presence")
+		return 0, 0
+	}
+	clear(c.pres[:])
+	m = rows
+	c.full = pcode == 0 && kind != chunkEmpty
+	switch pcode {
+	case 0:
+		if kind == chunkEmpty {
+			m = 0
+			break
+		}
+		for r := 0; r < rows; r += tupleRows {
+			c.pres[r/tupleRows] = uint32(uint64(1)<<min(tupleRows, rows-r) - 1)
+		}
+	case chunkBitmap:
+		m = c.bitmap(d, rows)
+	case chunkRuns:
+		m = c.runs(d, rows)
+	}
+	if d.err != nil {
+		return 0, 0
+	}
+	if kind != chunkEmpty && (m == 0 || m == rows && pcode != 0) {
+		d.fail("%d of %d rows present with presence coded", m, rows)
+		return 0, 0
+	}
+	return kind, m
+}
+
+// presentIn returns how many of the rows [a, b) of the chunk last read
+// by presence are present, and the first of them (−1: none).
+func (c *valueDecoder) presentIn(a, b int) (n, first int) {
+	first = -1
+	for w := a / tupleRows; w*tupleRows < b; w++ {
+		bitsW := c.pres[w]
+		if lo := a - w*tupleRows; lo > 0 {
+			bitsW &^= 1<<lo - 1
+		}
+		if hi := b - w*tupleRows; hi < tupleRows {
+			bitsW &= 1<<hi - 1
+		}
+		if bitsW != 0 && first < 0 {
+			first = w*tupleRows + bits.TrailingZeros32(bitsW)
+		}
+		n += bits.OnesCount32(bitsW)
+	}
+	return n, first
 }
 
 // bitmap reads a presence bitmap of rows rows and returns how many are set.

@@ -55,7 +55,7 @@ func TestMetricWindows(t *testing.T) {
 		hour  = int64(3600_000)
 		hours = 30
 	)
-	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{FlushCheckInterval: -1})
+	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{FlushCheckInterval: -1, GroupBy: []string{"grp"}})
 	require.NoError(t, err)
 	defer db.Close()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -96,12 +96,19 @@ func TestMetricWindows(t *testing.T) {
 			}
 			return float64(i % 50)
 		}},
+		// Two series of one group (grp), the second at every third row
+		// only: its column is sparse.
+		{"sparse_a", 10_000, nil, func(i int, _ int64) float64 { return float64(i % 17) }},
+		{"sparse_b", 30_000, nil, func(i int, _ int64) float64 { return float64(i%23) - 11 }},
 		{"gappy", 20_000, nil, func(i int, t int64) float64 { return float64(i%31) - 15 }},
 	}
 	app := db.Appender(context.Background())
 	for g, gn := range gens {
 		for h := range 3 {
 			ls := labels.FromStrings("__name__", gn.name, "g", gn.name, "h", fmt.Sprint(h))
+			if strings.HasPrefix(gn.name, "sparse_") {
+				ls = labels.FromStrings("__name__", gn.name, "g", gn.name, "h", fmt.Sprint(h), "grp", fmt.Sprint(h))
+			}
 			for i := 0; int64(i)*gn.step < hours*hour; i++ {
 				ts := int64(i) * gn.step
 				if gn.off != nil {

@@ -67,8 +67,7 @@
 //     source after source (series.AppendSpan), which gives what the merge
 //     of its sources gives.
 //  13. A series gives a block's summary of a metric interval
-//     (series.AppendSummaries) only when its sources do not overlap in
-//     time, no sample of it is deleted, and no other source reaches into
-//     the interval: the summary is then of every sample the series has
-//     there.
+//     (series.AppendSummaries) only when no sample of it is deleted and no
+//     other of its sources reaches into the interval: the summary is then
+//     of every sample the series has there.
 package tsdb

@@ -545,18 +545,15 @@ func (s *series) ordered(dst []*source) (_ []*source, blocks bool) {
 // (block.Series.AppendSummaries), in interval order: only intervals that
 // lie wholly in one block and that no other source of the series reaches
 // into, so that a summary is of every sample of the series in its
-// interval. ok is false when the series' sources cannot be read one after
-// the other (AppendSpan).
+// interval. ok is false when the series is prefetched or has deleted
+// samples.
 func (s *series) AppendSummaries(dst []block.IntervalSummary, iv, k0, k1 int64) (_ []block.IntervalSummary, ok bool, err error) {
-	var buf [8]*source
-	srcs, blocks := s.ordered(buf[:0])
-	if srcs == nil {
+	if s.pf != nil || len(s.deleted) > 0 {
 		return dst, false, nil
 	}
-	if !blocks {
-		return dst, true, nil
-	}
-	for i, src := range srcs {
+	n0 := len(dst)
+	for i := range s.sources {
+		src := &s.sources[i]
 		if src.block == nil {
 			continue
 		}
@@ -564,18 +561,23 @@ func (s *series) AppendSummaries(dst []block.IntervalSummary, iv, k0, k1 int64) 
 		if dst, err = src.block.AppendSummaries(dst, iv, k0, k1); err != nil {
 			return dst[:n], true, err
 		}
-		// The sources are in time order and do not overlap: only a
-		// neighbour can reach into an interval of this block.
 		keep := dst[:n]
 		for _, sm := range dst[n:] {
-			lo := sm.Metrics.Interval * iv
-			if (i > 0 && srcs[i-1].hi >= lo) || (i+1 < len(srcs) && srcs[i+1].lo <= lo+iv-1) {
-				continue
+			lo, hi := sm.Metrics.Interval*iv, sm.Metrics.Interval*iv+iv-1
+			alone := true
+			for j := range s.sources {
+				if o := &s.sources[j]; j != i && o.lo <= hi && o.hi >= lo && o.lo <= o.hi {
+					alone = false
+					break
+				}
 			}
-			keep = append(keep, sm)
+			if alone {
+				keep = append(keep, sm)
+			}
 		}
 		dst = keep
 	}
+	slices.SortFunc(dst[n0:], func(a, b block.IntervalSummary) int { return cmp.Compare(a.Metrics.Interval, b.Metrics.Interval) })
 	return dst, true, nil
 }
 
