@@ -116,6 +116,21 @@ func (s *Series) AppendSummaries(dst []IntervalSummary, iv, k0, k1 int64) ([]Int
 	return dst, nil
 }
 
+// Span returns the first and the last time of the rows of the groups that
+// hold the series in the block: its samples lie between them (a narrower
+// range than the block's when its groups are short, such as those of
+// late rows flushed apart).
+func (s *Series) Span() (mint, maxt int64) {
+	mint, maxt = math.MaxInt64, math.MinInt64
+	for _, l := range s.q.r.series[s.ID] {
+		g := &s.q.r.groups[l.group]
+		if g.rows > 0 {
+			mint, maxt = min(mint, g.minT), max(maxt, g.maxT)
+		}
+	}
+	return mint, maxt
+}
+
 // integralPayload reports, from its first bytes, that the payload b of a
 // value chunk of the given kind holds integers only: decimal at 0 digits
 // (the float64 of an int64, never −0), or a constant integer.

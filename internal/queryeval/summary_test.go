@@ -179,5 +179,18 @@ func TestMetricWindows(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, app.Commit())
 	t.Run("deleted-and-backfilled", compare)
+	// The backfilled sample flushed into a block of its own, which
+	// overlaps the compacted one only around it.
+	require.NoError(t, db.FlushBackfill())
+	backfilled := 0
+	for _, b := range db.Blocks() {
+		if b.Backfill > 0 {
+			backfilled++
+		}
+	}
+	require.Equal(t, 1, backfilled, "the backfill generation is a block")
+	before := e.Stats.MetricWindows.Load()
+	t.Run("backfill-flushed", compare)
+	require.Positive(t, e.Stats.MetricWindows.Load()-before)
 	t.Logf("%d windows answered from block metrics", e.Stats.MetricWindows.Load())
 }

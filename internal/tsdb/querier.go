@@ -566,7 +566,13 @@ func (s *series) AppendSummaries(dst []block.IntervalSummary, iv, k0, k1 int64) 
 			lo, hi := sm.Metrics.Interval*iv, sm.Metrics.Interval*iv+iv-1
 			alone := true
 			for j := range s.sources {
-				if o := &s.sources[j]; j != i && o.lo <= hi && o.hi >= lo && o.lo <= o.hi {
+				o := &s.sources[j]
+				olo, ohi := o.lo, o.hi
+				if o.block != nil { // where its samples are, not the whole block
+					bmin, bmax := o.block.Span()
+					olo, ohi = max(olo, bmin), min(ohi, bmax)
+				}
+				if j != i && olo <= hi && ohi >= lo && olo <= ohi {
 					alone = false
 					break
 				}
