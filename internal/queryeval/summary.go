@@ -121,11 +121,13 @@ func (w *worker) summarize(ctx context.Context, s storage.Series) (bool, error) 
 		a := &w.known[i]
 		if a.state == stepEdge {
 			k, _ := slices.BinarySearchFunc(w.pts, t, func(p promql.FPoint, t int64) int { return cmp.Compare(p.T, t) })
-			if k < len(w.pts) && w.pts[k].T == t {
+			at := k < len(w.pts) && w.pts[k].T == t
+			if at && !math.IsNaN(w.pts[k].F) {
 				a.p.add(w.pts[k].F)
 			}
-			if *a = w.answer(&a.p); a.state == stepDecode {
-				// Rare (a value that is not an integer, or an extreme
+			if *a = w.answer(&a.p); a.state == stepDecode || (at && math.IsNaN(w.pts[k].F)) {
+				// Rare (a NaN, which Prometheus' functions treat
+				// apart, a value that is not an integer, or an extreme
 				// the sample leaves undecided): the whole series is
 				// decoded instead.
 				w.pts = w.pts[:0]
@@ -220,7 +222,7 @@ func (p *partial) interval(s *block.IntervalSummary, dropFirst bool) {
 	}
 }
 
-// add adds one sample of value v (not NaN).
+// add adds one sample of value v, which is not NaN.
 func (p *partial) add(v float64) {
 	p.integral = p.integral && v == math.Trunc(v) && math.Abs(v) < maxExact && !(v == 0 && math.Signbit(v))
 	p.absMax = max(p.absMax, math.Abs(v))

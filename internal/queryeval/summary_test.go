@@ -87,6 +87,8 @@ func TestMetricWindows(t *testing.T) {
 				return math.NaN()
 			case t/hour == 9 && i%70 == 5:
 				return math.Float64frombits(value.StaleNaN)
+			case t == 28*hour: // at the start of the hot partition
+				return math.NaN()
 			}
 			return float64(i % 13)
 		}},
