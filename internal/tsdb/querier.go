@@ -551,6 +551,19 @@ func (s *series) AppendSummaries(dst []block.IntervalSummary, iv, k0, k1 int64) 
 	if s.pf != nil || len(s.deleted) > 0 {
 		return dst, false, nil
 	}
+	// Where each source's samples lie: a block's, where its series'
+	// groups have rows, not its whole range.
+	var buf [8][2]int64
+	spans := buf[:0]
+	for i := range s.sources {
+		o := &s.sources[i]
+		lo, hi := o.lo, o.hi
+		if o.block != nil {
+			bmin, bmax := o.block.Span()
+			lo, hi = max(lo, bmin), min(hi, bmax)
+		}
+		spans = append(spans, [2]int64{lo, hi})
+	}
 	n0 := len(dst)
 	for i := range s.sources {
 		src := &s.sources[i]
@@ -565,14 +578,8 @@ func (s *series) AppendSummaries(dst []block.IntervalSummary, iv, k0, k1 int64) 
 		for _, sm := range dst[n:] {
 			lo, hi := sm.Metrics.Interval*iv, sm.Metrics.Interval*iv+iv-1
 			alone := true
-			for j := range s.sources {
-				o := &s.sources[j]
-				olo, ohi := o.lo, o.hi
-				if o.block != nil { // where its samples are, not the whole block
-					bmin, bmax := o.block.Span()
-					olo, ohi = max(olo, bmin), min(ohi, bmax)
-				}
-				if j != i && olo <= hi && ohi >= lo && olo <= ohi {
+			for j, sp := range spans {
+				if j != i && sp[0] <= hi && sp[1] >= lo && sp[0] <= sp[1] {
 					alone = false
 					break
 				}
