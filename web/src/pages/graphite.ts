@@ -41,11 +41,20 @@ export const page: Page = {
     getBare<Record<string, unknown>>('/functions', undefined, ac.signal).then((f) => { functions = Object.keys(f).sort(); }, () => { /* completion without functions */ });
 
     let suggestGen = 0;
-    let items: { text: string; replace: [number, number] }[] = [];
+    // The list may be older than the text: a key typed while its fetch
+    // was out. A pick therefore replaces the word at the caret now, and
+    // Tab takes the first item that still extends that word.
+    let items: string[] = [];
+    function wordNow(): [number, number, string] {
+      const pos = targets.selectionStart ?? targets.value.length;
+      const [start, word] = wordAt(targets.value, pos);
+      return [start, pos, word];
+    }
     function pick(i: number): void {
-      const it = items[i];
-      if (!it) return;
-      targets.setRangeText(it.text, it.replace[0], it.replace[1], 'end');
+      const text = items[i];
+      if (text === undefined) return;
+      const [start, pos] = wordNow();
+      targets.setRangeText(text, start, pos, 'end');
       suggest.hidden = true;
       targets.focus();
       void complete();
@@ -53,7 +62,7 @@ export const page: Page = {
     async function complete(): Promise<void> {
       const g = ++suggestGen;
       const pos = targets.selectionStart ?? targets.value.length;
-      const [start, word] = wordAt(targets.value, pos);
+      const [, word] = wordAt(targets.value, pos);
       if (word === '') { suggest.hidden = true; return; }
       const fns = word.includes('.') ? [] : functions.filter((f) => f.startsWith(word)).slice(0, 10).map((f) => ({ text: f + '(', label: f + '(…)', kind: 'function' }));
       let paths: { text: string; label: string; kind: string }[] = [];
@@ -63,14 +72,15 @@ export const page: Page = {
       } catch { /* no path completion */ }
       if (g !== suggestGen) return;
       const all = [...fns, ...paths];
-      items = all.map((x) => ({ text: x.text, replace: [start, pos] }));
+      items = all.map((x) => x.text);
       clear(suggest, all.map((x, i) => h('li', { 'data-kind': x.kind, onmousedown: (e: Event) => { e.preventDefault(); pick(i); } }, x.label, ' ', h('span', { class: 'hint' }, x.kind))));
       suggest.hidden = all.length === 0;
     }
     targets.addEventListener('input', () => void complete());
     targets.addEventListener('blur', () => { suggest.hidden = true; });
     targets.addEventListener('keydown', (e) => {
-      if (e.key === 'Tab' && !suggest.hidden && items.length > 0) { e.preventDefault(); pick(0); }
+      const first = e.key === 'Tab' && !suggest.hidden ? items.findIndex((x) => x.startsWith(wordNow()[2])) : -1;
+      if (first >= 0) { e.preventDefault(); pick(first); }
       else if (e.key === 'Escape') suggest.hidden = true;
       else if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
     });
