@@ -878,8 +878,11 @@ func readGolomb(d *decbuf, xs []int64, riceOK bool) {
 	}
 	end := uint(len(src)) * 8
 	src = src[:len(src)+8]
-	p := uint(0)
-	for i := range xs {
+	p, i := uint(0), 0
+	if rice {
+		i, p = readRice(src, xs, k, end)
+	}
+	for ; i < len(xs); i++ {
 		if p >= end {
 			d.fail("exp-Golomb stream ends at value %d of %d", i, len(xs))
 			return
@@ -914,6 +917,40 @@ func readGolomb(d *decbuf, xs []int64, riceOK bool) {
 		return
 	}
 	d.pos = len(d.b)
+}
+
+// readRice decodes the Rice codes of order k from the start of src (end
+// bits long, then at least 8 bytes that may be read) into xs while each
+// code is whole within end, and returns how many it decoded and the bits
+// they took; readGolomb goes on from there, and reports whatever stopped
+// it. The codes are read from a 64-bit buffer holding at least 56 bits
+// after each refill (one unaligned load, no branch), so a value costs no
+// load of its own; a longer code (order 32, quotient 24) ends it.
+func readRice(src []byte, xs []int64, k, end uint) (int, uint) {
+	var (
+		acc    uint64 // the next bits, first in the least significant
+		nb     uint   // bits in acc
+		pos, p uint   // bytes loaded into acc; bits decoded
+	)
+	lim := uint(len(src)) - 8
+	for i := range xs {
+		if pos > lim {
+			return i, p
+		}
+		acc |= binary.LittleEndian.Uint64(src[pos:]) << nb
+		pos += (63 - nb) >> 3
+		nb |= 56
+		z := uint(bits.TrailingZeros64(acc))
+		n := z + 1 + k
+		if z >= riceMaxQ || n > nb || p+n > end {
+			return i, p
+		}
+		xs[i] = unzigzag(uint64(z)<<k | acc>>(z+1)&(1<<k-1))
+		acc >>= n
+		nb -= n
+		p += n
+	}
+	return len(xs), p
 }
 
 // scatter moves the m present values of vals[:m] to their rows, last

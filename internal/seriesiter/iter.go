@@ -102,6 +102,14 @@ func (it *Iterator) load(k int) bool {
 
 // Next advances to the next sample.
 func (it *Iterator) Next() chunkenc.ValueType {
+	// The usual case first, without a call: the loaded tuple's next row
+	// is present, in range, and no extra sample comes at or before it.
+	if i := it.i; i < it.n && it.present&(1<<i) != 0 && !it.end && it.t != math.MinInt64 {
+		if t := it.ts[i]; t > it.t && t <= it.maxt && (it.e >= len(it.extra) || t < it.extra[it.e].T) {
+			it.t, it.v, it.i = t, it.vs[i], i+1
+			return chunkenc.ValFloat
+		}
+	}
 	if it.end || it.err != nil {
 		return chunkenc.ValNone
 	}

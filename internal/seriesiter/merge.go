@@ -47,9 +47,20 @@ func (m *mergeIterator) Next() chunkenc.ValueType {
 	}
 	if m.t < m.next { // only cur is at m.t
 		it := m.its[m.cur]
+		if b, ok := it.(*Iterator); ok { // the usual source, called directly
+			if b.Next() == chunkenc.ValFloat {
+				if b.t < m.next {
+					m.t, m.v = b.t, b.v
+					return chunkenc.ValFloat
+				}
+			} else {
+				m.ok[m.cur] = false
+			}
+			return m.pick()
+		}
 		if it.Next() == chunkenc.ValFloat {
-			if t := it.AtT(); t < m.next {
-				m.t, m.v = it.At()
+			if t, v := it.At(); t < m.next {
+				m.t, m.v = t, v
 				return chunkenc.ValFloat
 			}
 		} else {

@@ -34,9 +34,9 @@ func BenchmarkSmallQuery(b *testing.B) {
 				opts.ConfigFile = filepath.Join(dir, "aerie.yml")
 				require.NoError(b, os.WriteFile(opts.ConfigFile, []byte(resultsCacheOff), 0o644))
 			}
-			_, srv := serveForTest(b, opts)
+			s, srv := serveForTest(b, opts)
 			start, end := loadCPU(b, srv.URL, 10)
-			for _, bc := range []struct {
+			queries := []struct {
 				name, path string
 				q          url.Values
 			}{
@@ -45,8 +45,24 @@ func BenchmarkSmallQuery(b *testing.B) {
 					"start": {fmt.Sprint(start / 1000)}, "end": {fmt.Sprint(end / 1000)}, "step": {"60"},
 				}},
 				{"lastpoint", "/api/v1/query", url.Values{"query": {`cpu_usage_user{hostname="host_1"}`}, "time": {fmt.Sprint(end / 1000)}}},
-			} {
+			}
+			for _, bc := range queries {
 				b.Run(bc.name, func(b *testing.B) { benchQuery(b, srv.URL+bc.path, bc.q) })
+			}
+			if cache == "cache-on" {
+				return
+			}
+			// As aerie bench http asks them, of a server restarted over
+			// its data (as BenchmarkHeavyQuery's restarted): 5 m windows
+			// at 5 m steps, most of the 12 h in blocks.
+			require.NoError(b, s.db.Compact())
+			srv.Stop()
+			_, srv = serveForTest(b, opts)
+			q := queries[0].q
+			q.Set("query", strings.ReplaceAll(q.Get("query"), "[1m]", "[5m]"))
+			q.Set("step", "300")
+			for _, bc := range queries {
+				b.Run("restarted/"+bc.name, func(b *testing.B) { benchQuery(b, srv.URL+bc.path, bc.q) })
 			}
 		})
 	}
