@@ -814,28 +814,47 @@ func (c *valueDecoder) decimal(d *decbuf, vs []float64) {
 	if d.err != nil {
 		return
 	}
-	if unit > 1 {
-		u := int64(unit)
-		for i := h; i < n; i++ {
-			xs[i] *= u
-		}
+	// The unit, then in one pass the sums of the differences (in a
+	// register, not through memory) and the division by 10^k, which is
+	// the exactly rounded value of the k-digit decimal.
+	u, p := int64(unit), pow10[k]
+	for i := h; i < n && u > 1; i++ {
+		xs[i] *= u
+	}
+	if n == 0 {
+		return
 	}
 	switch mode {
 	case decDelta:
-		for i := 1; i < n; i++ {
-			xs[i] += xs[i-1]
-		}
-	case decDelta2:
-		if n > 1 {
-			d1 := xs[1]
-			for i := 2; i < n; i++ {
-				d1 += xs[i]
-				xs[i] = d1
-			}
+		x := xs[0]
+		vs[0] = toFloat(x, k, p)
+		if k == 0 {
 			for i := 1; i < n; i++ {
-				xs[i] += xs[i-1]
+				x += xs[i]
+				vs[i] = float64(x)
 			}
+			return
 		}
+		for i := 1; i < n; i++ {
+			x += xs[i]
+			vs[i] = float64(x) / p
+		}
+		return
+	case decDelta2:
+		x := xs[0]
+		vs[0] = toFloat(x, k, p)
+		if n == 1 {
+			return
+		}
+		d1 := xs[1]
+		x += d1
+		vs[1] = toFloat(x, k, p)
+		for i := 2; i < n; i++ {
+			d1 += xs[i]
+			x += d1
+			vs[i] = toFloat(x, k, p)
+		}
+		return
 	}
 	if k == 0 {
 		for i, x := range xs {
@@ -843,10 +862,17 @@ func (c *valueDecoder) decimal(d *decbuf, vs []float64) {
 		}
 		return
 	}
-	p := pow10[k]
 	for i, x := range xs {
 		vs[i] = float64(x) / p
 	}
+}
+
+// toFloat is the decimal x·10^−k; p is 10^k.
+func toFloat(x int64, k int, p float64) float64 {
+	if k == 0 {
+		return float64(x)
+	}
+	return float64(x) / p
 }
 
 // readGolomb reads the order and the exp-Golomb or (rice: data version 3
@@ -934,14 +960,26 @@ func readRice(src []byte, xs []int64, k, end uint) (int, uint) {
 	)
 	lim := uint(len(src)) - 8
 	for i := range xs {
-		if pos > lim {
-			return i, p
+		if nb < 32 {
+			if pos > lim {
+				return i, p
+			}
+			acc |= binary.LittleEndian.Uint64(src[pos:]) << nb
+			pos += (63 - nb) >> 3
+			nb |= 56
 		}
-		acc |= binary.LittleEndian.Uint64(src[pos:]) << nb
-		pos += (63 - nb) >> 3
-		nb |= 56
 		z := uint(bits.TrailingZeros64(acc))
 		n := z + 1 + k
+		if n > nb { // a long code: fill the buffer and look again
+			if pos > lim {
+				return i, p
+			}
+			acc |= binary.LittleEndian.Uint64(src[pos:]) << nb
+			pos += (63 - nb) >> 3
+			nb |= 56
+			z = uint(bits.TrailingZeros64(acc))
+			n = z + 1 + k
+		}
 		if z >= riceMaxQ || n > nb || p+n > end {
 			return i, p
 		}
