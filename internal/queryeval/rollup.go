@@ -253,6 +253,7 @@ type worker struct {
 	rq     *rollupQueryable
 	r      *rollup
 	fn     promql.FunctionCall
+	kernel kernel // computes fn's windows, if not kernelNone
 	pts    []promql.FPoint
 	ts     []int64   // a bulk iterator's samples
 	vs     []float64 // (their values)
@@ -281,7 +282,51 @@ const maxPooledPoints = 1 << 16
 func getWorker(rq *rollupQueryable, r *rollup, fn promql.FunctionCall) *worker {
 	w := workers.Get().(*worker)
 	w.rq, w.r, w.fn = rq, r, fn
+	w.kernel = kernels[r.call.Func.Name]
 	return w
+}
+
+// kernel is a range function the worker computes over a window itself,
+// as Prometheus' function does it, without a call per window or per
+// sample; kernelNone: call the function.
+type kernel uint8
+
+const (
+	kernelNone kernel = iota
+	kernelMax
+	kernelMin
+	kernelCount
+)
+
+// kernels are the range functions with a kernel: over float samples
+// (the rollup's windows hold no histograms and no stale markers) each is
+// one comparison or none a sample.
+var kernels = map[string]kernel{"max_over_time": kernelMax, "min_over_time": kernelMin, "count_over_time": kernelCount}
+
+// kernelValue is the value of w's kernel over the window pts (not empty):
+// max_over_time and min_over_time take the first sample, then any that
+// compares above (below) it or any after a NaN, as Prometheus'
+// compareOverTime; count_over_time is the number of samples.
+func (w *worker) kernelValue(pts []promql.FPoint) float64 {
+	switch w.kernel {
+	case kernelMax:
+		v := pts[0].F
+		for _, p := range pts {
+			if p.F > v || math.IsNaN(v) {
+				v = p.F
+			}
+		}
+		return v
+	case kernelMin:
+		v := pts[0].F
+		for _, p := range pts {
+			if p.F < v || math.IsNaN(v) {
+				v = p.F
+			}
+		}
+		return v
+	}
+	return float64(len(pts))
 }
 
 func putWorker(w *worker) {
@@ -464,7 +509,10 @@ func (w *worker) series(ctx context.Context, s storage.Series) (*synthSeries, an
 			for lo < hi && w.pts[lo].T <= t-r.rangeMs {
 				lo++
 			}
-			if lo < hi {
+			switch {
+			case lo < hi && w.kernel != kernelNone:
+				v, point = w.kernelValue(w.pts[lo:hi]), true
+			case lo < hi:
 				w.matrix[0].Floats = w.pts[lo:hi]
 				w.enh.Ts, w.enh.Out = t, w.enh.Out[:0]
 				vec, a := w.fn(nil, w.matrix, r.call.Args, &w.enh)
