@@ -83,32 +83,37 @@ type nameCompat struct {
 }
 
 func (e nameCompat) NewInstantQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, ts time.Time) (promql.Query, error) {
-	return e.newQuery(ctx, q, opts, qs, ts, ts, func(s string) (promql.Query, error) {
-		return e.ng.NewInstantQuery(ctx, q, opts, s, ts)
+	return e.newQuery(ctx, q, opts, qs, ts, ts, func(s string, expr parser.Expr) (promql.Query, error) {
+		return e.ng.NewInstantQuery(queryeval.WithParsed(ctx, s, expr), q, opts, s, ts)
 	})
 }
 
 func (e nameCompat) NewRangeQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, interval time.Duration) (promql.Query, error) {
-	return e.newQuery(ctx, q, opts, qs, start, end, func(s string) (promql.Query, error) {
-		return e.ng.NewRangeQuery(ctx, q, opts, s, start, end, interval)
+	return e.newQuery(ctx, q, opts, qs, start, end, func(s string, expr parser.Expr) (promql.Query, error) {
+		return e.ng.NewRangeQuery(queryeval.WithParsed(ctx, s, expr), q, opts, s, start, end, interval)
 	})
 }
 
 // newQuery makes the query qs with mk. Where names are known to collide
 // (collides), it makes the query with them kept instead, and the query as
-// written only if that one fails (Exec): qs is parsed once here, and an
+// written only if that one fails (Exec): qs is parsed once here (and its
+// parse handed to the engine through mk, which may modify it), and an
 // engine query that is not run is not made.
-func (e nameCompat) newQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, mk func(string) (promql.Query, error)) (promql.Query, error) {
+func (e nameCompat) newQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, mk func(string, parser.Expr) (promql.Query, error)) (promql.Query, error) {
 	c := &compatQuery{qs: qs, q: q, start: start, end: end, lookback: e.lookbackOf(opts), mk: mk}
-	if expr, err := parser.ParseExpr(qs); err == nil && c.collides(ctx, expr) {
-		alt, _ := keepNamesExpr(expr) // collides found a call to rewrite
-		if aq, err := mk(alt); err == nil {
+	expr, err := parser.ParseExpr(qs)
+	if err != nil {
+		expr = nil // the engine gives the error
+	} else if c.collides(ctx, expr) {
+		alt, _ := keepNamesExpr(expr) // collides found a call to rewrite (in expr)
+		expr = nil
+		if aq, err := mk(alt, nil); err == nil {
 			// The query as written builds wherever its rewrite does.
 			c.alt, c.answered = aq, aq
 			return c, nil
 		}
 	}
-	qry, err := mk(qs)
+	qry, err := mk(qs, expr)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +131,7 @@ type compatQuery struct {
 	q          storage.Queryable
 	start, end time.Time
 	lookback   time.Duration
-	mk         func(string) (promql.Query, error)
+	mk         func(string, parser.Expr) (promql.Query, error) // the query of a string (and its parse, if not nil)
 	orig, alt  promql.Query
 	answered   promql.Query // the one whose result Exec returns (or will)
 }
@@ -136,7 +141,7 @@ func (c *compatQuery) Exec(ctx context.Context) *promql.Result {
 		if ares := c.alt.Exec(ctx); ares.Err == nil {
 			return ares
 		}
-		orig, err := c.mk(c.qs)
+		orig, err := c.mk(c.qs, nil)
 		if err != nil {
 			return &promql.Result{Err: err}
 		}
@@ -151,7 +156,7 @@ func (c *compatQuery) Exec(ctx context.Context) *promql.Result {
 	if !ok {
 		return res
 	}
-	aq, err := c.mk(alt)
+	aq, err := c.mk(alt, nil)
 	if err != nil {
 		return res
 	}

@@ -91,10 +91,33 @@ func (e *Engine) original(ctx context.Context, q storage.Queryable, opts promql.
 	return e.next.NewRangeQuery(ctx, q, opts, qs, start, end, step)
 }
 
+// WithParsed returns ctx carrying expr, the parse of qs (nil: ctx), for
+// an Engine's query of qs made with it: a caller that parsed the query
+// already (internal/api's name compatibility) spares the Engine a parse.
+// The Engine may modify expr.
+func WithParsed(ctx context.Context, qs string, expr parser.Expr) context.Context {
+	if expr == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, parsedKey{}, parsed{qs, expr})
+}
+
+type parsedKey struct{}
+
+type parsed struct {
+	qs   string
+	expr parser.Expr
+}
+
 func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration) (promql.Query, error) {
-	expr, err := parser.ParseExpr(qs)
-	if err != nil {
-		return e.original(ctx, q, opts, qs, start, end, step)
+	var expr parser.Expr
+	if p, ok := ctx.Value(parsedKey{}).(parsed); ok && p.qs == qs {
+		expr = p.expr
+	} else {
+		var err error
+		if expr, err = parser.ParseExpr(qs); err != nil {
+			return e.original(ctx, q, opts, qs, start, end, step)
+		}
 	}
 	expr, rs := plan(expr, e.opts.DelayedNameRemoval)
 	if len(rs) == 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aerie-db/aerie/internal/tsdb"
@@ -102,4 +103,32 @@ func TestSeriesInterfaces(t *testing.T) {
 	require.True(t, ok, "%T is not a spanAppender", ss.At())
 	_, ok = ss.At().(summarizer)
 	require.True(t, ok, "%T is not a summarizer", ss.At())
+}
+
+// TestWithParsed: a query made with its parse in the context (WithParsed)
+// is made from that parse, not parsed again, and only for the same query
+// string. The parse given here differs from the string's on purpose, so
+// the answer tells which one the engine used.
+func TestWithParsed(t *testing.T) {
+	db := CounterDB(t, 4, 100)
+	ng := New(promql.NewEngine(promql.EngineOpts{MaxSamples: 1e6, Timeout: time.Minute}), Options{})
+	ctx := context.Background()
+	const qs = `sum(rate(m_total[1m]))`
+	other, err := parser.ParseExpr(`sum(rate(m_total[1m])) * 10`)
+	require.NoError(t, err)
+	answer := func(ctx context.Context, qs string) float64 {
+		t.Helper()
+		q, err := ng.NewInstantQuery(ctx, db, nil, qs, time.UnixMilli(90*15_000))
+		require.NoError(t, err)
+		defer q.Close()
+		v, err := q.Exec(ctx).Vector()
+		require.NoError(t, err)
+		require.Len(t, v, 1)
+		return v[0].F
+	}
+	plain := answer(ctx, qs)
+	require.InDelta(t, 4.0/15, plain, 1e-9)
+	require.Equal(t, 10*plain, answer(WithParsed(ctx, qs, other), qs), "the parse given is used")
+	require.Equal(t, plain, answer(WithParsed(ctx, "another query", other), qs), "a parse of another string is not")
+	require.Equal(t, plain, answer(WithParsed(ctx, qs, nil), qs))
 }

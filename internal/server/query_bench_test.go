@@ -18,8 +18,9 @@ import (
 
 // BenchmarkSmallQuery measures what a small query costs over HTTP beyond
 // its data: TSBS's 5-1-12 (max of 5 metrics of one host over 12 h at
-// 1 m steps, in VictoriaMetrics' dialect as aerie bench http asks it) and
-// lastpoint (an instant query of one series) against a server holding 10
+// 1 m steps, in VictoriaMetrics' dialect as aerie bench http asks it),
+// lastpoint (an instant query of one series) and high-cpu-1 (every
+// reading of one host's 10 metrics over 12 h where one is above 90) against a server holding 10
 // hosts × 12 h of 10 s rows, one client, with the request and the answer
 // as a Grafana panel sends and reads them (gzip); with the results cache
 // on (its default: repeats are answered from it) and off.
@@ -45,6 +46,10 @@ func BenchmarkSmallQuery(b *testing.B) {
 					"start": {fmt.Sprint(start / 1000)}, "end": {fmt.Sprint(end / 1000)}, "step": {"60"},
 				}},
 				{"lastpoint", "/api/v1/query", url.Values{"query": {`cpu_usage_user{hostname="host_1"}`}, "time": {fmt.Sprint(end / 1000)}}},
+				{"high-cpu-1", "/api/v1/query_range", url.Values{
+					"query": {`{__name__=~"cpu_(usage_user|usage_system|usage_idle|usage_nice|usage_iowait|usage_irq|usage_softirq|usage_steal|usage_guest|usage_guest_nice)",hostname="host_1"} and on (hostname) (cpu_usage_user{hostname="host_1"} > 90)`},
+					"start": {fmt.Sprint(start / 1000)}, "end": {fmt.Sprint(end / 1000)}, "step": {"10"},
+				}},
 			}
 			for _, bc := range queries {
 				b.Run(bc.name, func(b *testing.B) { benchQuery(b, srv.URL+bc.path, bc.q) })
