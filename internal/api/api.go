@@ -68,6 +68,10 @@ type Options struct {
 	// whole windows Aerie's evaluator answers from block metrics; New
 	// sets it from the DB [block.DefaultMetricInterval].
 	MetricInterval int64
+	// QueryStats is where Aerie's evaluator counts the queries it plans,
+	// the rollups it evaluates and the windows it answers from block
+	// metrics (queryeval.Stats; nil: each engine its own).
+	QueryStats *queryeval.Stats
 
 	Flags  map[string]string    // /status/flags [empty]
 	Config func() config.Config // /status/config and remote read's external labels [config.DefaultConfig]
@@ -268,7 +272,7 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 func QueryEngine(ng *promql.Engine, opts Options) promql.QueryEngine {
 	var e promql.QueryEngine = ng
 	if opts.QueryEngine != "prometheus" {
-		e = queryeval.New(ng, queryeval.Options{MaxSamples: opts.withDefaults().MaxSamples, DelayedNameRemoval: !opts.NoDelayedNameRemoval, MetricInterval: opts.MetricInterval})
+		e = queryeval.New(ng, queryeval.Options{MaxSamples: opts.withDefaults().MaxSamples, DelayedNameRemoval: !opts.NoDelayedNameRemoval, MetricInterval: opts.MetricInterval, Stats: opts.QueryStats})
 	}
 	if opts.NoDelayedNameRemoval {
 		return e

@@ -31,6 +31,9 @@ type Options struct {
 	// metrics [block.DefaultMetricInterval]: windows of whole intervals
 	// are answered from the metrics where they can be (summarize).
 	MetricInterval int64
+	// Stats is where the Engine counts its queries, shared by the
+	// engines of one server (its API's and its rules'); nil: its own.
+	Stats *Stats
 }
 
 // Engine evaluates range functions itself and the rest of each query
@@ -42,8 +45,8 @@ type Engine struct {
 	next    promql.QueryEngine
 	opts    Options
 	helpers chan struct{} // tokens of the helper goroutines running
-	// Stats count the queries by how they ran.
-	Stats Stats
+	// Stats count the queries by how they ran (Options.Stats).
+	Stats *Stats
 }
 
 // Stats count an Engine's queries.
@@ -70,7 +73,10 @@ func New(next promql.QueryEngine, opts Options) *Engine {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = runtime.GOMAXPROCS(0)
 	}
-	return &Engine{next: next, opts: opts, helpers: make(chan struct{}, opts.Concurrency-1)}
+	if opts.Stats == nil {
+		opts.Stats = new(Stats)
+	}
+	return &Engine{next: next, opts: opts, helpers: make(chan struct{}, opts.Concurrency-1), Stats: opts.Stats}
 }
 
 // NewInstantQuery implements promql.QueryEngine.
@@ -124,7 +130,7 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 		return e.original(ctx, q, opts, qs, start, end, step)
 	}
 	rq := &rollupQueryable{
-		Queryable: q, rollups: rs, opts: e.opts, helpers: e.helpers, stats: &e.Stats,
+		Queryable: q, rollups: rs, opts: e.opts, helpers: e.helpers, stats: e.Stats,
 		start: start.UnixMilli(), end: end.UnixMilli(), step: step.Milliseconds(),
 		results: make([]*result, len(rs)),
 	}
@@ -137,7 +143,7 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 		return e.original(ctx, q, opts, qs, start, end, step)
 	}
 	e.Stats.Planned.Add(1)
-	return &query{Query: inner, qs: qs, rq: rq, stats: &e.Stats, redo: func() (promql.Query, error) {
+	return &query{Query: inner, qs: qs, rq: rq, stats: e.Stats, redo: func() (promql.Query, error) {
 		return e.original(ctx, q, opts, qs, start, end, step)
 	}}, nil
 }

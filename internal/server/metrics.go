@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/aerie-db/aerie/internal/bucket"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,8 +12,10 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/aerie-db/aerie/internal/bucket"
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/ingest"
+	"github.com/aerie-db/aerie/internal/queryeval"
 	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
@@ -65,7 +66,6 @@ func newMetrics() *metrics {
 	return m
 }
 
-// registerEngine exports the engine's gauges.
 // registerTier registers the remote tier's metrics: what queries read
 // from the bucket against what they needed (read amplification), and the
 // engine's moves to it.
@@ -106,6 +106,24 @@ func (m *metrics) registerTier(db *tsdb.DB, t *bucket.Tier) {
 	)
 }
 
+// registerQueries exports the counts of Aerie's query evaluator
+// (internal/queryeval): how many queries it took, how many range
+// functions it evaluated over arrays, how many it handed back to
+// Prometheus' engine, and how many windows block metrics answered.
+func (m *metrics) registerQueries(st *queryeval.Stats) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_query_planned_total", Help: "Queries with a range function Aerie's evaluator computes (--query.engine=aerie)."},
+			func() float64 { return float64(st.Planned.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_query_rollups_total", Help: "Range functions evaluated by Aerie's evaluator over decoded arrays."},
+			func() float64 { return float64(st.Rollups.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_query_fallbacks_total", Help: "Planned queries run again by Prometheus' engine alone (data the evaluator does not take, e.g. native histograms)."},
+			func() float64 { return float64(st.Fallbacks.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_query_metric_windows_total", Help: "Windows (a series at a step) answered from block metrics without decoding their samples."},
+			func() float64 { return float64(st.MetricWindows.Load()) }),
+	)
+}
+
+// registerEngine exports the storage engine's gauges and counters.
 func (m *metrics) registerEngine(db *tsdb.DB) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aerie_head_series", Help: "Series in the head's registry."},

@@ -38,6 +38,7 @@ import (
 	"github.com/aerie-db/aerie/internal/ingest"
 	"github.com/aerie-db/aerie/internal/pgarchive"
 	"github.com/aerie-db/aerie/internal/positive"
+	"github.com/aerie-db/aerie/internal/queryeval"
 	"github.com/aerie-db/aerie/internal/rollup"
 	"github.com/aerie-db/aerie/internal/sensor"
 	"github.com/aerie-db/aerie/internal/statsd"
@@ -81,6 +82,7 @@ type Server struct {
 	bkt     *bucket.Bucket // the object-storage tier, if configured
 	m       *metrics
 	engine  *promql.Engine
+	qstats  queryeval.Stats // Aerie's evaluator's counts, API and rules together
 	scrape  *scrape.Manager
 	disc    *discovery.Manager
 	rules   *rules.Manager
@@ -177,6 +179,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.log.Info("data directory open", "dir", opts.DataDir, "took", time.Since(start), "head_series", s.db.Head().NumSeries(), "blocks", len(s.db.Blocks()))
 	s.m.registerEngine(s.db)
+	s.m.registerQueries(&s.qstats)
 	if t, ok := eo.Remote.(*bucket.Tier); ok {
 		s.m.registerTier(s.db, t)
 	}
@@ -257,6 +260,7 @@ func (s *Server) build() error {
 		},
 		Levels:           levelNames(s.rollups),
 		GlobalURLOptions: globalURLOptions(s.opts.HTTPAddr),
+		QueryStats:       &s.qstats,
 	})
 	if err != nil {
 		return err
@@ -265,7 +269,7 @@ func (s *Server) build() error {
 	s.rules = rules.NewManager(&rules.ManagerOptions{
 		Appendable:  countingAppendable{Appendable: s.db, m: s.m, protocol: "rules"},
 		Queryable:   s.db,
-		QueryFunc:   rules.EngineQueryFunc(api.QueryEngine(engine, api.Options{NoDelayedNameRemoval: s.opts.NoDelayedNameRemoval, LookbackDelta: s.opts.LookbackDelta, QueryEngine: s.opts.QueryEngine, MaxSamples: s.opts.MaxSamples, MetricInterval: s.db.MetricInterval()}), s.db),
+		QueryFunc:   rules.EngineQueryFunc(api.QueryEngine(engine, api.Options{NoDelayedNameRemoval: s.opts.NoDelayedNameRemoval, LookbackDelta: s.opts.LookbackDelta, QueryEngine: s.opts.QueryEngine, MaxSamples: s.opts.MaxSamples, MetricInterval: s.db.MetricInterval(), QueryStats: &s.qstats}), s.db),
 		NotifyFunc:  func(context.Context, string, ...*rules.Alert) {},
 		Context:     ctx,
 		ExternalURL: &url.URL{Scheme: "http", Host: s.opts.HTTPAddr},

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -265,4 +266,42 @@ func TestVictoriaMetricsStyleQuery(t *testing.T) {
 		}
 		srv.Stop() // the next case opens the same directory
 	}
+}
+
+// TestQueryMetrics: /metrics counts what Aerie's evaluator did: a range
+// query over hours that are in blocks plans a rollup, and its windows of
+// whole hours are answered from the blocks' metrics.
+func TestQueryMetrics(t *testing.T) {
+	s, srv := serveForTest(t, Options{DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	const hour = 3600_000
+	end := time.Now().Add(-3*time.Hour).UnixMilli() / hour * hour
+	start := end - 6*hour
+	var sb strings.Builder
+	for ts := start - hour; ts <= end; ts += 10_000 {
+		fmt.Fprintf(&sb, "cpu,hostname=h%d usage_user=%d %d\n", ts/10_000%3, ts/10_000%100, ts)
+	}
+	postInflux(t, srv.URL, "ms", sb.String())
+	require.NoError(t, s.db.FlushHead())
+	counter := func(name string) float64 {
+		t.Helper()
+		_, body := get(t, srv.URL+"/metrics")
+		for line := range strings.Lines(body) {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				require.NoError(t, err)
+				return f
+			}
+		}
+		t.Fatalf("no %s in /metrics", name)
+		return 0
+	}
+	require.Zero(t, counter("aerie_query_rollups_total"))
+	q := url.Values{"query": {`avg by (hostname) (avg_over_time(cpu_usage_user[1h]))`},
+		"start": {strconv.FormatInt(start/1000, 10)}, "end": {strconv.FormatInt(end/1000, 10)}, "step": {"3600"}}
+	code, body := get(t, srv.URL+"/api/v1/query_range?"+q.Encode())
+	require.Equal(t, 200, code, body)
+	require.Equal(t, 1.0, counter("aerie_query_planned_total"))
+	require.Equal(t, 1.0, counter("aerie_query_rollups_total"))
+	require.Zero(t, counter("aerie_query_fallbacks_total"))
+	require.Positive(t, counter("aerie_query_metric_windows_total"), body)
 }
