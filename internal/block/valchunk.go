@@ -828,16 +828,9 @@ func (c *valueDecoder) decimal(d *decbuf, vs []float64) {
 	case decDelta:
 		x := xs[0]
 		vs[0] = toFloat(x, k, p)
-		if k == 0 {
-			for i := 1; i < n; i++ {
-				x += xs[i]
-				vs[i] = float64(x)
-			}
-			return
-		}
 		for i := 1; i < n; i++ {
 			x += xs[i]
-			vs[i] = float64(x) / p
+			vs[i] = toFloat(x, k, p)
 		}
 		return
 	case decDelta2:
@@ -856,14 +849,8 @@ func (c *valueDecoder) decimal(d *decbuf, vs []float64) {
 		}
 		return
 	}
-	if k == 0 {
-		for i, x := range xs {
-			vs[i] = float64(x)
-		}
-		return
-	}
 	for i, x := range xs {
-		vs[i] = float64(x) / p
+		vs[i] = toFloat(x, k, p)
 	}
 }
 
@@ -949,9 +936,10 @@ func readGolomb(d *decbuf, xs []int64, riceOK bool) {
 // bits long, then at least 8 bytes that may be read) into xs while each
 // code is whole within end, and returns how many it decoded and the bits
 // they took; readGolomb goes on from there, and reports whatever stopped
-// it. The codes are read from a 64-bit buffer holding at least 56 bits
-// after each refill (one unaligned load, no branch), so a value costs no
-// load of its own; a longer code (order 32, quotient 24) ends it.
+// it. The codes are read from a 64-bit buffer refilled (one unaligned
+// load) when it holds fewer than 32 bits or less than the next code, so
+// a value costs no load of its own; a code longer than 56 bits (order 32,
+// quotient 24) ends it.
 func readRice(src []byte, xs []int64, k, end uint) (int, uint) {
 	var (
 		acc    uint64 // the next bits, first in the least significant
@@ -960,17 +948,9 @@ func readRice(src []byte, xs []int64, k, end uint) (int, uint) {
 	)
 	lim := uint(len(src)) - 8
 	for i := range xs {
-		if nb < 32 {
-			if pos > lim {
-				return i, p
-			}
-			acc |= binary.LittleEndian.Uint64(src[pos:]) << nb
-			pos += (63 - nb) >> 3
-			nb |= 56
-		}
 		z := uint(bits.TrailingZeros64(acc))
 		n := z + 1 + k
-		if n > nb { // a long code: fill the buffer and look again
+		if nb < 32 || n > nb {
 			if pos > lim {
 				return i, p
 			}
