@@ -105,9 +105,11 @@ func (e nameCompat) newQuery(ctx context.Context, q storage.Queryable, opts prom
 	if err != nil {
 		expr = nil // the engine gives the error
 	} else if c.collides(ctx, expr) {
-		alt, _ := keepNamesExpr(expr) // collides found a call to rewrite (in expr)
+		// collides found a call to rewrite; the rewrite of the parse is
+		// handed on as the parse of its string.
+		altExpr, alt, _ := keepNamesExpr(expr)
 		expr = nil
-		if aq, err := mk(alt, nil); err == nil {
+		if aq, err := mk(alt, altExpr); err == nil {
 			// The query as written builds wherever its rewrite does.
 			c.alt, c.answered = aq, aq
 			return c, nil
@@ -278,17 +280,19 @@ func keepNames(qs string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return keepNamesExpr(expr)
+	_, alt, ok := keepNamesExpr(expr)
+	return alt, ok
 }
 
-// keepNamesExpr is keepNames on a parsed expression, which it rewrites.
-func keepNamesExpr(expr parser.Expr) (string, bool) {
+// keepNamesExpr is keepNames on a parsed expression, which it rewrites:
+// it returns the rewritten expression and its string.
+func keepNamesExpr(expr parser.Expr) (parser.Expr, string, bool) {
 	n := 0
 	expr = rewriteKeepNames(expr, &n)
 	if n == 0 {
-		return "", false
+		return nil, "", false
 	}
-	return expr.String(), true
+	return expr, expr.String(), true
 }
 
 func rewriteKeepNames(e parser.Expr, n *int) parser.Expr {

@@ -373,6 +373,7 @@ func TestNameRemovalChanges(t *testing.T) {
 		// fails or answers without names where Aerie keeps them.
 		`max by (__name__) (label_replace(max_over_time({__name__=~"node_load(1|5|15)", instance="host-01:9100"}[1m]), "__name__", "$1", "__name__", "(.+)"))`:          "error: want vector cannot contain metrics with the same labelset, got <nil>",
 		`max by (__name__) (label_replace(max_over_time({__name__=~"node_load(1|5)"}[5m]), "__name__", "$1", "__name__", "(node_load1)"))`:                              "error: want vector cannot contain metrics with the same labelset, got <nil>",
+		`label_replace(max_over_time({__name__=~"node_load(1|5|15)"}[5m]), "__name__", "$1", "__name__", "(.+)")`:                                                       "error: want vector cannot contain metrics with the same labelset, got <nil>",
 		`sum by (__name__, job) (label_replace(rate({__name__=~"http_requests_total|process_cpu_seconds_total"}[5m]), "__name__", "$1", "__name__", "(.+)"))`:           `got {__name__="http_requests_total", job="app"}`,
 		`avg by (__name__, instance) (label_replace(avg_over_time({__name__=~"node_load1|go_goroutines|node_weird_value"}[1h]), "__name__", "$1", "__name__", "(.+)"))`: `got {__name__="go_goroutines", instance="app-00:8080"}`,
 		// Delayed name removal: count by (__name__) sees two names, which

@@ -208,6 +208,8 @@ func Expressions(w *Workload) []string {
 		`avg by (__name__, instance) (label_replace(avg_over_time({__name__=~"node_load1|go_goroutines|node_weird_value"}[1h]), "__name__", "$1", "__name__", "(.+)"))`,
 		`sum by (__name__, job) (label_replace(rate({__name__=~"http_requests_total|process_cpu_seconds_total"}[5m]), "__name__", "$1", "__name__", "(.+)"))`,
 		`max by (__name__) (label_replace(max_over_time({__name__=~"node_load(1|5)"}[5m]), "__name__", "$1", "__name__", "(node_load1)"))`,
+		`label_replace(max_over_time({__name__=~"node_load(1|5|15)"}[5m]), "__name__", "$1", "__name__", "(.+)")`,
+		`label_replace((min_over_time({__name__=~"node_load(1|5)"}[10m])), "__name__", "$1", "__name__", "(.+)") * 2`,
 		`count by (__name__) (count_over_time({__name__=~"node_load1|node_systemd_unit_state"}[10m]))`,
 		`avg by (__name__, instance) (avg_over_time(node_load1[1h]))`,
 		`sum by (__name__, job) (rate(http_requests_total[5m]))`,

@@ -44,7 +44,9 @@
 // label_replace(…, "__name__", "$1", "__name__", "(.+)"), which clears the
 // mark (the form the VictoriaMetrics name compatibility asks), or directly
 // when the aggregation is the query's answer and the selector reads one
-// metric name. Nor a top-level rollup whose answer has two series with
+// metric name. That label_replace right over a rollup, under such an
+// aggregation or as the query's answer, is folded into the rollup, whose
+// series then keep their names (planRestored). Nor a top-level rollup whose answer has two series with
 // the same labels. Query statistics count the rollups'
 // output, not the raw samples they read, and Options.MaxSamples bounds a
 // rollup's output, not its window.

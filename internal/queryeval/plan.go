@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/promql/parser/posrange"
 	"github.com/prometheus/prometheus/schema"
 )
 
@@ -40,6 +41,9 @@ type rollup struct {
 	sel      *parser.VectorSelector
 	rangeMs  int64
 	keepName bool // the synthetic series keep __name__
+	// restored: the call's names restored by label_replace (planRestored);
+	// a series without __name__ loses its metadata labels.
+	restored bool
 	// top: the call's answer is the query's answer: the synthetic series
 	// carry exactly the labels Prometheus answers with. Wherever names
 	// are dropped at once (!keepName), no two may collide: Prometheus'
@@ -106,6 +110,14 @@ func plan(expr parser.Expr, delayed bool) (parser.Expr, []*rollup) {
 		case *parser.ParenExpr:
 			n.Expr = walk(n.Expr, b, labelFns)
 		case *parser.Call:
+			if r := planRestored(n, delayed); r != nil && (isTop || b != belowOther) {
+				// label_replace restoring the names of a rollup that
+				// keeps them is the rollup itself: Prometheus' engine
+				// is spared the label_replace.
+				r.top = isTop
+				rs = append(rs, r)
+				return rollupSelector(len(rs)-1, n.PosRange)
+			}
 			r := planCall(n, delayed)
 			if r != nil && b == belowNamedTop && SingleName(r.sel.LabelMatchers) {
 				r.keepName = rollupFuncs[n.Func.Name].keepName
@@ -116,10 +128,7 @@ func plan(expr parser.Expr, delayed bool) (parser.Expr, []*rollup) {
 					r.top, r.keepName = true, rollupFuncs[n.Func.Name].keepName
 				}
 				rs = append(rs, r)
-				return &parser.VectorSelector{
-					LabelMatchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, rollupLabel, strconv.Itoa(len(rs)-1))},
-					PosRange:      n.PosRange,
-				}
+				return rollupSelector(len(rs)-1, n.PosRange)
 			}
 			through := delayed && labelFns && (n.Func.Name == "label_replace" || n.Func.Name == "label_join")
 			nb := b
@@ -159,6 +168,46 @@ func plan(expr parser.Expr, delayed bool) (parser.Expr, []*rollup) {
 	}
 	root := walk(expr, belowOther, false)
 	return root, rs
+}
+
+// rollupSelector is the vector selector of rollup i's synthetic series.
+func rollupSelector(i int, pos posrange.PositionRange) *parser.VectorSelector {
+	return &parser.VectorSelector{
+		LabelMatchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, rollupLabel, strconv.Itoa(i))},
+		PosRange:      pos,
+	}
+}
+
+// planRestored returns the rollup of a label_replace restoring the names
+// (restoresName) of a rollup call, with delayed name removal, or nil. Its
+// series are the rollup's with their names kept, as label_replace leaves
+// them, and no drop mark (label_replace clears it); a series without a
+// name keeps its mark, so its metadata labels are dropped at the end, as
+// the rollup does for it (rollup.restored).
+func planRestored(c *parser.Call, delayed bool) *rollup {
+	if !delayed || !restoresName(c) {
+		return nil
+	}
+	inner, ok := unparen(c.Args[0]).(*parser.Call)
+	if !ok {
+		return nil
+	}
+	r := planCall(inner, delayed)
+	if r != nil {
+		r.keepName, r.restored = true, true
+	}
+	return r
+}
+
+// unparen is e without the parentheses around it.
+func unparen(e parser.Expr) parser.Expr {
+	for {
+		p, ok := e.(*parser.ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.Expr
+	}
 }
 
 // isNumber tells a number literal, in parentheses or not.

@@ -28,9 +28,18 @@ func TestPlan(t *testing.T) {
 		// restored by the name compatibility's label_replace.
 		{expr: `sum by (__name__) (rate(x[5m]))`, want: `sum by (__name__) ({__aerie_rollup__="0"})`},
 		{expr: `max by (__name__) (label_replace(max_over_time({__name__=~"a|b"}[5m]), "__name__", "$1", "__name__", "(.+)"))`, delayed: true,
-			want: `max by (__name__) (label_replace({__aerie_rollup__="0"}, "__name__", "$1", "__name__", "(.+)"))`},
+			want: `max by (__name__) ({__aerie_rollup__="0"})`},
 		{expr: `avg by (__name__, h) ((label_replace(label_replace(avg_over_time(x[1h]), "a", "b", "", ""), "__name__", "$1", "__name__", "(.+)")))`, delayed: true,
 			want: `avg by (__name__, h) ((label_replace(label_replace({__aerie_rollup__="0"}, "a", "b", "", ""), "__name__", "$1", "__name__", "(.+)")))`},
+		// The restoring label_replace right over the rollup is the rollup
+		// with its names kept, under an aggregation or as the answer.
+		{expr: `max by (__name__) (label_replace((max_over_time({__name__=~"a|b"}[5m])), "__name__", "$1", "__name__", "(.+)"))`, delayed: true,
+			want: `max by (__name__) ({__aerie_rollup__="0"})`},
+		{expr: `label_replace(max_over_time({__name__=~"a|b"}[5m]), "__name__", "$1", "__name__", "(.+)")`, delayed: true,
+			want: `{__aerie_rollup__="0"}`},
+		{expr: `label_replace(max_over_time({__name__=~"a|b"}[5m]), "__name__", "$1", "__name__", "(.+)")`},
+		{expr: `label_replace(max_over_time({__name__=~"a|b"}[5m]), "__name__", "$1", "__name__", "(.+)") > 1`, delayed: true},
+		{expr: `label_replace(quantile_over_time(0.5, {__name__=~"a|b"}[5m]), "__name__", "$1", "__name__", "(.+)")`, delayed: true},
 		// Not rollups: the series' labels reach the answer, or the
 		// function or selector is not one a rollup evaluates.
 		// The answer of the query itself.

@@ -223,9 +223,10 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 	}
 	annos.Merge(set.Warnings())
 	sortByOrder(out)
-	if !r.keepName {
-		// Names dropped at once: if two series collide, Prometheus'
-		// engine gives the answer (its error), aggregated or not.
+	if !r.keepName || r.restored {
+		// Names dropped at once (or the metadata labels of series
+		// without one): if two series collide, Prometheus' engine gives
+		// the answer (its error or their merge), aggregated or not.
 		seen := make(map[string]struct{}, len(out))
 		for _, s := range out {
 			k := s.lset.String()
@@ -547,7 +548,7 @@ func (w *worker) series(ctx context.Context, s storage.Series) (*synthSeries, an
 		!strings.HasSuffix(name, "_count") && !strings.HasSuffix(name, "_bucket") {
 		annos.Add(annotations.NewPossibleNonCounterInfo(name, r.call.Args[0].PositionRange()))
 	}
-	if !r.keepName {
+	if !r.keepName || (r.restored && !ls.Has(labels.MetricName)) {
 		ls = ls.DropReserved(schema.IsMetadataLabel)
 	}
 	out.lset = ls

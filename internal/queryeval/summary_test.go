@@ -196,3 +196,62 @@ func TestMetricWindows(t *testing.T) {
 	require.Positive(t, e.Stats.MetricWindows.Load()-before)
 	t.Logf("%d windows answered from block metrics", e.Stats.MetricWindows.Load())
 }
+
+// TestRestoredNames: label_replace restoring the names of a rollup's
+// series, which the engine folds into the rollup, answers as Prometheus'
+// engine with delayed name removal: named series keep their names and
+// metadata labels, and series without a name lose their metadata labels
+// at the end (two of them then collide, an error in both).
+func TestRestoredNames(t *testing.T) {
+	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{FlushCheckInterval: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	app := db.Appender(context.Background())
+	for _, ls := range []labels.Labels{
+		labels.FromStrings("__name__", "a", "__type__", "gauge", "h", "1"),
+		labels.FromStrings("__name__", "b", "__type__", "gauge", "h", "1"),
+		labels.FromStrings("__type__", "gauge", "h", "1", "nameless", "x"),
+		labels.FromStrings("__type__", "gauge", "h", "2", "nameless", "y"),
+		labels.FromStrings("__type__", "counter", "h", "2", "nameless", "y"),
+	} {
+		for i := range 100 {
+			_, err := app.Append(0, ls, int64(i)*10_000, float64(i%7))
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, app.Commit())
+	opts := promql.EngineOpts{MaxSamples: 1e9, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, EnableDelayedNameRemoval: true}
+	ng := promql.NewEngine(opts)
+	e := queryeval.New(promql.NewEngine(opts), queryeval.Options{DelayedNameRemoval: true})
+	for _, q := range []string{
+		`label_replace(max_over_time({h="1"}[1m]), "__name__", "$1", "__name__", "(.+)")`,
+		`label_replace(max_over_time({h=~"1|2"}[1m]), "__name__", "$1", "__name__", "(.+)")`,
+		`max by (__name__, nameless) (label_replace(max_over_time({h=~".+"}[1m]), "__name__", "$1", "__name__", "(.+)"))`,
+	} {
+		for _, inst := range []bool{true, false} {
+			var want, got *promql.Result
+			for i, eng := range []promql.QueryEngine{ng, e} {
+				var qry promql.Query
+				if inst {
+					qry, err = eng.NewInstantQuery(context.Background(), db, nil, q, time.UnixMilli(500_000))
+				} else {
+					qry, err = eng.NewRangeQuery(context.Background(), db, nil, q, time.UnixMilli(0), time.UnixMilli(990_000), 30*time.Second)
+				}
+				require.NoError(t, err)
+				res := qry.Exec(context.Background())
+				if i == 0 {
+					want = res
+				} else {
+					got = res
+				}
+			}
+			if want.Err != nil {
+				require.EqualError(t, got.Err, want.Err.Error(), q)
+				continue
+			}
+			require.NoError(t, got.Err, q)
+			require.Equal(t, bits(t, want.Value), bits(t, got.Value), q)
+		}
+	}
+	require.Positive(t, e.Stats.Rollups.Load())
+}
