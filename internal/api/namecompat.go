@@ -13,6 +13,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/positive"
 	"github.com/aerie-db/aerie/internal/queryeval"
+	"github.com/aerie-db/aerie/internal/queryparse"
 )
 
 // VictoriaMetrics-style metric names.
@@ -101,7 +102,7 @@ func (e nameCompat) NewRangeQuery(ctx context.Context, q storage.Queryable, opts
 // engine query that is not run is not made.
 func (e nameCompat) newQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, mk func(string, parser.Expr) (promql.Query, error)) (promql.Query, error) {
 	c := &compatQuery{qs: qs, q: q, start: start, end: end, lookback: e.lookbackOf(opts), mk: mk}
-	expr, err := parser.ParseExpr(qs)
+	expr, err := queryparse.ParseExpr(qs)
 	if err != nil {
 		expr = nil // the engine gives the error
 	} else if c.collides(ctx, expr) {
@@ -276,7 +277,7 @@ func (c *compatQuery) String() string { return c.qs }
 // which, with delayed name removal, keeps the name of its result. It
 // returns false when qs has no such call.
 func keepNames(qs string) (string, bool) {
-	expr, err := parser.ParseExpr(qs)
+	expr, err := queryparse.ParseExpr(qs)
 	if err != nil {
 		return "", false
 	}

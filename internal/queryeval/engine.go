@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/util/annotations"
 
 	"github.com/aerie-db/aerie/internal/block"
+	"github.com/aerie-db/aerie/internal/queryparse"
 )
 
 // Options configure an Engine.
@@ -121,7 +122,7 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 		expr = p.expr
 	} else {
 		var err error
-		if expr, err = parser.ParseExpr(qs); err != nil {
+		if expr, err = queryparse.ParseExpr(qs); err != nil {
 			return e.original(ctx, q, opts, qs, start, end, step)
 		}
 	}

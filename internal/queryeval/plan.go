@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/promql/parser/posrange"
 	"github.com/prometheus/prometheus/schema"
+
+	"github.com/aerie-db/aerie/internal/queryparse"
 )
 
 // Labels of the synthetic series. They never reach a result: a rollup is
@@ -283,7 +285,7 @@ func planCall(c *parser.Call, delayed bool) *rollup {
 // functions itself (with delayed name removal on or off), rather than
 // hand it all to the wrapped engine.
 func Plans(qs string, delayedNameRemoval bool) bool {
-	expr, err := parser.ParseExpr(qs)
+	expr, err := queryparse.ParseExpr(qs)
 	if err != nil {
 		return false
 	}

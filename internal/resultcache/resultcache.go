@@ -25,6 +25,7 @@ import (
 
 	"github.com/aerie-db/aerie/internal/cache"
 	"github.com/aerie-db/aerie/internal/mathx"
+	"github.com/aerie-db/aerie/internal/queryparse"
 )
 
 // Options configure the results cache. Zero values take the defaults in
@@ -163,7 +164,7 @@ func (rc *Cache) parse(r *http.Request) (*request, bool) {
 		}
 		lookback = time.Duration(d) * time.Millisecond
 	}
-	expr, err := parser.ParseExpr(f.Get("query"))
+	expr, err := queryparse.ParseExpr(f.Get("query"))
 	if err != nil {
 		return nil, false
 	}
