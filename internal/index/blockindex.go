@@ -515,3 +515,17 @@ func (bi *BlockIndex) LabelValues(name string, ids *roaring.Bitmap) []string {
 	}
 	return out
 }
+
+// LabelValue returns series id's value of label name ("" if it has none)
+// and whether id is a series of the block.
+func (bi *BlockIndex) LabelValue(id uint32, name string) (string, bool) {
+	if uint64(id) >= uint64(bi.numSeries) {
+		return "", false
+	}
+	for _, c := range bi.ind[bi.ptr[id]:bi.ptr[id+1]] {
+		if bi.tags[c].name == name {
+			return bi.tags[c].value, true
+		}
+	}
+	return "", true
+}

@@ -4,6 +4,9 @@
 // postings. MemIndex is the head's mutable counterpart. Select, LabelValues
 // and LabelNames evaluate Prometheus label matchers over either through the
 // Reader interface, with the semantics of Prometheus' tsdb.PostingsForMatchers.
+// Select reads the equalities' postings first and, once few candidates
+// are left, tests their label values against the other matchers instead of
+// uniting the postings of every value those accept (valueReader).
 //
 // # TagDict
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -195,19 +196,23 @@ func FuzzSelect(f *testing.F) {
 			hasEmpty = hasEmpty || (m.Name == "" && m.Value == "")
 		}
 		want, _ := naiveSelect(series, ms)
-		for _, nr := range buildReaders(t, series) {
-			got, err := Select(nr.r, slices.Clone(ms)...)
-			if err != nil {
-				if hasEmpty && len(ms) > 1 {
-					continue // Prometheus refuses these too
+		defer func(v uint64) { filterBelow = v }(filterBelow)
+		for _, fb := range []uint64{0, math.MaxUint64} {
+			filterBelow = fb
+			for _, nr := range buildReaders(t, series) {
+				got, err := Select(nr.r, slices.Clone(ms)...)
+				if err != nil {
+					if hasEmpty && len(ms) > 1 {
+						continue // Prometheus refuses these too
+					}
+					t.Fatalf("%s %v: %v", nr.name, ms, err)
 				}
-				t.Fatalf("%s %v: %v", nr.name, ms, err)
-			}
-			if hasEmpty && len(ms) > 1 {
-				continue // an early empty result is allowed before the error
-			}
-			if g := labelStrings(got, nr.labels); !slices.Equal(g, want) {
-				t.Fatalf("%s %v:\n got %v\nwant %v", nr.name, ms, g, want)
+				if hasEmpty && len(ms) > 1 {
+					continue // an early empty result is allowed before the error
+				}
+				if g := labelStrings(got, nr.labels); !slices.Equal(g, want) {
+					t.Fatalf("%s filterBelow=%d %v:\n got %v\nwant %v", nr.name, fb, ms, g, want)
+				}
 			}
 		}
 	})

@@ -245,3 +245,12 @@ func (m *MemIndex) LabelValues(name string, ids *roaring.Bitmap) []string {
 	slices.Sort(out)
 	return out
 }
+
+// LabelValue returns series ref's value of label name ("" if it has none)
+// and whether the index holds ref.
+func (m *MemIndex) LabelValue(ref uint32, name string) (string, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	lset, ok := m.series[ref]
+	return lset.Get(name), ok
+}

@@ -59,7 +59,9 @@ func randomMatchers(rng *rand.Rand) []*labels.Matcher {
 
 // TestSelectMatchesPrometheus compares Select, LabelValues and LabelNames
 // with a Prometheus TSDB holding the same random series.
-func TestSelectMatchesPrometheus(t *testing.T) {
+func TestSelectMatchesPrometheus(t *testing.T) { eachFilter(t, testSelectMatchesPrometheus) }
+
+func testSelectMatchesPrometheus(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	series := randomSeries(rng, 300)
 

@@ -1,6 +1,8 @@
 package index
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -34,7 +36,20 @@ func parseMatchers(t *testing.T, sel string) []*labels.Matcher {
 	return ms
 }
 
-func TestSelect(t *testing.T) {
+// eachFilter runs f with Select reading every matcher's postings, with
+// its default, and testing every candidate after the first matcher one
+// by one (filterBelow).
+func eachFilter(t *testing.T, f func(t *testing.T)) {
+	defer func(v uint64) { filterBelow = v }(filterBelow)
+	for _, fb := range []uint64{0, filterBelow, math.MaxUint64} {
+		filterBelow = fb
+		t.Run(fmt.Sprintf("filterBelow=%d", fb), f)
+	}
+}
+
+func TestSelect(t *testing.T) { eachFilter(t, testSelect) }
+
+func testSelect(t *testing.T) {
 	all := []int{0, 1, 2, 3, 4, 5, 6, 7, 8}
 	cases := []struct {
 		sel  string

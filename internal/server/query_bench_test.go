@@ -20,12 +20,14 @@ import (
 // its data: TSBS's 5-1-12 (max of 5 metrics of one host over 12 h at
 // 1 m steps, in VictoriaMetrics' dialect as aerie bench http asks it),
 // lastpoint (an instant query of one series) and high-cpu-1 (every
-// reading of one host's 10 metrics over 12 h where one is above 90) against a server holding 10
-// hosts × 12 h of 10 s rows, one client, with the request and the answer
+// reading of one host's 10 metrics over 12 h where one is above 90) and,
+// restarted, cpu-max-all-1, against a server holding 10 hosts
+// (-small.hosts) × 12 h of 10 s rows, one client, with the request and the answer
 // as a Grafana panel sends and reads them (gzip); with the results cache
 // on (its default: repeats are answered from it) and off.
 //
 //	go test -run XXX -bench SmallQuery ./internal/server/
+//	go test -run XXX -bench 'SmallQuery/cache-off/restarted' ./internal/server/ -args -small.hosts=250
 func BenchmarkSmallQuery(b *testing.B) {
 	for _, cache := range []string{"cache-on", "cache-off"} {
 		b.Run(cache, func(b *testing.B) {
@@ -36,7 +38,7 @@ func BenchmarkSmallQuery(b *testing.B) {
 				require.NoError(b, os.WriteFile(opts.ConfigFile, []byte(resultsCacheOff), 0o644))
 			}
 			s, srv := serveForTest(b, opts)
-			start, end := loadCPU(b, srv.URL, 10)
+			start, end := loadCPU(b, srv.URL, *smallHosts)
 			queries := []struct {
 				name, path string
 				q          url.Values
@@ -130,6 +132,8 @@ func BenchmarkHeavyQuery(b *testing.B) {
 	require.NoError(b, s.db.CompactBlocks())
 	b.Run("double-groupby-all/blocks", run)
 }
+
+var smallHosts = flag.Int("small.hosts", 10, "hosts BenchmarkSmallQuery loads (250: as aerie bench http at medium scale)")
 
 var heavyHosts = flag.Int("heavy.hosts", 50, "hosts BenchmarkHeavyQuery loads (10 series each, 12 h at 10 s)")
 
