@@ -3,6 +3,7 @@ package index
 import (
 	"cmp"
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -96,10 +97,12 @@ func Select(r Reader, ms ...*labels.Matcher) (*roaring.Bitmap, error) {
 	// The equalities first (one postings list each; the rest may then
 	// test few candidates), unless Prometheus' error for an empty name
 	// and value is due in input order.
-	if !slices.ContainsFunc(inter, emptyMatcher) {
-		slices.SortStableFunc(inter, func(a, b *labels.Matcher) int {
-			return cmp.Compare(matcherCost(a), matcherCost(b))
-		})
+	if len(inter) > 1 && !slices.ContainsFunc(inter, emptyMatcher) {
+		costs := make(map[*labels.Matcher]int, len(inter))
+		for _, m := range inter {
+			costs[m] = matcherCost(m)
+		}
+		slices.SortStableFunc(inter, func(a, b *labels.Matcher) int { return cmp.Compare(costs[a], costs[b]) })
 	}
 	vr, _ := r.(valueReader)
 
@@ -169,17 +172,20 @@ func filter(vr valueReader, ids *roaring.Bitmap, name string, keep func(value st
 
 func emptyMatcher(m *labels.Matcher) bool { return m.Name == "" && m.Value == "" }
 
-// matcherCost orders intersecting matchers: an equality reads one
-// postings list, a set of values several, any other regexp tests every
-// value of its label.
+// matcherCost orders intersecting matchers by the postings lists they
+// read: an equality one, a set of values one each (Grafana's `=~"$host"`
+// of one value is an equality), any other regexp tests every value of its
+// label.
 func matcherCost(m *labels.Matcher) int {
 	switch {
 	case m.Type == labels.MatchEqual:
-		return 0
-	case m.Type == labels.MatchRegexp && len(m.SetMatches()) > 0:
 		return 1
+	case m.Type == labels.MatchRegexp:
+		if n := len(m.SetMatches()); n > 0 {
+			return n
+		}
 	}
-	return 2
+	return math.MaxInt
 }
 
 // equalIntersecter is implemented by indexes that intersect equality
