@@ -368,3 +368,61 @@ func TestBackfillYearBounded(t *testing.T) {
 		n, hosts*fields, time.Duration(step)*time.Millisecond, time.Since(start), float64(n)/time.Since(start).Seconds(), st.Flushed, len(db.Blocks()), peak>>20)
 	require.Less(t, peak, uint64(512<<20), "the heap stays bounded by the generations in memory, not by the year")
 }
+
+// TestAppendSpanOverlapping: a series whose backfill block overlaps its
+// partitions' blocks (interleaved samples, and samples at the same times
+// with other values, which the first source keeps) is appended in bulk by
+// AppendSpan exactly as its Iterator gives it, over every range.
+func TestAppendSpanOverlapping(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour})
+	require.NoError(t, err)
+	defer db.Close()
+	l := hostSeries(0, 0)
+	put := func(ts int64, v float64) {
+		app := db.Appender(context.Background())
+		_, err := app.Append(0, l, ts, v)
+		require.NoError(t, err)
+		require.NoError(t, app.Commit())
+	}
+	const h = int64(3600_000)
+	for ts := int64(0); ts < 6*h; ts += 60_000 {
+		put(ts, float64(ts/60_000))
+	}
+	put(30*h, 0) // the head moves on: the first hours are backfill now
+	require.NoError(t, db.FlushHead())
+	for ts := h + 30_000; ts < 3*h; ts += 60_000 { // between the rows
+		put(ts, -1)
+	}
+	for ts := 4 * h; ts < 5*h; ts += 120_000 { // on the rows
+		put(ts, -2)
+	}
+	require.NoError(t, db.FlushBackfill())
+	for _, r := range [][2]int64{{math.MinInt64, math.MaxInt64}, {h + 1, 2 * h}, {90 * 60_000, 4*h + 1}, {4 * h, 4 * h}, {7 * h, 8 * h}} {
+		q, err := db.Querier(math.MinInt64, math.MaxInt64)
+		require.NoError(t, err)
+		ss := q.Select(WithoutReadAhead(context.Background()), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "cpu_f0"))
+		require.True(t, ss.Next())
+		s := ss.At().(*series)
+		_, _, overlap := s.ordered(nil)
+		require.True(t, overlap, "the backfill block overlaps")
+		var want []smp
+		it := s.Iterator(nil)
+		for it.Next() == chunkenc.ValFloat {
+			if t, v := it.At(); t >= r[0] && t <= r[1] {
+				want = append(want, smp{t, v})
+			}
+		}
+		require.NoError(t, it.Err())
+		ts, vs, ok, err := s.AppendSpan(nil, nil, r[0], r[1])
+		require.NoError(t, err)
+		require.True(t, ok)
+		var got []smp
+		for i := range ts {
+			if ts[i] >= r[0] && ts[i] <= r[1] {
+				got = append(got, smp{ts[i], vs[i]})
+			}
+		}
+		require.Equal(t, want, got, "%v", r)
+		require.NoError(t, q.Close())
+	}
+}
