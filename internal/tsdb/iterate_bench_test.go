@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -134,88 +133,6 @@ func BenchmarkIterateHead(b *testing.B) {
 				q.Close()
 			}
 			b.ReportMetric(float64(all)/b.Elapsed().Seconds(), "samples/s")
-		})
-	}
-}
-
-// BenchmarkIterateOverlapping reads every sample of 200 series (12 h at
-// 10 s in partitions' blocks, and a backfill block holding samples between
-// their rows in 3 of those hours, as writers that interleave leave it)
-// one at a time through the Iterator's merge (next) and in bulk through
-// AppendSpan (bulk, the rollups' path), and reports samples per second of
-// one goroutine.
-//
-//	go test -run XXX -bench IterateOverlapping ./internal/tsdb/
-func BenchmarkIterateOverlapping(b *testing.B) {
-	const nSeries, step, h = 200, 10_000, int64(3600_000)
-	db, err := Open(b.TempDir(), &Options{FlushCheckInterval: -1, BackfillIdle: time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	put := func(from, to, every int64, v float64) {
-		app := db.Appender(context.Background())
-		for ts := from; ts < to; ts += every {
-			for s := range nSeries {
-				if _, err := app.Append(0, labels.FromStrings("__name__", "m", "s", fmt.Sprint(s)), ts, v+float64(ts/step%50)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		if err := app.Commit(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	put(0, 12*h, step, 0)
-	put(40*h, 40*h+1, step, 0) // the head moves on: the 12 h are backfill now
-	if err := db.FlushHead(); err != nil {
-		b.Fatal(err)
-	}
-	put(4*h+step/2, 7*h, step, 0.5) // between the rows
-	if err := db.FlushBackfill(); err != nil {
-		b.Fatal(err)
-	}
-	want := int(12*h/step + 3*h/step)
-	for _, bulk := range []bool{false, true} {
-		b.Run(map[bool]string{false: "next", true: "bulk"}[bulk], func(b *testing.B) {
-			var it chunkenc.Iterator
-			var ts []int64
-			var vs []float64
-			total := 0
-			for b.Loop() {
-				q, err := db.Querier(0, 12*h)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ss := q.Select(WithoutReadAhead(context.Background()), false, nil, labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, "m"))
-				for ss.Next() {
-					n := 0
-					if bulk {
-						var ok bool
-						if ts, vs, ok, err = ss.At().(*series).AppendSpan(ts[:0], vs[:0], 0, 12*h); err != nil || !ok {
-							b.Fatal(ok, err)
-						}
-						n = len(ts)
-					} else {
-						it = ss.At().Iterator(it)
-						ts, vs = ts[:0], vs[:0]
-						for it.Next() != chunkenc.ValNone {
-							t, v := it.At()
-							ts, vs = append(ts, t), append(vs, v)
-						}
-						if err := it.Err(); err != nil {
-							b.Fatal(err)
-						}
-						n = len(ts)
-					}
-					if n < want {
-						b.Fatalf("%d samples, want %d", n, want)
-					}
-					total += n
-				}
-				q.Close()
-			}
-			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "samples/s")
 		})
 	}
 }

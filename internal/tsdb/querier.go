@@ -477,39 +477,32 @@ func (s *series) rawIterator(it chunkenc.Iterator) chunkenc.Iterator {
 // Select's range to ts and vs, as its Iterator would give them (and, from
 // a head column, possibly more of that column's samples: the caller keeps
 // those it wants), for a caller that reads them all (internal/queryeval's
-// rollups): when no sample is deleted, sources are appended one after the
-// other in time order, blocks' whole chunks at a time
+// rollups): when no sample is deleted, sources that do not overlap in
+// time are appended one after the other, blocks' whole chunks at a time
 // (block.Series.AppendRange) and the head's columns through their
-// iterators, and sources outside [mint, maxt] are not read; sources that
-// overlap in time (a backfill block beside a partition's) are read so into
-// arrays of their own and merged (appendMerged). ok is false when the
-// series is prefetched or has deleted samples (the caller reads the
-// Iterator instead), and when no source is a block's (its Iterator then
-// costs no more, and reuses the caller's iterator).
+// iterators, with no merge, and sources outside [mint, maxt] are not
+// read; sources that overlap (a backfill block beside a partition's) are
+// each read so into arrays of their own and merged (appendMerged). ok is
+// false when the series is prefetched or has deleted samples (the caller
+// reads the Iterator instead), and when no source is a block's (its
+// Iterator then costs no more, and reuses the caller's iterator).
 func (s *series) AppendSpan(ts []int64, vs []float64, mint, maxt int64) (_ []int64, _ []float64, ok bool, err error) {
 	var buf [8]*source
-	srcs, blocks := s.ordered(buf[:0])
+	srcs, blocks, overlap := s.ordered(buf[:0])
 	if srcs == nil || !blocks {
 		return ts, vs, false, nil
 	}
-	for i := 0; i < len(srcs); {
-		// srcs[i:j]: sources whose times overlap, one after another.
-		j, hi := i+1, srcs[i].hi
-		for j < len(srcs) && srcs[j].lo <= hi {
-			hi = max(hi, srcs[j].hi)
-			j++
+	if overlap {
+		ts, vs, err = s.appendMerged(ts, vs, mint, maxt)
+		return ts, vs, true, err
+	}
+	for _, src := range srcs {
+		if src.hi < mint || src.lo > maxt {
+			continue
 		}
-		switch {
-		case hi < mint || srcs[i].lo > maxt:
-		case j == i+1:
-			ts, vs, err = srcs[i].appendTo(ts, vs, mint, maxt)
-		default:
-			ts, vs, err = s.appendMerged(ts, vs, srcs[i:j], mint, maxt)
-		}
-		if err != nil {
+		if ts, vs, err = src.appendTo(ts, vs, mint, maxt); err != nil {
 			return ts, vs, true, err
 		}
-		i = j
 	}
 	return ts, vs, true, nil
 }
@@ -534,28 +527,18 @@ func (src *source) appendTo(ts []int64, vs []float64, mint, maxt int64) ([]int64
 	return ts, vs, it.Err()
 }
 
-// appendMerged appends the samples in [mint, maxt] of srcs, sources of
-// the series that overlap in time: each one's are read in bulk into
-// arrays of their own, then merged in time order; of equal timestamps the
-// source first in s.sources wins, as in the Iterator's merge
-// (seriesiter.Merge).
-func (s *series) appendMerged(ts []int64, vs []float64, srcs []*source, mint, maxt int64) ([]int64, []float64, error) {
-	pos := func(src *source) int {
-		for i := range s.sources {
-			if &s.sources[i] == src {
-				return i
-			}
-		}
-		return len(s.sources)
-	}
-	srcs = slices.Clone(srcs)
-	slices.SortFunc(srcs, func(a, b *source) int { return cmp.Compare(pos(a), pos(b)) })
+// appendMerged appends the samples in [mint, maxt] of sources that
+// overlap in time: each source's are read in bulk into arrays of their
+// own, then merged in time order; of equal timestamps the source first in
+// s.sources wins, as in the Iterator's merge (seriesiter.Merge).
+func (s *series) appendMerged(ts []int64, vs []float64, mint, maxt int64) ([]int64, []float64, error) {
 	type run struct {
 		ts []int64
 		vs []float64
 	}
-	runs := make([]run, 0, len(srcs))
-	for _, src := range srcs {
+	runs := make([]run, 0, len(s.sources))
+	for i := range s.sources {
+		src := &s.sources[i]
 		if src.hi < mint || src.lo > maxt {
 			continue
 		}
@@ -592,19 +575,24 @@ func (s *series) appendMerged(ts []int64, vs []float64, srcs []*source, mint, ma
 	}
 }
 
-// ordered appends the series' sources to dst in time order (of their
-// first times), and tells whether one is a block's; nil when the series
-// is prefetched or has deleted samples.
-func (s *series) ordered(dst []*source) (_ []*source, blocks bool) {
+// ordered appends the series' sources to dst in time order, and tells
+// whether one is a block's and whether two overlap in time; nil when the
+// series is prefetched or has deleted samples.
+func (s *series) ordered(dst []*source) (_ []*source, blocks, overlap bool) {
 	if s.pf != nil || len(s.deleted) > 0 {
-		return nil, false
+		return nil, false, false
 	}
 	for i := range s.sources {
 		dst = append(dst, &s.sources[i])
 		blocks = blocks || s.sources[i].block != nil
 	}
 	slices.SortFunc(dst, func(a, b *source) int { return cmp.Compare(a.lo, b.lo) })
-	return dst, blocks
+	for i := 1; i < len(dst); i++ {
+		if dst[i].lo <= dst[i-1].hi {
+			overlap = true
+		}
+	}
+	return dst, blocks, overlap
 }
 
 // AppendSummaries appends to dst what the series' blocks tell, without
