@@ -65,9 +65,7 @@
 //     partitions take no more samples, so the block holds every row of
 //     it. A series whose sources then do not overlap in time is read
 //     source after source (series.AppendSpan), which gives what the merge
-//     of its sources gives; sources that overlap (a backfill block beside
-//     a partition's) are read each into arrays of its own and merged as
-//     the Iterator merges them, the first source winning equal times.
+//     of its sources gives.
 //  13. A series gives a block's summary of a metric interval
 //     (series.AppendSummaries) only when no sample of it is deleted and no
 //     other of its sources reaches into the interval: the summary is then

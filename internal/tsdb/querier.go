@@ -477,110 +477,55 @@ func (s *series) rawIterator(it chunkenc.Iterator) chunkenc.Iterator {
 // Select's range to ts and vs, as its Iterator would give them (and, from
 // a head column, possibly more of that column's samples: the caller keeps
 // those it wants), for a caller that reads them all (internal/queryeval's
-// rollups): when no sample is deleted, sources that do not overlap in
-// time are appended one after the other, blocks' whole chunks at a time
-// (block.Series.AppendRange) and the head's columns through their
+// rollups): when no sample is deleted and its sources do not overlap in
+// time, they are appended one after the other, blocks' whole chunks at a
+// time (block.Series.AppendRange) and the head's columns through their
 // iterators, with no merge, and sources outside [mint, maxt] are not
-// read; sources that overlap (a backfill block beside a partition's) are
-// each read so into arrays of their own and merged (appendMerged). ok is
-// false when the series is prefetched or has deleted samples (the caller
-// reads the Iterator instead), and when no source is a block's (its
-// Iterator then costs no more, and reuses the caller's iterator).
+// read. ok is false when that does not hold (the caller reads the
+// Iterator instead), when the series is prefetched, and when no source is
+// a block's (its Iterator then costs no more, and reuses the caller's
+// iterator).
 func (s *series) AppendSpan(ts []int64, vs []float64, mint, maxt int64) (_ []int64, _ []float64, ok bool, err error) {
 	var buf [8]*source
-	srcs, blocks, overlap := s.ordered(buf[:0])
+	srcs, blocks := s.ordered(buf[:0])
 	if srcs == nil || !blocks {
 		return ts, vs, false, nil
-	}
-	if overlap {
-		ts, vs, err = s.appendMerged(ts, vs, mint, maxt)
-		return ts, vs, true, err
 	}
 	for _, src := range srcs {
 		if src.hi < mint || src.lo > maxt {
 			continue
 		}
-		if ts, vs, err = src.appendTo(ts, vs, mint, maxt); err != nil {
+		if src.block != nil {
+			if ts, vs, err = src.block.AppendRange(ts, vs, mint, maxt); err != nil {
+				return ts, vs, true, err
+			}
+			continue
+		}
+		it := src.open(nil)
+		if b, ok := it.(bulkIterator); ok {
+			for more := true; more; {
+				ts, vs, more = b.AppendSamples(ts, vs, math.MaxInt)
+			}
+		} else {
+			for it.Next() == chunkenc.ValFloat {
+				t, v := it.At()
+				ts, vs = append(ts, t), append(vs, v)
+			}
+		}
+		if err := it.Err(); err != nil {
 			return ts, vs, true, err
 		}
 	}
 	return ts, vs, true, nil
 }
 
-// appendTo appends the source's samples, at least those in [mint, maxt],
-// in time order.
-func (src *source) appendTo(ts []int64, vs []float64, mint, maxt int64) ([]int64, []float64, error) {
-	if src.block != nil {
-		return src.block.AppendRange(ts, vs, mint, maxt)
-	}
-	it := src.open(nil)
-	if b, ok := it.(bulkIterator); ok {
-		for more := true; more; {
-			ts, vs, more = b.AppendSamples(ts, vs, math.MaxInt)
-		}
-	} else {
-		for it.Next() == chunkenc.ValFloat {
-			t, v := it.At()
-			ts, vs = append(ts, t), append(vs, v)
-		}
-	}
-	return ts, vs, it.Err()
-}
-
-// appendMerged appends the samples in [mint, maxt] of sources that
-// overlap in time: each source's are read in bulk into arrays of their
-// own, then merged in time order; of equal timestamps the source first in
-// s.sources wins, as in the Iterator's merge (seriesiter.Merge).
-func (s *series) appendMerged(ts []int64, vs []float64, mint, maxt int64) ([]int64, []float64, error) {
-	type run struct {
-		ts []int64
-		vs []float64
-	}
-	runs := make([]run, 0, len(s.sources))
-	for i := range s.sources {
-		src := &s.sources[i]
-		if src.hi < mint || src.lo > maxt {
-			continue
-		}
-		rts, rvs, err := src.appendTo(nil, nil, mint, maxt)
-		if err != nil {
-			return ts, vs, err
-		}
-		lo, _ := slices.BinarySearch(rts, mint)
-		hi, found := slices.BinarySearch(rts, maxt)
-		if found {
-			hi++
-		}
-		if lo < hi {
-			runs = append(runs, run{rts[lo:hi], rvs[lo:hi]})
-		}
-	}
-	for {
-		best := -1
-		var bt int64
-		for j := range runs {
-			if r := &runs[j]; len(r.ts) > 0 && (best < 0 || r.ts[0] < bt) {
-				best, bt = j, r.ts[0]
-			}
-		}
-		if best < 0 {
-			return ts, vs, nil
-		}
-		ts, vs = append(ts, bt), append(vs, runs[best].vs[0])
-		for j := range runs { // the others' samples at bt lose
-			if r := &runs[j]; len(r.ts) > 0 && r.ts[0] == bt {
-				r.ts, r.vs = r.ts[1:], r.vs[1:]
-			}
-		}
-	}
-}
-
 // ordered appends the series' sources to dst in time order, and tells
-// whether one is a block's and whether two overlap in time; nil when the
-// series is prefetched or has deleted samples.
-func (s *series) ordered(dst []*source) (_ []*source, blocks, overlap bool) {
+// whether one is a block's; nil when they cannot be read one after the
+// other: the series is prefetched, has deleted samples, or two sources
+// overlap in time.
+func (s *series) ordered(dst []*source) (_ []*source, blocks bool) {
 	if s.pf != nil || len(s.deleted) > 0 {
-		return nil, false, false
+		return nil, false
 	}
 	for i := range s.sources {
 		dst = append(dst, &s.sources[i])
@@ -589,10 +534,10 @@ func (s *series) ordered(dst []*source) (_ []*source, blocks, overlap bool) {
 	slices.SortFunc(dst, func(a, b *source) int { return cmp.Compare(a.lo, b.lo) })
 	for i := 1; i < len(dst); i++ {
 		if dst[i].lo <= dst[i-1].hi {
-			overlap = true
+			return nil, false
 		}
 	}
-	return dst, blocks, overlap
+	return dst, blocks
 }
 
 // AppendSummaries appends to dst what the series' blocks tell, without
