@@ -64,8 +64,13 @@ func TestReadRice(t *testing.T) {
 		k := uint(rng.IntN(maxGolombOrder + 1))
 		n := 1 + rng.IntN(200)
 		xs := make([]int64, n)
+		maxQ := int64(riceMaxQ) // a quotient a valid stream may hold …
+		if rng.IntN(2) == 0 {
+			k = uint(rng.IntN(riceTableMaxK + 2))
+			maxQ = 1 + rng.Int64N(6) // … or, as data near their Rice order have, short ones (riceTables)
+		}
 		for i := range xs {
-			u := uint64(rng.Int64N(riceMaxQ))<<k | rng.Uint64()&(1<<k-1) // a quotient a valid stream may hold
+			u := uint64(rng.Int64N(maxQ))<<k | rng.Uint64()&(1<<k-1)
 			xs[i] = unzigzag(u)
 		}
 		src := appendRice(nil, xs, int(k))

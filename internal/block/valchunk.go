@@ -939,18 +939,47 @@ func readGolomb(d *decbuf, xs []int64, riceOK bool) {
 // it. The codes are read from a 64-bit buffer refilled (one unaligned
 // load) when it holds fewer than 32 bits or less than the next code, so
 // a value costs no load of its own; a code longer than 56 bits (order 32,
-// quotient 24) ends it.
+// quotient 24) ends it. Orders up to riceTableMaxK decode the codes
+// whole within the buffer's next riceTableBits bits with one lookup
+// (riceTables), up to riceTableCodes of them.
 func readRice(src []byte, xs []int64, k, end uint) (int, uint) {
 	var (
 		acc    uint64 // the next bits, first in the least significant
 		nb     uint   // bits in acc
 		pos, p uint   // bytes loaded into acc; bits decoded
+		tab    *[1 << riceTableBits]uint64
 	)
+	if k <= riceTableMaxK {
+		tab = &riceTables[k]
+	}
 	lim := uint(len(src)) - 8
-	for i := range xs {
+	for i := 0; i < len(xs); {
+		if nb < 32 {
+			if pos > lim {
+				return i, p
+			}
+			acc |= binary.LittleEndian.Uint64(src[pos:]) << nb
+			pos += (63 - nb) >> 3
+			nb |= 56
+		}
+		if tab != nil && i+riceTableCodes <= len(xs) && p+riceTableBits <= end {
+			// Every code the entry holds lies in the window, so within
+			// end; their values are written whole, the count kept.
+			if e := tab[acc&(1<<riceTableBits-1)]; e>>48&15 != 0 {
+				x := xs[i : i+riceTableCodes : i+riceTableCodes]
+				x[0], x[1], x[2] = int64(int8(e)), int64(int8(e>>8)), int64(int8(e>>16))
+				x[3], x[4], x[5] = int64(int8(e>>24)), int64(int8(e>>32)), int64(int8(e>>40))
+				b := uint(e >> 52)
+				i += int(e >> 48 & 15)
+				acc >>= b
+				nb -= b
+				p += b
+				continue
+			}
+		}
 		z := uint(bits.TrailingZeros64(acc))
 		n := z + 1 + k
-		if nb < 32 || n > nb {
+		if n > nb {
 			if pos > lim {
 				return i, p
 			}
@@ -967,9 +996,46 @@ func readRice(src []byte, xs []int64, k, end uint) (int, uint) {
 		acc >>= n
 		nb -= n
 		p += n
+		i++
 	}
 	return len(xs), p
 }
+
+// The Rice lookup tables: for orders 0 … riceTableMaxK, entry w of
+// riceTables[k] holds the codes that lie whole in the riceTableBits bits
+// w (first in the least significant), up to riceTableCodes of them: their
+// values as int8 in bytes 0–5 (every such value fits: a quotient below
+// riceTableBits, a remainder of at most 4 bits), their count in bits
+// 48–51 and the bits they take in bits 52–55; count 0 when the first code
+// is longer.
+const (
+	riceTableBits  = 10
+	riceTableMaxK  = 4
+	riceTableCodes = 6
+)
+
+var riceTables = func() (t [riceTableMaxK + 1][1 << riceTableBits]uint64) {
+	for k := range uint(riceTableMaxK + 1) {
+		for w := range uint64(1 << riceTableBits) {
+			var e uint64
+			c, pos := 0, uint(0)
+			for c < riceTableCodes {
+				rest := w >> pos
+				z := uint(bits.TrailingZeros64(rest)) // 64 when rest is 0
+				n := z + 1 + k
+				if rest == 0 || pos+n > riceTableBits {
+					break
+				}
+				v := unzigzag(uint64(z)<<k | rest>>(z+1)&(1<<k-1))
+				e |= uint64(uint8(int8(v))) << (8 * c)
+				c++
+				pos += n
+			}
+			t[k][w] = e | uint64(c)<<48 | uint64(pos)<<52
+		}
+	}
+	return t
+}()
 
 // scatter moves the m present values of vals[:m] to their rows, last
 // first (value i moves to a row ≥ i), and zeroes absent rows.
