@@ -72,6 +72,8 @@ type Options struct {
 	// the rollups it evaluates and the windows it answers from block
 	// metrics (queryeval.Stats; nil: each engine its own).
 	QueryStats *queryeval.Stats
+	// tracker is the active-query tracker of New's engines (nil: none).
+	tracker promql.QueryTracker
 
 	Flags  map[string]string    // /status/flags [empty]
 	Config func() config.Config // /status/config and remote read's external labels [config.DefaultConfig]
@@ -197,11 +199,23 @@ func NewEngine(dataDir string, opts Options) *promql.Engine {
 		},
 		FeatureRegistry: opts.FeatureRegistry,
 	}
-	if opts.MaxConcurrentQueries > 0 && dataDir != "" {
-		// Planned queries are recorded as asked (see queryeval.Tracker).
-		eo.ActiveQueryTracker = queryeval.Tracker(promql.NewActiveQueryTracker(dataDir, opts.MaxConcurrentQueries, opts.Logger))
+	if opts.tracker == nil {
+		opts.tracker = activeQueryTracker(dataDir, opts)
+	}
+	if opts.tracker != nil {
+		eo.ActiveQueryTracker = opts.tracker
 	}
 	return promql.NewEngine(eo)
+}
+
+// activeQueryTracker returns the tracker of opts.MaxConcurrentQueries in
+// dataDir (nil: none). Planned queries are recorded as asked (see
+// queryeval.Tracker).
+func activeQueryTracker(dataDir string, opts Options) promql.QueryTracker {
+	if opts.MaxConcurrentQueries <= 0 || dataDir == "" {
+		return nil
+	}
+	return queryeval.Tracker(promql.NewActiveQueryTracker(dataDir, opts.MaxConcurrentQueries, opts.Logger))
 }
 
 func durationMilliseconds(d time.Duration) int64 { return int64(d / time.Millisecond) }
@@ -251,6 +265,9 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 	opts = opts.withDefaults()
 	opts.MetricInterval = db.MetricInterval()
 	opts.Gatherer = headChunksGatherer{g: opts.Gatherer, n: db.Head().NumGroupPartitions}
+	// One tracker for both engines: Aerie's evaluator waits for a place
+	// in it as Prometheus' does.
+	opts.tracker = activeQueryTracker(db.Dir(), opts)
 	engine := NewEngine(db.Dir(), opts)
 	s := &Storage{DB: db, App: opts.Appendable, Rollups: opts.Rollups}
 	quarantined := func() int64 { return db.Stats().Quarantined }
@@ -272,7 +289,11 @@ func New(db *tsdb.DB, opts Options) (http.Handler, *promql.Engine, error) {
 func QueryEngine(ng *promql.Engine, opts Options) promql.QueryEngine {
 	var e promql.QueryEngine = ng
 	if opts.QueryEngine != "prometheus" {
-		e = queryeval.New(ng, queryeval.Options{MaxSamples: opts.withDefaults().MaxSamples, DelayedNameRemoval: !opts.NoDelayedNameRemoval, MetricInterval: opts.MetricInterval, Stats: opts.QueryStats})
+		d := opts.withDefaults()
+		e = queryeval.New(ng, queryeval.Options{
+			MaxSamples: d.MaxSamples, DelayedNameRemoval: !opts.NoDelayedNameRemoval, MetricInterval: opts.MetricInterval,
+			LookbackDelta: d.LookbackDelta, Timeout: d.QueryTimeout, Tracker: opts.tracker, Stats: opts.QueryStats,
+		})
 	}
 	if opts.NoDelayedNameRemoval {
 		return e

@@ -32,6 +32,17 @@ type Options struct {
 	// metrics [block.DefaultMetricInterval]: windows of whole intervals
 	// are answered from the metrics where they can be (summarize).
 	MetricInterval int64
+	// LookbackDelta is the wrapped engine's lookback delta [5m] (a
+	// query's own, if it has one, wins): a vector plan's selectors look
+	// back as far.
+	LookbackDelta time.Duration
+	// Timeout is the wrapped engine's query timeout [2m]: a vector plan
+	// stops there as its queries do.
+	Timeout time.Duration
+	// Tracker is the wrapped engine's active-query tracker (nil: none):
+	// a vector plan waits there for a place, as its queries do, so that
+	// --query.max-concurrency bounds both.
+	Tracker promql.QueryTracker
 	// Stats is where the Engine counts its queries, shared by the
 	// engines of one server (its API's and its rules'); nil: its own.
 	Stats *Stats
@@ -55,6 +66,7 @@ type Stats struct {
 	Planned   atomic.Int64 // queries with at least one rollup
 	Rollups   atomic.Int64 // rollups evaluated
 	Fallbacks atomic.Int64 // planned queries run again by the wrapped engine (native histograms)
+	Vectors   atomic.Int64 // queries answered as vector plans (vectorQuery)
 	// MetricWindows counts the windows (a series at a step) answered
 	// from block metrics without decoding their samples.
 	MetricWindows atomic.Int64
@@ -70,6 +82,12 @@ func New(next promql.QueryEngine, opts Options) *Engine {
 	}
 	if opts.MetricInterval <= 0 {
 		opts.MetricInterval = block.DefaultMetricInterval
+	}
+	if opts.LookbackDelta <= 0 {
+		opts.LookbackDelta = 5 * time.Minute
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Minute
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = runtime.GOMAXPROCS(0)
@@ -126,6 +144,10 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 			return e.original(ctx, q, opts, qs, start, end, step)
 		}
 	}
+	redo := func() (promql.Query, error) { return e.original(ctx, q, opts, qs, start, end, step) }
+	if vq := e.newVectorQuery(q, opts, qs, expr, start, end, step, redo); vq != nil {
+		return vq, nil
+	}
 	expr, rs := plan(expr, e.opts.DelayedNameRemoval)
 	if len(rs) == 0 {
 		return e.original(ctx, q, opts, qs, start, end, step)
@@ -144,9 +166,7 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 		return e.original(ctx, q, opts, qs, start, end, step)
 	}
 	e.Stats.Planned.Add(1)
-	return &query{Query: inner, qs: qs, rq: rq, stats: e.Stats, redo: func() (promql.Query, error) {
-		return e.original(ctx, q, opts, qs, start, end, step)
-	}}, nil
+	return &query{Query: inner, qs: qs, rq: rq, stats: e.Stats, redo: redo}, nil
 }
 
 // errFallback marks data a rollup cannot evaluate exactly (native

@@ -2,6 +2,7 @@ package queryeval_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -33,8 +34,9 @@ func (es *engines) wrap(delayed bool) func(*promql.Engine) promql.QueryEngine {
 	}
 }
 
-func (es engines) rollups() (planned, rollups, fallbacks int64) {
+func (es engines) rollups() (planned, rollups, fallbacks, vectors int64) {
 	for _, e := range es {
+		vectors += e.Stats.Vectors.Load()
 		planned += e.Stats.Planned.Load()
 		rollups += e.Stats.Rollups.Load()
 		fallbacks += e.Stats.Fallbacks.Load()
@@ -67,9 +69,10 @@ func TestSameAnswers(t *testing.T) {
 	t.Run("head", func(t *testing.T) { difftest.CompareEngines(t, w, db, true, es.wrap(true)) })
 	require.NoError(t, db.FlushHead())
 	t.Run("blocks", func(t *testing.T) { difftest.CompareEngines(t, w, db, true, es.wrap(true)) })
-	planned, rollups, fallbacks := es.rollups()
-	t.Logf("%d queries planned, %d rollups evaluated, %d fallbacks", planned, rollups, fallbacks)
+	planned, rollups, fallbacks, vectors := es.rollups()
+	t.Logf("%d queries planned, %d rollups evaluated, %d vector plans, %d fallbacks", planned, rollups, vectors, fallbacks)
 	require.Positive(t, rollups)
+	require.Positive(t, vectors)
 }
 
 // TestStops: a planned query whose context is done stops with
@@ -94,6 +97,20 @@ func TestStops(t *testing.T) {
 	res = run(ctx)
 	var canceled promql.ErrQueryCanceled
 	require.ErrorAs(t, res.Err, &canceled)
+
+	// A vector plan too, and one past its timeout.
+	vector := func(e *queryeval.Engine, ctx context.Context) error {
+		q, err := e.NewRangeQuery(ctx, db, nil, `m_total > 5`, time.UnixMilli(0), time.UnixMilli(2000*15_000), 15*time.Second)
+		require.NoError(t, err)
+		defer q.Close()
+		return q.Exec(ctx).Err
+	}
+	require.ErrorAs(t, vector(e, ctx), &canceled)
+	late := queryeval.New(ng, queryeval.Options{Timeout: time.Nanosecond})
+	var timeout promql.ErrQueryTimeout
+	require.ErrorAs(t, vector(late, context.Background()), &timeout)
+	require.NoError(t, vector(e, context.Background()))
+	require.Equal(t, int64(1), e.Stats.Vectors.Load())
 
 	small := queryeval.New(ng, queryeval.Options{MaxSamples: 100})
 	q, err := small.NewRangeQuery(context.Background(), db, nil, `sum by (a) (rate(m_total[5m]))`, time.UnixMilli(0), time.UnixMilli(2000*15_000), 15*time.Second)
@@ -154,7 +171,60 @@ func TestRandomQueries(t *testing.T) {
 			})
 		}
 	}
-	planned, rollups, fallbacks := es.rollups()
-	t.Logf("%d queries planned, %d rollups evaluated, %d fallbacks", planned, rollups, fallbacks)
+	planned, rollups, fallbacks, vectors := es.rollups()
+	t.Logf("%d queries planned, %d rollups evaluated, %d vector plans, %d fallbacks", planned, rollups, vectors, fallbacks)
 	require.Positive(t, rollups)
+	require.Positive(t, vectors)
+}
+
+// TestVectorPlans compares both engines on what a vector plan evaluates
+// alone, every operator it takes on either side of a number, and set
+// operators with each kind of matching, over gauges with stale markers,
+// NaN and infinities, sparse scrapes and churn: on the head and on
+// blocks, names removed late and at once.
+func TestVectorPlans(t *testing.T) {
+	cfg := difftest.Small()
+	w := difftest.Generate(cfg)
+	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	w.Write(t, aerieEngine{db})
+	var exprs []string
+	for _, m := range []string{"node_load1", "node_systemd_unit_state", "node_weird_value", "node_textfile_scrape_error", "{__name__=~\"node_load.*\"}"} {
+		exprs = append(exprs, m)
+		for _, op := range []string{"+", "-", "*", "/", "%", "^", "atan2", "==", "!=", ">", "<", ">=", "<=", "> bool", "== bool"} {
+			exprs = append(exprs, fmt.Sprintf("%s %s 0.5", m, op), fmt.Sprintf("(0.5) %s %s", op, m))
+		}
+	}
+	exprs = append(exprs,
+		`node_load1 and on (instance) (node_load5 > 0.5)`,
+		`{__name__=~"node_load.*"} and on (instance) (node_load1 > 0.5)`,
+		`{__name__=~"node_load.*"} unless on (instance) (node_load1 > 0.5)`,
+		`node_load1 or node_load5`,
+		`node_load1 > 0.7 or on (instance) node_load5`,
+		`node_load1 > 0.7 or on () node_load5 * 2`,
+		`node_systemd_unit_state unless ignoring (state) (node_systemd_unit_state == 0)`,
+		`node_systemd_unit_state and ignoring (name) node_systemd_unit_state`,
+		`(node_load1 + 1) and node_load5`, // names dropped: collide at once, not late
+		`node_load1 * 2 or node_load5 * 3`,
+		`{__name__=~"node_load.*"} * 2`, // collide once names are dropped
+		// Collide at once (an error), gone by the end.
+		`({__name__=~"node_load.*"} * 1) unless on (instance) node_load1`,
+		`{__name__=~"node_load.*"} > bool 0.5`,
+		`node_weird_value != node_weird_value`, // not planned: vector-vector comparison
+	)
+	var es engines
+	for _, where := range []string{"head", "blocks"} {
+		if where == "blocks" {
+			require.NoError(t, db.FlushHead())
+		}
+		t.Run(where, func(t *testing.T) {
+			difftest.CompareEngineExprs(t, w, exprs, db, true, es.wrap(true))
+			difftest.CompareEngineExprs(t, w, exprs, db, false, es.wrap(false))
+		})
+	}
+	_, _, fallbacks, vectors := es.rollups()
+	t.Logf("%d vector plans, %d fallbacks", vectors, fallbacks)
+	require.Positive(t, vectors)
+	require.Positive(t, fallbacks, "names that collide are Prometheus' to merge")
 }

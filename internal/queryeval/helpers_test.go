@@ -55,12 +55,12 @@ func (r *recordingTracker) Insert(_ context.Context, q string) (int, error) {
 // TestHelpersAndTracker: a query's helper goroutines come from the
 // engine's pool (a query runs on its own goroutine when the pool is
 // empty, and returns its tokens), and the active-query tracker records
-// planned queries as asked.
+// planned queries as asked, and vector plans.
 func TestHelpersAndTracker(t *testing.T) {
 	db := CounterDB(t, 64, 200)
 	tr := &recordingTracker{}
 	ng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e9, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, ActiveQueryTracker: Tracker(tr)})
-	e := New(ng, Options{Concurrency: 4})
+	e := New(ng, Options{Concurrency: 4, Tracker: Tracker(tr)})
 	require.Equal(t, 3, cap(e.helpers))
 	const qs = `sum by (a) (rate(m_total[5m]))`
 	run := func() promql.Matrix {
@@ -86,6 +86,16 @@ func TestHelpersAndTracker(t *testing.T) {
 	}
 	require.Equal(t, int64(2), e.Stats.Rollups.Load())
 	require.Equal(t, []string{qs, qs, qs, qs}, tr.queries, "parsed and run, twice")
+
+	// A vector plan waits for its place in the tracker too.
+	const vqs = `m_total > 5`
+	q, err := e.NewRangeQuery(context.Background(), db, nil, vqs, time.UnixMilli(0), time.UnixMilli(200*15_000), 15*time.Second)
+	require.NoError(t, err)
+	defer q.Close()
+	require.NoError(t, q.Exec(context.Background()).Err)
+	require.Equal(t, int64(1), e.Stats.Vectors.Load())
+	require.Equal(t, vqs, tr.queries[len(tr.queries)-1])
+	require.Zero(t, len(e.helpers), "tokens returned")
 }
 
 // TestSeriesInterfaces: Aerie's series take the paths that read them

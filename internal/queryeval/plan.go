@@ -282,12 +282,16 @@ func planCall(c *parser.Call, delayed bool) *rollup {
 }
 
 // Plans tells whether an Engine would evaluate some of the query's range
-// functions itself (with delayed name removal on or off), rather than
-// hand it all to the wrapped engine.
+// functions itself (with delayed name removal on or off), or, asked as a
+// range query, all of it (a vector plan), rather than hand it all to the
+// wrapped engine.
 func Plans(qs string, delayedNameRemoval bool) bool {
 	expr, err := queryparse.ParseExpr(qs)
 	if err != nil {
 		return false
+	}
+	if root, _ := planVector(expr); root != nil {
+		return true
 	}
 	_, rs := plan(expr, delayedNameRemoval)
 	return len(rs) > 0

@@ -161,64 +161,31 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 		return nil, contextErr(err)
 	}
 	var (
-		mu      sync.Mutex // guards out, annos, firstEr, points
-		out     []*synthSeries
-		annos   annotations.Annotations
-		firstEr error
-		points  int
-		next    atomic.Int64 // the next series to take
+		mu     sync.Mutex // guards out, annos, points
+		out    []*synthSeries
+		annos  annotations.Annotations
+		points int
 	)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	fn := promql.FunctionCalls[r.call.Func.Name]
-	work := func() {
+	err = parallel(ctx, rq.helpers, rq.opts.Concurrency, len(all), func() (func(context.Context, int) error, func()) {
 		w := getWorker(rq, r, fn)
-		defer putWorker(w)
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= len(all) || wctx.Err() != nil {
-				return
-			}
-			s, a, err := w.series(wctx, all[i])
+		return func(ctx context.Context, i int) error {
+			s, a, err := w.series(ctx, all[i])
 			mu.Lock()
-			switch {
-			case err != nil:
-				firstEr = cmp.Or(firstEr, err)
-				cancel()
-			case s != nil:
-				s.order = i
-				out = append(out, s)
-				if points += len(s.t); points > rq.opts.MaxSamples {
-					firstEr = cmp.Or(firstEr, error(promql.ErrTooManySamples("query execution")))
-					cancel()
-				}
-			}
+			defer mu.Unlock()
 			annos.Merge(a)
-			mu.Unlock()
-		}
-	}
-	// A few series are not worth a goroutine: the workers share the
-	// series out, at least seriesPerWorker each. Helpers take a token of
-	// the engine's pool and are not started without one: however many
-	// queries run (--query.max-concurrency bounds those), at most
-	// Options.Concurrency−1 helpers run beside them.
-	var wg sync.WaitGroup
-	for range min(rq.opts.Concurrency, len(all)/seriesPerWorker) - 1 {
-		select {
-		case rq.helpers <- struct{}{}:
-			wg.Go(func() {
-				defer func() { <-rq.helpers }()
-				work()
-			})
-		default:
-		}
-	}
-	work()
-	wg.Wait()
-	if firstEr != nil {
-		return nil, contextErr(firstEr)
-	}
-	if err := ctx.Err(); err != nil {
+			if err != nil || s == nil {
+				return err
+			}
+			s.order = i
+			out = append(out, s)
+			if points += len(s.t); points > rq.opts.MaxSamples {
+				return promql.ErrTooManySamples("query execution")
+			}
+			return nil
+		}, func() { putWorker(w) }
+	})
+	if err != nil {
 		return nil, contextErr(err)
 	}
 	annos.Merge(set.Warnings())
@@ -249,6 +216,58 @@ func (rq *rollupQueryable) evaluate(ctx context.Context, r *rollup) (*result, er
 // seriesPerWorker is the fewest series a worker goroutine is started for.
 const seriesPerWorker = 4
 
+// parallel calls do(ctx, i) for every i in [0, n), on the calling
+// goroutine and on helpers: each goroutine gets its do, and its done,
+// called when it ends, from start. The first error cancels the rest and
+// is returned (else ctx's error, if done). A few items are not worth a
+// goroutine: the goroutines share the items out, at least
+// seriesPerWorker each. Helpers take a token of the engine's pool and
+// are not started without one: however many queries run
+// (--query.max-concurrency bounds those), at most Options.Concurrency−1
+// helpers run beside them (helpers is the engine's pool).
+func parallel(ctx context.Context, helpers chan struct{}, concurrency, n int, start func() (do func(context.Context, int) error, done func())) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu      sync.Mutex // guards firstEr
+		firstEr error
+		next    atomic.Int64 // the next item to take
+	)
+	work := func() {
+		do, done := start()
+		defer done()
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n || wctx.Err() != nil {
+				return
+			}
+			if err := do(wctx, i); err != nil {
+				mu.Lock()
+				firstEr = cmp.Or(firstEr, err)
+				mu.Unlock()
+				cancel()
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(concurrency, n/seriesPerWorker) - 1 {
+		select {
+		case helpers <- struct{}{}:
+			wg.Go(func() {
+				defer func() { <-helpers }()
+				work()
+			})
+		default:
+		}
+	}
+	work()
+	wg.Wait()
+	if firstEr != nil {
+		return firstEr
+	}
+	return ctx.Err()
+}
+
 // worker evaluates a rollup series by series; its buffers are reused.
 type worker struct {
 	rq     *rollupQueryable
@@ -269,6 +288,9 @@ type worker struct {
 	known       []stepAnswer
 	spans       [][2]int64
 	fromMetrics int
+	// raw: load keeps stale markers (a vector selector's lookback
+	// stops at one, vectorQuery).
+	raw bool
 }
 
 // workers keeps workers with their buffers between rollups: a query's
@@ -331,8 +353,10 @@ func (w *worker) kernelValue(pts []promql.FPoint) float64 {
 }
 
 func putWorker(w *worker) {
-	w.rq.stats.MetricWindows.Add(int64(w.fromMetrics))
-	w.fromMetrics = 0
+	if w.rq != nil {
+		w.rq.stats.MetricWindows.Add(int64(w.fromMetrics))
+	}
+	w.fromMetrics, w.raw = 0, false
 	if cap(w.known) > keptSamples || cap(w.byK) > keptSamples || cap(w.spans) > keptSamples {
 		w.known, w.byK, w.sums, w.spans = nil, nil, nil, nil
 	}
@@ -379,7 +403,7 @@ type spanAppender interface {
 }
 
 // loadSeries reads s's float samples in (mint, maxt] into w.pts, without
-// stale markers: all at once where s can (spanAppender), else through its
+// stale markers unless w.raw: all at once where s can (spanAppender), else through its
 // iterator (load).
 func (w *worker) loadSeries(ctx context.Context, s storage.Series, mint, maxt int64) error {
 	if a, ok := s.(spanAppender); ok {
@@ -433,7 +457,7 @@ func (w *worker) load(ctx context.Context, mint, maxt int64) error {
 			return errFallback
 		}
 		t, v := w.it.At()
-		if t <= mint || value.IsStaleNaN(v) {
+		if t <= mint || (!w.raw && value.IsStaleNaN(v)) {
 			continue
 		}
 		if t > maxt {
@@ -449,11 +473,11 @@ func (w *worker) load(ctx context.Context, mint, maxt int64) error {
 	return w.it.Err()
 }
 
-// keep appends the samples in (mint, maxt] that are not stale markers to
-// w.pts; false once a sample is past maxt.
+// keep appends the samples in (mint, maxt] that are not stale markers
+// (unless w.raw) to w.pts; false once a sample is past maxt.
 func (w *worker) keep(ts []int64, vs []float64, mint, maxt int64) bool {
 	for i, t := range ts {
-		if t <= mint || value.IsStaleNaN(vs[i]) {
+		if t <= mint || (!w.raw && value.IsStaleNaN(vs[i])) {
 			continue
 		}
 		if t > maxt {

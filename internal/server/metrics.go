@@ -108,7 +108,8 @@ func (m *metrics) registerTier(db *tsdb.DB, t *bucket.Tier) {
 
 // registerQueries exports the counts of Aerie's query evaluator
 // (internal/queryeval): how many queries it took, how many range
-// functions it evaluated over arrays, how many it handed back to
+// functions it evaluated over arrays, how many range queries it answered
+// alone (vector plans), how many it handed back to
 // Prometheus' engine, and how many windows block metrics answered.
 func (m *metrics) registerQueries(st *queryeval.Stats) {
 	m.reg.MustRegister(
@@ -118,6 +119,8 @@ func (m *metrics) registerQueries(st *queryeval.Stats) {
 			func() float64 { return float64(st.Rollups.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_query_fallbacks_total", Help: "Planned queries run again by Prometheus' engine alone (data the evaluator does not take, e.g. native histograms)."},
 			func() float64 { return float64(st.Fallbacks.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_query_vector_plans_total", Help: "Range queries of selectors, operators with a number and set operators answered by Aerie's evaluator over arrays, without Prometheus' engine."},
+			func() float64 { return float64(st.Vectors.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "aerie_query_metric_windows_total", Help: "Windows (a series at a step) answered from block metrics without decoding their samples."},
 			func() float64 { return float64(st.MetricWindows.Load()) }),
 	)
