@@ -51,6 +51,22 @@
 // output, not the raw samples they read, and Options.MaxSamples bounds a
 // rollup's output, not its window.
 //
+// A range query made only of plain vector selectors, arithmetic or
+// comparisons between a vector and a number, and set operators (and, or,
+// unless, with on or ignoring) is a vector plan (vector.go), answered
+// without the wrapped engine (vectorQuery): each selected series is
+// decoded once and its value at every step found in one pass (the last
+// sample in (t−lookback, t], none if that is a stale marker), each
+// signature is computed once per series, and each operator runs over
+// whole step arrays. Prometheus' engine instead seeks every series at
+// every step and gathers and matches its operands again at every step
+// (three fifths of high-cpu-1's time). It takes the wrapped engine's
+// place in the active-query tracker, its timeout and its lookback
+// (Options), and hands a query back (errFallback) where series would
+// collide once their names are dropped, where a series' points times
+// the steps would pass Options.MaxSamples, and where it meets a native
+// histogram.
+//
 // Invariants:
 //  1. A query answers exactly what Prometheus' engine answers on the same
 //     storage, bit for bit, with the same annotations: the windows are
@@ -78,4 +94,7 @@
 //     the window leaves out of its first interval cannot have been its
 //     only extreme, and when the answer is 0, only over integers (no −0).
 //     Invariant 1 holds for them bit for bit.
+//  7. A vector plan runs only after a place in Options.Tracker (when
+//     set) is its own, releases it before a fallback runs, and stops at
+//     Options.Timeout with Prometheus' error for it.
 package queryeval

@@ -120,18 +120,25 @@ func TestStops(t *testing.T) {
 	require.ErrorAs(t, q.Exec(context.Background()).Err, &tooMany)
 }
 
+// smallWorkload is difftest's small workload written to an Aerie head
+// (closed at the test's end).
+func smallWorkload(t *testing.T) (*difftest.Workload, *tsdb.DB) {
+	cfg := difftest.Small()
+	w := difftest.Generate(cfg)
+	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	w.Write(t, aerieEngine{db})
+	return w, db
+}
+
 // TestRandomQueries compares both engines on expressions promqlsmith
 // generates over the workload's series and queryeval plans, on Aerie's
 // head and then its blocks: a general mix and one leaning on rollups.
 // AERIE_SMITH_SEED picks another seed (the test logs the one it used),
 // AERIE_SMITH_N another number of expressions per mix.
 func TestRandomQueries(t *testing.T) {
-	cfg := difftest.Small()
-	w := difftest.Generate(cfg)
-	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1})
-	require.NoError(t, err)
-	defer db.Close()
-	w.Write(t, aerieEngine{db})
+	w, db := smallWorkload(t)
 
 	seed, n := int64(1), 500
 	switch {
@@ -140,6 +147,7 @@ func TestRandomQueries(t *testing.T) {
 	case testing.Short():
 		n = 200
 	}
+	var err error
 	if s := os.Getenv("AERIE_SMITH_SEED"); s != "" {
 		seed, err = strconv.ParseInt(s, 10, 64)
 		require.NoError(t, err)
@@ -183,12 +191,7 @@ func TestRandomQueries(t *testing.T) {
 // NaN and infinities, sparse scrapes and churn: on the head and on
 // blocks, names removed late and at once.
 func TestVectorPlans(t *testing.T) {
-	cfg := difftest.Small()
-	w := difftest.Generate(cfg)
-	db, err := tsdb.Open(t.TempDir(), &tsdb.Options{OOOWindow: cfg.OOOWindow, FlushCheckInterval: -1})
-	require.NoError(t, err)
-	defer db.Close()
-	w.Write(t, aerieEngine{db})
+	w, db := smallWorkload(t)
 	var exprs []string
 	for _, m := range []string{"node_load1", "node_systemd_unit_state", "node_weird_value", "node_textfile_scrape_error", "{__name__=~\"node_load.*\"}"} {
 		exprs = append(exprs, m)

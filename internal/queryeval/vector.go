@@ -26,14 +26,14 @@ import (
 // every step in one pass (stepSeries), computes each signature once per
 // series, and applies each operator to whole arrays.
 type vnode struct {
-	kind vkind
-	sel  *parser.VectorSelector // vSelector
-	idx  int                    // vSelector: its place in the plan's selectors
-	op   parser.ItemType        // vScalar, vSet
-	num  float64                // vScalar: the number
-	swap bool                   // vScalar: the number is the left operand
-	rbool bool                  // vScalar: a comparison with bool
-	match *parser.VectorMatching // vSet
+	kind     vkind
+	sel      *parser.VectorSelector // vSelector
+	idx      int                    // vSelector: its place in the plan's selectors
+	op       parser.ItemType        // vScalar, vSet
+	num      float64                // vScalar: the number
+	swap     bool                   // vScalar: the number is the left operand
+	rbool    bool                   // vScalar: a comparison with bool
+	match    *parser.VectorMatching // vSet
 	lhs, rhs *vnode
 }
 
