@@ -228,7 +228,7 @@ func (ve *vectorEval) series(ctx context.Context, w *worker, s storage.Series) (
 	}
 	n := ve.steps()
 	out := &stepSeries{lset: s.Labels(), f: make([]float64, n), ok: make([]bool, n)}
-	any := false
+	some := false
 	j := 0 // the first sample after t
 	for i, t := 0, ve.start; i < n; i, t = i+1, t+ve.step {
 		for j < len(pts) && pts[j].T <= t {
@@ -237,9 +237,9 @@ func (ve *vectorEval) series(ctx context.Context, w *worker, s storage.Series) (
 		if j == 0 || pts[j-1].T <= t-ve.lookback || value.IsStaleNaN(pts[j-1].F) {
 			continue
 		}
-		out.f[i], out.ok[i], any = pts[j-1].F, true, true
+		out.f[i], out.ok[i], some = pts[j-1].F, true, true
 	}
-	if !any {
+	if !some {
 		return nil, nil
 	}
 	return out, nil
@@ -278,7 +278,7 @@ func (ve *vectorEval) scalar(v *vnode, in []*stepSeries) ([]*stepSeries, error) 
 	drop := v.rbool || !v.op.IsComparisonOperator()
 	out := in[:0]
 	for _, s := range in {
-		any := false
+		some := false
 		for i, ok := range s.ok {
 			if !ok {
 				continue
@@ -298,9 +298,9 @@ func (ve *vectorEval) scalar(v *vnode, in []*stepSeries) ([]*stepSeries, error) 
 				}
 			}
 			s.f[i], s.ok[i] = f, keep
-			any = any || keep
+			some = some || keep
 		}
-		if !any {
+		if !some {
 			continue
 		}
 		if drop {
@@ -385,13 +385,13 @@ func (ve *vectorEval) set(v *vnode, l, r []*stepSeries) []*stepSeries {
 	}
 	// mask keeps the steps of s where the other side's presence is want.
 	mask := func(s *stepSeries, p []bool, want bool) bool {
-		any := false
+		some := false
 		for i, ok := range s.ok {
 			keep := ok && (p != nil && p[i]) == want
 			s.ok[i] = keep
-			any = any || keep
+			some = some || keep
 		}
-		return any
+		return some
 	}
 	var out []*stepSeries
 	switch v.op {
