@@ -438,6 +438,11 @@ type Selection struct {
 	preMu  sync.Mutex // guards pre and preErr; taken before mu
 	pre    io.ReaderAt
 	preErr error
+
+	tsMu   sync.Mutex // guards tsPre, tsErr and tsDone; taken after mu
+	tsPre  io.ReaderAt
+	tsErr  error
+	tsDone bool
 }
 
 // DataReads returns how many reads of the data file (or of a remote
@@ -505,7 +510,7 @@ func (q *Selection) timestamps(gi uint32) (*encoding.ScaledTimestamps, error) {
 		buf = mm[g.off : g.off+g.tsLen : g.off+g.tsLen]
 	} else {
 		buf = make([]byte, g.tsLen)
-		if _, err := q.r.data.ReadAt(buf, g.off); err != nil { // a remote block's are in its metadata
+		if err := q.readTimestamps(buf, g.off); err != nil {
 			return nil, fmt.Errorf("block %s: read timestamps of group %d: %w", q.r.dir, gi, err)
 		}
 	}
@@ -658,14 +663,60 @@ func (q *Selection) span(l loc) (src *colSource, off, end int64, err error) {
 	return src, off, end, nil
 }
 
+// readTimestamps fills p, a group's timestamp column, from data-file
+// offset off: when the block's data is a Prefetcher, from the timestamp
+// columns of every group the selection reads, asked for at once at the
+// first (a remote block's, fetched in one round trip), else from the
+// data.
+func (q *Selection) readTimestamps(p []byte, off int64) error {
+	if pf, ok := q.r.data.(Prefetcher); ok {
+		pre, err := q.prefetchTimestamps(pf)
+		if err != nil {
+			return err
+		}
+		if _, err := pre.ReadAt(p, off); err == nil {
+			return nil
+		}
+	}
+	_, err := q.r.data.ReadAt(p, off)
+	return err
+}
+
+// prefetchTimestamps asks pf once for the timestamp columns of every group
+// holding a series of the selection in its range (tsMu).
+func (q *Selection) prefetchTimestamps(pf Prefetcher) (io.ReaderAt, error) {
+	q.tsMu.Lock()
+	defer q.tsMu.Unlock()
+	if q.tsDone {
+		return q.tsPre, q.tsErr
+	}
+	q.tsDone = true
+	var ranges []ByteRange
+	seen := map[uint32]bool{}
+	for _, s := range q.Series {
+		for _, l := range q.r.series[s.ID] {
+			g := &q.r.groups[l.group]
+			if g.minT > q.maxt || g.maxT < q.mint || seen[l.group] {
+				continue
+			}
+			seen[l.group] = true
+			ranges = append(ranges, ByteRange{Off: g.off, Len: g.tsLen})
+		}
+	}
+	q.tsPre, q.tsErr = pf.Prefetch(ranges)
+	return q.tsPre, q.tsErr
+}
+
 // ByteRange is a range of a block's data file.
 type ByteRange struct{ Off, Len int64 }
 
 // Prefetcher is implemented by the data of a remote block (OpenRemote):
-// given every range a selection's iterators will read, it fetches them
-// at once (coalesced, in parallel) and returns a reader over them, which
-// the selection's reads try first. A range it does not hold is an error
-// of its ReadAt, and the read goes to the block's data.
+// given every range a selection will read, it fetches them at once
+// (coalesced, in parallel) and returns a reader over them, which the
+// selection's reads try first. A range it does not hold is an error of
+// its ReadAt, and the read goes to the block's data. A selection asks
+// twice: for the timestamp columns of its groups, then for the value
+// columns' ranges those timestamps give.
 type Prefetcher interface {
 	Prefetch(ranges []ByteRange) (io.ReaderAt, error)
 }

@@ -84,7 +84,8 @@ func TestRemoteMetrics(t *testing.T) {
 	require.NoError(t, err)
 	m, err := ParseBlockMeta(MetaObjectName(ulid), mb)
 	require.NoError(t, err)
-	m.Version, m.Metrics = 2, ObjectInfo{}
+	olderMeta(t, st, ulid, m, local.Extents(), 2)
+	m.Metrics = ObjectInfo{}
 	m.Index, err = os.ReadFile(filepath.Join(dir, block.IndexFilename))
 	require.NoError(t, err)
 	require.NoError(t, st.Upload(ctx, MetaObjectName(ulid), AppendBlockMeta(nil, m)))
@@ -107,6 +108,21 @@ func TestRemoteMetrics(t *testing.T) {
 	res, err := NewUploader(st, dict, 0).UploadBlock(ctx, dir)
 	require.NoError(t, err)
 	require.True(t, res.Already)
+}
+
+// olderMeta rewrites m, block ulid's metadata object as this code writes
+// it, as version v (2 or 3) had it: each group's timestamp column copied
+// from its data object, window CRCs of its value columns only.
+func olderMeta(t *testing.T, st RangeStore, ulid string, m *BlockMeta, exts []block.Extent, v uint8) {
+	t.Helper()
+	require.Equal(t, MetaObjectVersion, m.Version)
+	m.Version = v
+	for i := range m.Groups {
+		g := &m.Groups[i]
+		b, err := st.GetRange(context.Background(), DataObjectName(ulid, g.Object), g.Off, exts[i].Parts[0])
+		require.NoError(t, err)
+		g.Timestamps, g.Windows = b, g.Windows[1:]
+	}
 }
 
 // FuzzParseMetricsObject: no input panics, and what parses is the section

@@ -126,58 +126,68 @@ func openBlock(ctx context.Context, st RangeStore, ulid string, dict *index.TagD
 
 // remoteData is a block's data file read from its data objects: the
 // io.ReaderAt and block.Prefetcher of block.OpenRemote. A read never spans
-// two group extents (block invariant 2), nor two columns.
+// two group extents (block invariant 2), nor two of an extent's parts (its
+// timestamp column, its value columns). Timestamp columns are read as
+// value columns are, through windows, except those a metadata object
+// before version 4 holds (BlockMeta.timestampsInside).
 type remoteData struct {
 	st    RangeStore
 	ulid  string
 	meta  *BlockMeta
 	r     *block.Reader
 	exts  []block.Extent
-	cols  [][]int64 // per group, each value column's offset in its extent
+	parts [][]int64 // per group, each part's offset in its extent (0: the timestamp column)
 	cache *ExtentCache
 	stats *ReadStats
 }
 
 // check compares the placements with the index's extents and computes
-// cols.
+// parts.
 func (d *remoteData) check(name string) error {
 	m := d.meta
 	if len(d.exts) != len(m.Groups) {
 		return &CorruptionError{Object: name, Err: fmt.Errorf("%d group placements for %d groups", len(m.Groups), len(d.exts))}
 	}
-	d.cols = make([][]int64, len(d.exts))
+	d.parts = make([][]int64, len(d.exts))
 	for i, e := range d.exts {
 		g := m.Groups[i]
+		windowed := len(e.Parts) // parts with window CRCs
+		if m.timestampsInside() {
+			windowed--
+		}
 		switch {
 		case g.Len != e.Len || g.CRC != e.CRC:
 			return &CorruptionError{Object: name, Err: fmt.Errorf("group %d: placement of %d bytes (CRC %#x), index says %d (%#x)", i, g.Len, g.CRC, e.Len, e.CRC)}
-		case int64(len(g.Timestamps)) != e.Parts[0]:
+		case m.timestampsInside() && int64(len(g.Timestamps)) != e.Parts[0]:
 			return &CorruptionError{Object: name, Err: fmt.Errorf("group %d: %d timestamp bytes, index says %d", i, len(g.Timestamps), e.Parts[0])}
-		case len(g.Windows) != len(e.Parts)-1:
-			return &CorruptionError{Object: name, Err: fmt.Errorf("group %d: window checksums of %d columns, index says %d", i, len(g.Windows), len(e.Parts)-1)}
+		case len(g.Windows) != windowed:
+			return &CorruptionError{Object: name, Err: fmt.Errorf("group %d: window checksums of %d parts, index says %d", i, len(g.Windows), windowed)}
 		}
-		at := e.Parts[0]
-		d.cols[i] = make([]int64, len(e.Parts)-1)
-		for j, l := range e.Parts[1:] {
-			if n := windowCount(l, m.WindowSize); len(g.Windows[j]) != n {
-				return &CorruptionError{Object: name, Err: fmt.Errorf("group %d column %d: %d window checksums for %d bytes, want %d", i, j, len(g.Windows[j]), l, n)}
+		var at int64
+		d.parts[i] = make([]int64, len(e.Parts))
+		for p, l := range e.Parts {
+			if w := m.partWindows(i, p); (p > 0 || !m.timestampsInside()) && len(w) != windowCount(l, m.WindowSize) {
+				return &CorruptionError{Object: name, Err: fmt.Errorf("group %d part %d: %d window checksums for %d bytes, want %d", i, p, len(w), l, windowCount(l, m.WindowSize))}
 			}
-			d.cols[i][j] = at
+			d.parts[i][p] = at
 			at += l
 		}
 	}
 	return nil
 }
 
-// colRange is a range of one value column: group g, column c, bytes
-// [off, end) of the column.
+// colRange is a range of one part of a group extent: group g, part p (0:
+// its timestamp column, then its value columns), bytes [off, end) of the
+// part.
 type colRange struct {
-	g, c     int
+	g, p     int
 	off, end int64
 }
 
-// locate maps data-file range [off, off+n) to its column, or to -1 when
-// it lies in a group's timestamp column.
+// inMeta tells a range of a timestamp column the metadata object holds.
+func (d *remoteData) inMeta(cr colRange) bool { return cr.p == 0 && d.meta.timestampsInside() }
+
+// locate maps data-file range [off, off+n) to its part.
 func (d *remoteData) locate(off, n int64) (colRange, error) {
 	gi := d.r.GroupOf(off)
 	if gi < 0 {
@@ -188,29 +198,23 @@ func (d *remoteData) locate(off, n int64) (colRange, error) {
 	if rel+n > e.Len {
 		return colRange{}, fmt.Errorf("bucket block %s: read [%d, +%d) spans past group %d's extent", d.ulid, off, n, gi)
 	}
-	if rel < e.Parts[0] {
-		if rel+n > e.Parts[0] {
-			return colRange{}, fmt.Errorf("bucket block %s: read [%d, +%d) spans group %d's timestamp column and values", d.ulid, off, n, gi)
-		}
-		return colRange{g: gi, c: -1, off: rel, end: rel + n}, nil
+	parts := d.parts[gi]
+	p := sort.Search(len(parts), func(i int) bool { return parts[i] > rel }) - 1
+	start := parts[p]
+	if rel+n > start+e.Parts[p] {
+		return colRange{}, fmt.Errorf("bucket block %s: read [%d, +%d) spans two parts of group %d", d.ulid, off, n, gi)
 	}
-	cols := d.cols[gi]
-	c := sort.Search(len(cols), func(i int) bool { return cols[i] > rel }) - 1
-	start := cols[c]
-	if rel+n > start+e.Parts[c+1] {
-		return colRange{}, fmt.Errorf("bucket block %s: read [%d, +%d) spans two columns of group %d", d.ulid, off, n, gi)
-	}
-	return colRange{g: gi, c: c, off: rel - start, end: rel - start + n}, nil
+	return colRange{g: gi, p: p, off: rel - start, end: rel - start + n}, nil
 }
 
-// ReadAt reads a timestamp column from the metadata and value bytes
-// through windows (fetched now if not cached).
+// ReadAt reads through windows (fetched now if not cached), or a
+// timestamp column the metadata object holds.
 func (d *remoteData) ReadAt(p []byte, off int64) (int, error) {
 	cr, err := d.locate(off, int64(len(p)))
 	if err != nil {
 		return 0, err
 	}
-	if cr.c < 0 {
+	if d.inMeta(cr) {
 		return copy(p, d.meta.Groups[cr.g].Timestamps[cr.off:cr.end]), nil
 	}
 	w, err := d.fetch([]colRange{cr})
@@ -220,7 +224,7 @@ func (d *remoteData) ReadAt(p []byte, off int64) (int, error) {
 	return w.ReadAt(p, off)
 }
 
-// Prefetch fetches the column ranges a selection will read (block.Prefetcher).
+// Prefetch fetches the ranges a selection will read (block.Prefetcher).
 func (d *remoteData) Prefetch(ranges []block.ByteRange) (io.ReaderAt, error) {
 	crs := make([]colRange, 0, len(ranges))
 	for _, r := range ranges {
@@ -228,15 +232,15 @@ func (d *remoteData) Prefetch(ranges []block.ByteRange) (io.ReaderAt, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cr.c >= 0 {
+		if !d.inMeta(cr) {
 			crs = append(crs, cr)
 		}
 	}
 	return d.fetch(crs)
 }
 
-// winKey names one window of one column of one group.
-type winKey struct{ g, c, w int32 }
+// winKey names one window of one part of one group's extent.
+type winKey struct{ g, p, w int32 }
 
 // windows is a set of checked windows of one block: an io.ReaderAt over
 // the data-file ranges they cover.
@@ -252,14 +256,14 @@ func (ws *windows) ReadAt(p []byte, off int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if cr.c < 0 {
+	if ws.d.inMeta(cr) {
 		return copy(p, ws.d.meta.Groups[cr.g].Timestamps[cr.off:cr.end]), nil
 	}
 	size := int64(ws.d.meta.WindowSize)
 	n := 0
 	for at := cr.off; at < cr.end; {
 		w := at / size
-		b, ok := ws.by[winKey{int32(cr.g), int32(cr.c), int32(w)}]
+		b, ok := ws.by[winKey{int32(cr.g), int32(cr.p), int32(w)}]
 		if !ok {
 			return n, errNotFetched
 		}
@@ -279,10 +283,10 @@ type get struct {
 	runs     []winRun
 }
 
-// winRun is a run of windows [w0, w1] of one column, and where they are
-// in their data object.
+// winRun is a run of windows [w0, w1] of one part, and where they are in
+// their data object.
 type winRun struct {
-	g, c   int
+	g, p   int
 	w0, w1 int
 	off    int64 // in the object
 	len    int64
@@ -299,22 +303,22 @@ func (d *remoteData) fetch(crs []colRange) (*windows, error) {
 		if cr.end <= cr.off {
 			continue
 		}
-		colLen := d.exts[cr.g].Parts[cr.c+1]
+		colLen := d.exts[cr.g].Parts[cr.p]
 		pl := d.meta.Groups[cr.g]
-		base := pl.Off + d.cols[cr.g][cr.c]
+		base := pl.Off + d.parts[cr.g][cr.p]
 		missing := false
 		w0 := -1
 		flush := func(w1 int) {
 			if w0 >= 0 {
 				off := int64(w0) * size
 				end := min(int64(w1+1)*size, colLen)
-				runs = append(runs, winRun{g: cr.g, c: cr.c, w0: w0, w1: w1, off: base + off, len: end - off})
+				runs = append(runs, winRun{g: cr.g, p: cr.p, w0: w0, w1: w1, off: base + off, len: end - off})
 				w0 = -1
 			}
 		}
 		last := int((cr.end - 1) / size)
 		for w := int(cr.off / size); w <= last; w++ {
-			k := winKey{int32(cr.g), int32(cr.c), int32(w)}
+			k := winKey{int32(cr.g), int32(cr.p), int32(w)}
 			if _, ok := ws.by[k]; ok {
 				flush(w - 1)
 				continue
@@ -364,14 +368,14 @@ func (d *remoteData) fetch(crs []colRange) (*windows, error) {
 				return &CorruptionError{Object: name, Offset: gt.off + int64(len(b)), Err: fmt.Errorf("range of %d bytes returned %d", gt.len, len(b))}
 			}
 			for _, r := range gt.runs {
-				crcs := d.meta.Groups[r.g].Windows[r.c]
+				crcs := d.meta.partWindows(r.g, r.p)
 				rb := b[r.off-gt.off : r.off-gt.off+r.len]
 				for w := r.w0; w <= r.w1; w++ {
 					wb := rb[int64(w-r.w0)*size : min(int64(w-r.w0+1)*size, r.len)]
 					if checksum.CRC32C(wb) != crcs[w] {
-						return &CorruptionError{Object: name, Offset: r.off + int64(w-r.w0)*size, Err: fmt.Errorf("group %d column %d window %d: checksum mismatch", r.g, r.c, w)}
+						return &CorruptionError{Object: name, Offset: r.off + int64(w-r.w0)*size, Err: fmt.Errorf("group %d part %d window %d: checksum mismatch", r.g, r.p, w)}
 					}
-					k := winKey{int32(r.g), int32(r.c), int32(w)}
+					k := winKey{int32(r.g), int32(r.p), int32(w)}
 					d.cache.put(extentKey{d.ulid, k}, bytes.Clone(wb)) // not pinning the whole GET
 					mu.Lock()
 					ws.by[k] = wb

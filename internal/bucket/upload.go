@@ -195,12 +195,12 @@ func (u *Uploader) check(ctx context.Context, ulid string, idx, head, section []
 }
 
 // placement describes extent e, whose bytes are ext, at offset off of
-// data object n: its timestamp column (Parts[0]) copied and the window
-// CRCs of each value column.
+// data object n, as MetaObjectVersion has it: the window CRCs of each of
+// its parts, the timestamp column first.
 func placement(n int, off int64, e block.Extent, ext []byte, window int) Placement {
-	p := Placement{Object: n, Off: off, Len: e.Len, CRC: e.CRC, Timestamps: ext[:e.Parts[0]]}
-	at := e.Parts[0]
-	for _, l := range e.Parts[1:] {
+	p := Placement{Object: n, Off: off, Len: e.Len, CRC: e.CRC}
+	var at int64
+	for _, l := range e.Parts {
 		p.Windows = append(p.Windows, windowCRCs(ext[at:at+l], window))
 		at += l
 	}

@@ -197,16 +197,16 @@ func TestUploadBlock(t *testing.T) {
 			g := m.Groups[i]
 			require.Equal(t, data[e.Off:e.Off+e.Len], objs[g.Object][g.Off:g.Off+g.Len], "group %d", i)
 			require.Equal(t, e.CRC, g.CRC)
-			// The timestamp column is in the metadata too; each value
-			// column has a CRC per window.
-			require.Equal(t, objs[g.Object][g.Off:g.Off+e.Parts[0]], g.Timestamps, "group %d", i)
-			require.Len(t, g.Windows, len(e.Series))
-			at := g.Off + e.Parts[0]
-			for j, n := range e.Parts[1:] {
+			// Each part, the timestamp column first, has a CRC per
+			// window; the metadata holds no timestamps (version 4).
+			require.Nil(t, g.Timestamps)
+			require.Len(t, g.Windows, len(e.Series)+1)
+			at := g.Off
+			for j, n := range e.Parts {
 				col := objs[g.Object][at : at+n]
 				require.Len(t, g.Windows[j], (len(col)+m.WindowSize-1)/m.WindowSize)
 				for w, crc := range g.Windows[j] {
-					require.Equal(t, checksum.CRC32C(col[w*m.WindowSize:min((w+1)*m.WindowSize, len(col))]), crc, "group %d column %d window %d", i, j, w)
+					require.Equal(t, checksum.CRC32C(col[w*m.WindowSize:min((w+1)*m.WindowSize, len(col))]), crc, "group %d part %d window %d", i, j, w)
 				}
 				at += n
 			}
@@ -280,10 +280,10 @@ func TestUploadCutShort(t *testing.T) {
 	}
 }
 
-// TestBlockMetaFormat: the metadata object round-trips in both versions,
-// and any damage is a CorruptionError naming the object.
+// TestBlockMetaFormat: the metadata object round-trips in every version
+// read, and any damage is a CorruptionError naming the object.
 func TestBlockMetaFormat(t *testing.T) {
-	for _, v := range []uint8{2, 3} {
+	for _, v := range []uint8{2, 3, 4} {
 		m := &BlockMeta{
 			Version: v, Meta: []byte(`{"ulid":"x"}`), Index: []byte("index bytes"), TagDictLen: 42, WindowSize: 512,
 			Objects: []ObjectInfo{{Size: 100, CRC: 7}, {Size: 50, CRC: 9}},
@@ -292,8 +292,12 @@ func TestBlockMetaFormat(t *testing.T) {
 				{Object: 1, Off: 8, Len: 42, CRC: 2, Timestamps: []byte("t"), Windows: [][]uint32{{5}}},
 			},
 		}
-		if v == 3 {
+		if v >= 3 {
 			m.Metrics = ObjectInfo{Size: 300, CRC: 11}
+		}
+		if v >= 4 { // no timestamps; windows of the timestamp column first
+			m.Groups[0].Timestamps, m.Groups[0].Windows = nil, [][]uint32{{1}, {3, 4}, {6}}
+			m.Groups[1].Timestamps, m.Groups[1].Windows = nil, [][]uint32{{2}, {5}}
 		}
 		b := AppendBlockMeta(nil, m)
 		require.Equal(t, v, b[4])
@@ -321,9 +325,9 @@ func TestBlockMetaFormat(t *testing.T) {
 	m := &BlockMeta{Version: 3, Meta: []byte("{}"), Index: []byte("i"), WindowSize: 512, Metrics: ObjectInfo{Size: 11}}
 	_, err := ParseBlockMeta("meta", AppendBlockMeta(nil, m))
 	require.ErrorContains(t, err, "metrics object size 11")
-	m.Version = 4
+	m.Version = 5
 	_, err = ParseBlockMeta("meta", AppendBlockMeta(nil, m))
-	require.ErrorContains(t, err, "unsupported version 4")
+	require.ErrorContains(t, err, "unsupported version 5")
 }
 
 // TestMetricsObjectFormat: a metrics object round-trips, compressed when
@@ -371,7 +375,9 @@ func TestMetricsObjectFormat(t *testing.T) {
 // FuzzParseBlockMeta: no input panics, and what parses re-encodes to the
 // same bytes.
 func FuzzParseBlockMeta(f *testing.F) {
-	f.Add(AppendBlockMeta(nil, &BlockMeta{Meta: []byte("{}"), Index: []byte("i"), TagDictLen: 3, WindowSize: 512,
+	f.Add(AppendBlockMeta(nil, &BlockMeta{Meta: []byte("{}"), Index: []byte("i"), TagDictLen: 3, WindowSize: 512, Metrics: ObjectInfo{Size: 20, CRC: 4},
+		Objects: []ObjectInfo{{Size: 20, CRC: 1}}, Groups: []Placement{{Object: 0, Off: 8, Len: 12, CRC: 5, Windows: [][]uint32{{6}, {7}}}}}))
+	f.Add(AppendBlockMeta(nil, &BlockMeta{Version: 3, Meta: []byte("{}"), Index: []byte("i"), TagDictLen: 3, WindowSize: 512, Metrics: ObjectInfo{Size: 20, CRC: 4},
 		Objects: []ObjectInfo{{Size: 20, CRC: 1}}, Groups: []Placement{{Object: 0, Off: 8, Len: 12, CRC: 5, Timestamps: []byte{1, 2}, Windows: [][]uint32{{7}}}}}))
 	f.Add(AppendBlockMeta(nil, &BlockMeta{Version: 2, Meta: []byte("{}"), Index: []byte("i"), TagDictLen: 3, WindowSize: 512,
 		Objects: []ObjectInfo{{Size: 20, CRC: 1}}, Groups: []Placement{{Object: 0, Off: 8, Len: 12, CRC: 5, Timestamps: []byte{1, 2}, Windows: [][]uint32{{7}}}}}))
@@ -422,8 +428,9 @@ func readAll(t *testing.T, r *block.Reader, mint, maxt int64) (map[string][][2]f
 
 // TestRemoteBlocks: a node with nothing but the bucket (its TagDict
 // rebuilt from the segments) reads every uploaded block exactly as the
-// local copy answers, whole and over a sub-range, with one GET per group
-// extent touched; a damaged data object fails the read naming it.
+// local copy answers, whole and over a sub-range, with two GETs per group
+// extent touched at most (timestamps, then values); a damaged data object
+// fails the read naming it.
 func TestRemoteBlocks(t *testing.T) {
 	st, dirs, dict, _ := uploadedBlocks(t)
 	ctx := context.Background()
@@ -442,11 +449,16 @@ func TestRemoteBlocks(t *testing.T) {
 		for _, rng := range [][2]int64{{math.MinInt64, math.MaxInt64}, {local.Meta().MinTime + 600_000, local.Meta().MinTime + 1200_000}} {
 			want, err := readAll(t, local, rng[0], rng[1])
 			require.NoError(t, err)
+			rounds := stats.Rounds.Load()
 			got, err := readAll(t, remote, rng[0], rng[1])
 			require.NoError(t, err)
 			require.Equal(t, want, got)
+			require.LessOrEqual(t, stats.Rounds.Load()-rounds, int64(2), "timestamps of all %d groups in one round, then values", len(local.Extents()))
 		}
-		require.LessOrEqual(t, stats.Gets.Load(), int64(len(local.Extents())*len(dirs)))
+		// Two rounds a selection at most: the timestamp columns of its
+		// groups, then the value columns' ranges; a GET for each at
+		// most per group extent touched.
+		require.LessOrEqual(t, stats.Gets.Load(), int64(2*len(local.Extents())*len(dirs)))
 		require.NoError(t, local.Close())
 		require.NoError(t, remote.Close())
 	}

@@ -20,8 +20,9 @@ type BlockReport struct {
 	Objects          []ObjectReport
 	MetaBytes        int64
 	MetricsBytes     int64 // the metrics object (0: version 2, metrics in the metadata object)
-	// What the metadata object holds: the index (without metrics in
-	// version 3), the groups' timestamp columns, the window CRCs.
+	// What the metadata object holds: the index (without metrics from
+	// version 3), the groups' timestamp columns (versions 2 and 3 only),
+	// the window CRCs.
 	IndexBytes, TimestampBytes, WindowBytes int64
 }
 
