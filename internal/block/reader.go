@@ -439,10 +439,14 @@ type Selection struct {
 	pre    io.ReaderAt
 	preErr error
 
-	tsMu   sync.Mutex // guards tsPre, tsErr and tsDone; taken after mu
+	tsMu   sync.Mutex // guards tsPre, tsErr, tsDone and whole; taken after mu and preMu
 	tsPre  io.ReaderAt
 	tsErr  error
 	tsDone bool
+	// whole are the groups all of whose rows lie in the selection's
+	// range: prefetchTimestamps fetched their value columns with their
+	// timestamps, in one round.
+	whole map[uint32]bool
 }
 
 // DataReads returns how many reads of the data file (or of a remote
@@ -664,10 +668,8 @@ func (q *Selection) span(l loc) (src *colSource, off, end int64, err error) {
 }
 
 // readTimestamps fills p, a group's timestamp column, from data-file
-// offset off: when the block's data is a Prefetcher, from the timestamp
-// columns of every group the selection reads, asked for at once at the
-// first (a remote block's, fetched in one round trip), else from the
-// data.
+// offset off: when the block's data is a Prefetcher, from what
+// prefetchTimestamps fetched at the first, else from the data.
 func (q *Selection) readTimestamps(p []byte, off int64) error {
 	if pf, ok := q.r.data.(Prefetcher); ok {
 		pre, err := q.prefetchTimestamps(pf)
@@ -682,8 +684,13 @@ func (q *Selection) readTimestamps(p []byte, off int64) error {
 	return err
 }
 
-// prefetchTimestamps asks pf once for the timestamp columns of every group
-// holding a series of the selection in its range (tsMu).
+// prefetchTimestamps asks pf once (tsMu) for the timestamp column of
+// every group holding a series of the selection in its range, and, of the
+// groups whose rows all lie in the range (whole), for the selected series'
+// whole value columns too: those need no timestamps to be located, and a
+// remote block reads them in the same round trip, beside their group's
+// timestamps. The other groups' value ranges are known only once their
+// timestamps are read (prefetch, a second round).
 func (q *Selection) prefetchTimestamps(pf Prefetcher) (io.ReaderAt, error) {
 	q.tsMu.Lock()
 	defer q.tsMu.Unlock()
@@ -693,14 +700,21 @@ func (q *Selection) prefetchTimestamps(pf Prefetcher) (io.ReaderAt, error) {
 	q.tsDone = true
 	var ranges []ByteRange
 	seen := map[uint32]bool{}
+	q.whole = map[uint32]bool{}
 	for _, s := range q.Series {
 		for _, l := range q.r.series[s.ID] {
 			g := &q.r.groups[l.group]
-			if g.minT > q.maxt || g.maxT < q.mint || seen[l.group] {
+			if g.minT > q.maxt || g.maxT < q.mint {
 				continue
 			}
-			seen[l.group] = true
-			ranges = append(ranges, ByteRange{Off: g.off, Len: g.tsLen})
+			if !seen[l.group] {
+				seen[l.group] = true
+				ranges = append(ranges, ByteRange{Off: g.off, Len: g.tsLen})
+				q.whole[l.group] = g.minT >= q.mint && g.maxT <= q.maxt
+			}
+			if c := &g.cols[l.col]; q.whole[l.group] && c.dataLen() > 0 {
+				ranges = append(ranges, ByteRange{Off: c.off, Len: c.dataLen()})
+			}
 		}
 	}
 	q.tsPre, q.tsErr = pf.Prefetch(ranges)
@@ -727,6 +741,13 @@ type Prefetcher interface {
 func (q *Selection) read(p []byte, off int64) error {
 	q.r.reads.Add(1)
 	if pf, ok := q.r.data.(Prefetcher); ok {
+		ts, err := q.prefetchTimestamps(pf)
+		if err != nil {
+			return err
+		}
+		if _, err := ts.ReadAt(p, off); err == nil {
+			return nil
+		}
 		pre, err := q.prefetch(pf)
 		if err != nil {
 			return err
@@ -740,18 +761,22 @@ func (q *Selection) read(p []byte, off int64) error {
 }
 
 // prefetch asks pf once for the column ranges of every series of the
-// selection (preMu).
+// selection (preMu) but those prefetchTimestamps fetched.
 func (q *Selection) prefetch(pf Prefetcher) (io.ReaderAt, error) {
 	q.preMu.Lock()
 	defer q.preMu.Unlock()
 	if q.pre != nil || q.preErr != nil {
 		return q.pre, q.preErr
 	}
+	if _, err := q.prefetchTimestamps(pf); err != nil {
+		q.preErr = err
+		return nil, err
+	}
 	var ranges []ByteRange
 	for _, s := range q.Series {
 		for _, l := range q.r.series[s.ID] {
 			g := &q.r.groups[l.group]
-			if g.minT > q.maxt || g.maxT < q.mint {
+			if g.minT > q.maxt || g.maxT < q.mint || q.whole[l.group] {
 				continue
 			}
 			src, off, end, err := q.span(l)
