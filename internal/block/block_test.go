@@ -327,3 +327,24 @@ func TestSurelyHasSample(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchWhole: a group's value columns are fetched with its timestamps
+// when the range covers at least wholeShare of its span.
+func TestFetchWhole(t *testing.T) {
+	g := &groupInfo{minT: 1000, maxT: 4000}
+	for _, tc := range []struct {
+		mint, maxt int64
+		want       bool
+	}{
+		{math.MinInt64, math.MaxInt64, true},
+		{1000, 4000, true},
+		{2000, 9000, true},  // 2/3 of the span
+		{2001, 9000, false}, // just under
+		{0, 3000, true},
+		{0, 2999, false},
+		{2500, 2600, false},
+	} {
+		require.Equal(t, tc.want, fetchWhole(g, tc.mint, tc.maxt), "%d..%d", tc.mint, tc.maxt)
+	}
+	require.True(t, fetchWhole(&groupInfo{minT: 5, maxT: 5}, 0, 10), "one row")
+}
