@@ -513,7 +513,7 @@ func (q *Selection) timestamps(gi uint32) (*encoding.ScaledTimestamps, error) {
 		buf = mm[g.off : g.off+g.tsLen : g.off+g.tsLen]
 	} else {
 		buf = make([]byte, g.tsLen)
-		if err := q.readTimestamps(buf, g.off); err != nil {
+		if err := q.readData(buf, g.off, false); err != nil {
 			return nil, fmt.Errorf("block %s: read timestamps of group %d: %w", q.r.dir, gi, err)
 		}
 	}
@@ -666,17 +666,23 @@ func (q *Selection) span(l loc) (src *colSource, off, end int64, err error) {
 	return src, off, end, nil
 }
 
-// readTimestamps fills p, a group's timestamp column, from data-file
-// offset off: when the block's data is a Prefetcher, from what
-// prefetchTimestamps fetched at the first, else from the data.
-func (q *Selection) readTimestamps(p []byte, off int64) error {
+// readData fills p from data-file offset off: when the block's data is a
+// Prefetcher, from what the selection prefetched (prefetchTimestamps at
+// the first read, then, for values, prefetch), else from the data.
+func (q *Selection) readData(p []byte, off int64, values bool) error {
 	if pf, ok := q.r.data.(Prefetcher); ok {
-		pre, err := q.prefetchTimestamps(pf)
-		if err != nil {
-			return err
+		readers := []func(Prefetcher) (io.ReaderAt, error){q.prefetchTimestamps}
+		if values {
+			readers = append(readers, q.prefetch)
 		}
-		if _, err := pre.ReadAt(p, off); err == nil {
-			return nil
+		for _, prefetched := range readers {
+			pre, err := prefetched(pf)
+			if err != nil {
+				return err
+			}
+			if _, err := pre.ReadAt(p, off); err == nil {
+				return nil
+			}
 		}
 	}
 	_, err := q.r.data.ReadAt(p, off)
@@ -748,29 +754,11 @@ type Prefetcher interface {
 	Prefetch(ranges []ByteRange) (io.ReaderAt, error)
 }
 
-// read fills p from data-file offset off: from the selection's prefetched
-// ranges when the block's data is a Prefetcher (all of the selection's
-// column ranges are fetched at the first read), else from the data.
+// read fills p, value bytes, from data-file offset off (readData),
+// counted in DataReads.
 func (q *Selection) read(p []byte, off int64) error {
 	q.r.reads.Add(1)
-	if pf, ok := q.r.data.(Prefetcher); ok {
-		ts, err := q.prefetchTimestamps(pf)
-		if err != nil {
-			return err
-		}
-		if _, err := ts.ReadAt(p, off); err == nil {
-			return nil
-		}
-		pre, err := q.prefetch(pf)
-		if err != nil {
-			return err
-		}
-		if _, err := pre.ReadAt(p, off); err == nil {
-			return nil
-		}
-	}
-	_, err := q.r.data.ReadAt(p, off)
-	return err
+	return q.readData(p, off, true)
 }
 
 // prefetch asks pf once for the column ranges of every series of the
