@@ -118,6 +118,21 @@ func TestStops(t *testing.T) {
 	defer q.Close()
 	var tooMany promql.ErrTooManySamples
 	require.ErrorAs(t, q.Exec(context.Background()).Err, &tooMany)
+
+	// A vector plan whose series × steps pass MaxSamples is Prometheus'
+	// engine's to answer (or refuse, with its own limit): here, 20 series
+	// × 2001 steps against 100, and the wrapped engine's 1e9 answers.
+	want, err := ng.NewRangeQuery(context.Background(), db, nil, `m_total > 5`, time.UnixMilli(0), time.UnixMilli(2000*15_000), 15*time.Second)
+	require.NoError(t, err)
+	defer want.Close()
+	q, err = small.NewRangeQuery(context.Background(), db, nil, `m_total > 5`, time.UnixMilli(0), time.UnixMilli(2000*15_000), 15*time.Second)
+	require.NoError(t, err)
+	defer q.Close()
+	got := q.Exec(context.Background())
+	require.NoError(t, got.Err)
+	require.Equal(t, want.Exec(context.Background()).Value.String(), got.Value.String())
+	require.Equal(t, int64(1), small.Stats.Fallbacks.Load())
+	require.Zero(t, small.Stats.Vectors.Load())
 }
 
 // smallWorkload is difftest's small workload written to an Aerie head
