@@ -36,21 +36,21 @@ step "memory manager stress: writers, readers, flushes and reclamation under -ra
 go test -tags invariants -race -count=1 -run TestStress ./internal/memory/ -memory.stress=30s
 
 step "differential test against prometheus/tsdb, kill -9 crash tests (writes; backfill and compaction), replay memory, a year backfilled in bounded memory (full size)"
-go test -count=1 -timeout 20m -run 'TestDifferential|TestCrashKill9|TestCompactionCrashKill9|TestReplayMemoryBounded|TestBackfillYearBounded' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "full tests failed"; exit 1; }
+go test -count=1 -timeout 20m -run 'TestDifferential|TestCrashKill9|TestCompactionCrashKill9|TestReplayMemoryBounded|TestBackfillYearBounded' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+\.go:[0-9]+)' || { echo "full tests failed"; exit 1; }
 
 step "Aerie's evaluator (internal/queryeval) against Prometheus' engine on the full differential workload (prometheus/tsdb, Aerie's head and blocks) and on 800 generated expressions"
-AERIE_SMITH_N=200 go test -count=1 -timeout 15m -run 'TestSameAnswers|TestRandomQueries' -v ./internal/queryeval/ 2>&1 | grep -E '^(--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "queryeval differential test failed"; exit 1; }
+AERIE_SMITH_N=200 go test -count=1 -timeout 15m -run 'TestSameAnswers|TestRandomQueries' -v ./internal/queryeval/ 2>&1 | grep -E '^(--- |PASS|FAIL|ok|\s+\S+\.go:[0-9]+)' || { echo "queryeval differential test failed"; exit 1; }
 
 step "kill -9 while blocks move to the bucket (12 kills): no acknowledged row lost, every visible block verifies"
-go test -count=1 -timeout 10m -run 'TestUploadCrashKill9' -v ./internal/bucket/ 2>&1 | grep -E '^(--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "upload crash test failed"; exit 1; }
+go test -count=1 -timeout 10m -run 'TestUploadCrashKill9' -v ./internal/bucket/ 2>&1 | grep -E '^(--- |PASS|FAIL|ok|\s+\S+\.go:[0-9]+)' || { echo "upload crash test failed"; exit 1; }
 
 step "end-to-end: the server in-process, then Debian Prometheus and node_exporter against aerie serve"
 go test -count=1 ./internal/server/
-scripts/e2e.sh 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "end-to-end tests failed"; exit 1; }
+scripts/e2e.sh 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+\.go:[0-9]+)' || { echo "end-to-end tests failed"; exit 1; }
 
 step "web UI: bundle rebuilt from sources equals the committed one; browser tests in Debian's chromium"
 scripts/ui-check.sh
-go test -count=1 -run 'TestUI|TestBundleSize' -v ./internal/ui/... 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' || { echo "web UI tests failed"; exit 1; }
+go test -count=1 -run 'TestUI|TestBundleSize' -v ./internal/ui/... 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+\.go:[0-9]+)' || { echo "web UI tests failed"; exit 1; }
 
 step "fuzz (each target ${FUZZTIME} inputs)"
 for pkg in $(go list ./...); do

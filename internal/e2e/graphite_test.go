@@ -925,7 +925,7 @@ func TestGraphiteDifferential(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := startAerie(g, "aerie", aerieBuild.path, t.TempDir(), httpPort, cfg); err != nil {
+		if _, err := startAerie(g, "aerie", aerieBuild.path, g.dataDir(t, "aerie"), httpPort, cfg); err != nil {
 			t.Fatal(err)
 		}
 		lineAddr := fmt.Sprintf("127.0.0.1:%d", linePort)

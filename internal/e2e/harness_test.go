@@ -111,6 +111,20 @@ type group struct {
 	procs  []*childproc.Proc
 }
 
+// dataDir returns a new directory for a process's data in the group's
+// directory, removed with it after the group's processes stop. A
+// t.TempDir made after newTestGroup would be removed before they stop
+// (cleanups run last registered first): "directory not empty" when a
+// process writes there meanwhile.
+func (g *group) dataDir(t testing.TB, name string) string {
+	t.Helper()
+	d := filepath.Join(g.logDir, name+"-data")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func (g *group) start(name, bin string, args ...string) (*childproc.Proc, error) {
 	p, err := childproc.Start(name, filepath.Join(g.logDir, name+".log"), exec.Command(bin, args...))
 	if err != nil {

@@ -38,7 +38,7 @@ func getBytes(u string) (int, []byte, error) {
 // Aerie's own metrics in the text format, and pprof.
 func TestMetricsAndHealth(t *testing.T) {
 	g := newTestGroup(t)
-	_, base := startTestAerie(t, g, "aerie", t.TempDir())
+	_, base := startTestAerie(t, g, "aerie", g.dataDir(t, "aerie"))
 	for _, path := range []string{"/-/healthy", "/-/ready"} {
 		code, body, err := get(base + path)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 // line is a 400 that names it while the good lines are stored.
 func TestPrometheusTextImport(t *testing.T) {
 	g := newTestGroup(t)
-	_, base := startTestAerie(t, g, "aerie", t.TempDir())
+	_, base := startTestAerie(t, g, "aerie", g.dataDir(t, "aerie"))
 	ms := (time.Now().Unix() - 60) * 1000
 	body := fmt.Sprintf(`# HELP e2e_import_total Requests.
 # TYPE e2e_import_total counter

@@ -76,7 +76,7 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 // in VictoriaMetrics: measurement_field{tags}.
 func TestInfluxLineProtocol(t *testing.T) {
 	g := newTestGroup(t)
-	_, base := startTestAerie(t, g, "aerie", t.TempDir())
+	_, base := startTestAerie(t, g, "aerie", g.dataDir(t, "aerie"))
 	sec := time.Now().Unix() - 120 // recent, whole seconds
 
 	type write struct {

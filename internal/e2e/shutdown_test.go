@@ -42,7 +42,7 @@ func remoteWrite(base string, series []prompb.TimeSeries) error {
 // on the same data directory, and reads the same samples back.
 func TestGracefulShutdown(t *testing.T) {
 	g := newTestGroup(t)
-	dataDir := t.TempDir()
+	dataDir := g.dataDir(t, "aerie")
 	p, base := startTestAerie(t, g, "aerie", dataDir)
 
 	start := time.Now().Add(-5*time.Minute).UnixMilli() / 1000 * 1000
