@@ -304,4 +304,13 @@ func TestQueryMetrics(t *testing.T) {
 	require.Equal(t, 1.0, counter("aerie_query_rollups_total"))
 	require.Zero(t, counter("aerie_query_fallbacks_total"))
 	require.Positive(t, counter("aerie_query_metric_windows_total"), body)
+
+	// A raw range query is a vector plan, answered through the server's
+	// engine (its tracker included) and counted.
+	require.Zero(t, counter("aerie_query_vector_plans_total"))
+	q.Set("query", `cpu_usage_user > 0`)
+	code, body = get(t, srv.URL+"/api/v1/query_range?"+q.Encode())
+	require.Equal(t, 200, code, body)
+	require.Equal(t, 1.0, counter("aerie_query_vector_plans_total"))
+	require.Zero(t, counter("aerie_query_fallbacks_total"))
 }
