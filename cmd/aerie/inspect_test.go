@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,5 +85,42 @@ func TestInspectLineage(t *testing.T) {
 		if len(parents[i]) != 8 || !strings.HasSuffix(p, parents[i]) {
 			t.Fatalf("parent %d shown as %q, ULID %s", i, parents[i], p)
 		}
+	}
+}
+
+// TestInspectParts checks inspect --parts lists every block and a total
+// whose parts add up to its bytes a sample.
+func TestInspectParts(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := runDemo(&out, dir, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runInspectParts(&out, dir); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 3 || !strings.Contains(lines[0], "TIMESTAMPS") {
+		t.Fatalf("inspect --parts:\n%s", out.String())
+	}
+	total := strings.Fields(lines[len(lines)-1])
+	if total[0] != "all" || total[1] != "blocks" {
+		t.Fatalf("no total row:\n%s", out.String())
+	}
+	var parts float64
+	for _, f := range total[4:9] { // timestamps … index other
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts += v
+	}
+	whole, err := strconv.ParseFloat(total[3], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole <= 0 || math.Abs(parts-whole) > 0.0006 {
+		t.Fatalf("parts add up to %.4f B a sample, the blocks take %.4f:\n%s", parts, whole, out.String())
 	}
 }

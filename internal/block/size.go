@@ -1,6 +1,10 @@
 package block
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+)
 
 // SeriesDataBytes returns the bytes local series id takes in the block's
 // data: its value columns and, for each group it is in, its share of the
@@ -35,4 +39,55 @@ func (r *Reader) SeriesBytes(ctx context.Context, id uint32) (index, data int64,
 		return 0, 0, err
 	}
 	return ms.RecordLen(id), r.SeriesDataBytes(id), nil
+}
+
+// Sizes is where a block's bytes go, by part.
+type Sizes struct {
+	Timestamps int64 // the groups' timestamp columns (data)
+	Values     int64 // the series' value columns (data)
+	DataOther  int64 // the rest of the data file: header, CRCs, padding
+	Metrics    int64 // the index's metrics section (block metrics)
+	IndexOther int64 // the rest of the index: labels, postings, groups, column metas
+	// Chunks and ChunkBytes count value-column chunks by kind (index 0:
+	// empty, 1: constant, 2: decimal, 3: XOR); columns of data version 1
+	// are not chunked and are not counted.
+	Chunks, ChunkBytes [chunkKinds]int64
+}
+
+// Sizes returns where the block's bytes go. It reads one byte per value
+// chunk (its kind) from the data file; a remote block's chunks are not
+// counted.
+func (r *Reader) Sizes() (Sizes, error) {
+	var s Sizes
+	for gi := range r.groups {
+		g := &r.groups[gi]
+		s.Timestamps += g.tsLen
+		for ci := range g.cols {
+			c := &g.cols[ci]
+			s.Values += c.dataLen()
+			if c.ch.ends == nil || r.f == nil {
+				continue
+			}
+			var prev uint32
+			for _, end := range c.ch.ends {
+				var hdr [1]byte
+				if end > prev {
+					if _, err := r.data.ReadAt(hdr[:], c.off+int64(prev)); err != nil {
+						return s, fmt.Errorf("block %s: %w", r.dir, err)
+					}
+				}
+				k := hdr[0] & 7
+				if k >= chunkKinds {
+					return s, &CorruptionError{File: filepath.Join(r.dir, DataFilename), Offset: c.off + int64(prev), Err: fmt.Errorf("chunk kind %d", k)}
+				}
+				s.Chunks[k]++
+				s.ChunkBytes[k] += int64(end - prev)
+				prev = end
+			}
+		}
+	}
+	s.DataOther = r.meta.Stats.DataBytes - s.Timestamps - s.Values
+	s.Metrics = r.mLen
+	s.IndexOther = r.meta.Stats.IndexBytes - s.Metrics
+	return s, nil
 }

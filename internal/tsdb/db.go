@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -520,6 +521,28 @@ func (db *DB) Stats() Stats {
 	n := len(db.blocks)
 	db.mu.RUnlock()
 	return Stats{Blocks: n, Quarantined: db.quarantined.Load(), Flushes: db.flushes.Load(), HotReads: db.hotReads.Load(), Queriers: db.queriers.Load(), HotPartitions: len(db.head.FlushedPartitions()), HeadSeries: db.head.NumSeries(), HeadGroups: db.head.NumGroups()}
+}
+
+// BlockSizes returns, for each open block, oldest first, its meta and
+// where its bytes go (block.Reader.Sizes).
+func (db *DB) BlockSizes() ([]block.Meta, []block.Sizes, error) {
+	db.mu.RLock()
+	bs := slices.Clone(db.blocks)
+	db.mu.RUnlock()
+	metas := make([]block.Meta, 0, len(bs))
+	sizes := make([]block.Sizes, 0, len(bs))
+	for _, b := range bs {
+		if !b.Acquire() {
+			continue // deleted meanwhile
+		}
+		s, err := b.Sizes()
+		b.Release()
+		if err != nil {
+			return nil, nil, err
+		}
+		metas, sizes = append(metas, b.Meta()), append(sizes, s)
+	}
+	return metas, sizes, nil
 }
 
 // Blocks returns the metas of the open blocks, oldest first.
