@@ -38,6 +38,10 @@ type WorkloadResult struct {
 	// What each reader fetched when it opened the blocks (kept in memory).
 	AerieMetaBytes    int64 `json:"aerie_meta_bytes"`
 	ThanosHeaderBytes int64 `json:"thanos_header_bytes"`
+	// AerieMetaMemory is the heap the open blocks' metadata holds, as
+	// the engine's bound counts it (block.Reader.MemoryBytes), before any
+	// metrics are read.
+	AerieMetaMemory int64 `json:"aerie_meta_memory,omitempty"`
 	// AerieMetricsBytes are the blocks' metrics objects (metadata object
 	// version 3), fetched only when value search reads them: the
 	// MetricsGets of reading every series' metrics of every block once,
@@ -135,6 +139,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p("- Blocks: Aerie %s; Prometheus %s.\n", spans(wr.AerieBlocks), spans(wr.PromBlocks))
 		p("- In the bucket: Aerie %s, Prometheus blocks %s (%.2f×).\n", harness.Bytes(wr.AerieBytes), harness.Bytes(wr.PromBytes), ratio(float64(wr.AerieBytes), float64(wr.PromBytes)))
 		p("- Fetched at open and kept in memory: Aerie's metadata objects %s (%.1f %% of Aerie's bytes in the bucket; issue 24's goal ≤ 5 %%), Thanos' index headers %s.\n", harness.Bytes(wr.AerieMetaBytes), 100*ratio(float64(wr.AerieMetaBytes), float64(wr.AerieBytes)), harness.Bytes(wr.ThanosHeaderBytes))
+		if wr.AerieMetaMemory > 0 {
+			p("- Aerie's open blocks hold %s of metadata in memory (estimated heap, what `aerie.storage.metadata_memory_size` bounds), %.1f B per series-day.\n", harness.Bytes(wr.AerieMetaMemory), ratio(float64(wr.AerieMetaMemory), float64(wr.Series*wr.Days)))
+		}
 		p("- Aerie's metadata objects hold indexes %s, timestamp columns %s, window CRCs %s.\n", harness.Bytes(wr.AerieIndexBytes), harness.Bytes(wr.AerieTimestampBytes), harness.Bytes(wr.AerieWindowBytes))
 		p("- Aerie's block metrics, in metrics objects fetched only by value search: %s (%.1f %% of the bucket); reading every series' metrics of every block took %d GETs, %.0f ms.\n\n", harness.Bytes(wr.AerieMetricsBytes), 100*ratio(float64(wr.AerieMetricsBytes), float64(wr.AerieBytes)), wr.MetricsGets, wr.MetricsMs)
 		p("| query | range | series | GETs A / T | rounds A / T | fetched A / T | fetched ratio | amplification A / T | latency ms A / T |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")

@@ -231,6 +231,9 @@ func runWorkload(ctx context.Context, cfg Config, name string, s scale, dir stri
 		tblocks = append(tblocks, b)
 	}
 	res.AerieMetaBytes, res.ThanosHeaderBytes = astats.MetaBytes.Load(), tstats.MetaBytes.Load()
+	for _, b := range ablocks {
+		res.AerieMetaMemory += b.MemoryBytes()
+	}
 	reps, err := bucket.Inspect(ctx, ast)
 	if err != nil {
 		return nil, err

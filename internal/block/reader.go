@@ -15,6 +15,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -89,6 +90,9 @@ type Reader struct {
 	mm []byte
 
 	reads atomic.Int64 // data reads by selections (DataReads)
+
+	// unloaded marks a stand-in (Unloaded): meta only, never acquired.
+	unloaded bool
 
 	refs    atomic.Int64
 	closeMu sync.Mutex // guards closed
@@ -385,6 +389,9 @@ func (r *Reader) Index() *index.BlockIndex { return r.bi }
 
 // Acquire takes a reference; it returns false if the block is closed.
 func (r *Reader) Acquire() bool {
+	if r.unloaded {
+		return false
+	}
 	for {
 		n := r.refs.Load()
 		if n <= 0 {
@@ -951,8 +958,45 @@ func OpenRemote(name string, meta, idx []byte, dict *index.TagDict, data io.Read
 	return r, nil
 }
 
-// Remote reports whether the block was opened with OpenRemote.
+// Remote reports whether the block was opened with OpenRemote (or is an
+// Unloaded stand-in for one).
 func (r *Reader) Remote() bool { return r.f == nil }
+
+// Unloaded returns a stand-in for a remote block whose metadata is not in
+// memory: it has the block's meta and nothing else, Acquire always fails
+// on it and Close is a no-op beyond its own state. The engine (package
+// tsdb) puts it in place of a remote block it drops from memory, and
+// opens the block again when a read needs it.
+func Unloaded(meta Meta) *Reader {
+	r := &Reader{meta: meta, unloaded: true}
+	r.refs.Store(1)
+	return r
+}
+
+// IsUnloaded reports whether r is an Unloaded stand-in.
+func (r *Reader) IsUnloaded() bool { return r.unloaded }
+
+// MemoryBytes estimates the heap r's metadata holds: the decoded label
+// index, the groups with their column metas, the series' locations and,
+// if it is held, the metrics section. It is 0 for an Unloaded stand-in.
+func (r *Reader) MemoryBytes() int64 {
+	if r.unloaded {
+		return 0
+	}
+	n := r.bi.MemoryBytes() + int64(len(r.groups))*int64(unsafe.Sizeof(groupInfo{}))
+	for i := range r.groups {
+		for _, c := range r.groups[i].cols {
+			n += int64(unsafe.Sizeof(c)) + int64(len(c.ch.ends))*4 + int64(len(c.meta.Widths))*2
+		}
+	}
+	for _, ls := range r.series {
+		n += 24 + int64(len(ls))*8
+	}
+	if r.msec != nil {
+		n += int64(len(r.msec.b)) + int64(len(r.msec.offs))*8
+	}
+	return n
+}
 
 // GroupOf returns the index of the group whose extent holds data-file
 // offset off, or -1.

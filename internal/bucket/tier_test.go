@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/stretchr/testify/require"
 
@@ -21,6 +22,12 @@ func dbSamples(t *testing.T, db *tsdb.DB, mint, maxt int64) map[string][][2]floa
 	q, err := db.Querier(mint, maxt)
 	require.NoError(t, err)
 	defer q.Close()
+	return querierSamples(t, q)
+}
+
+// querierSamples reads every sample of every series through q.
+func querierSamples(t *testing.T, q storage.Querier) map[string][][2]float64 {
+	t.Helper()
 	ss := q.Select(context.Background(), true, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
 	out := map[string][][2]float64{}
 	var it chunkenc.Iterator
@@ -37,6 +44,22 @@ func dbSamples(t *testing.T, db *tsdb.DB, mint, maxt int64) map[string][][2]floa
 	return out
 }
 
+// writeHosts writes hours of 10 s rows of 4 metrics on 3 hosts, and
+// commits each row.
+func writeHosts(t *testing.T, db *tsdb.DB, hours int64) {
+	t.Helper()
+	for i := int64(0); i < hours*360; i++ {
+		app := db.RowAppender()
+		for host := range 3 {
+			for m := range 4 {
+				l := labels.FromStrings("__name__", fmt.Sprintf("m%d", m), "job", "node", "instance", fmt.Sprintf("h%d", host))
+				require.NoError(t, app.Append(l, i*10_000, float64(i+int64(m*host))))
+			}
+		}
+		require.NoError(t, app.Commit())
+	}
+}
+
 // TestTierDisasterRecovery: blocks older than the local retention are
 // uploaded by the engine; a node with an empty data directory on the same
 // bucket serves them, answering as the first node does, and keeps taking
@@ -49,16 +72,7 @@ func TestTierDisasterRecovery(t *testing.T) {
 	}
 	db, err := tsdb.Open(t.TempDir(), opts())
 	require.NoError(t, err)
-	for i := int64(0); i < 4*360; i++ {
-		app := db.RowAppender()
-		for host := range 3 {
-			for m := range 4 {
-				l := labels.FromStrings("__name__", fmt.Sprintf("m%d", m), "job", "node", "instance", fmt.Sprintf("h%d", host))
-				require.NoError(t, app.Append(l, i*10_000, float64(i+int64(m*host))))
-			}
-		}
-		require.NoError(t, app.Commit())
-	}
+	writeHosts(t, db, 4)
 	require.NoError(t, db.FlushHead())
 	before := dbSamples(t, db, math.MinInt64, math.MaxInt64)
 	require.NoError(t, db.ShipBlocks(context.Background()))
@@ -186,4 +200,62 @@ func TestTierShipsCompacted(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, dbSamples(t, db, math.MinInt64, math.MaxInt64))
+}
+
+// TestTierMetadataBound: with RemoteMetadataBytes below one block's
+// metadata, a node keeps one bucket block's metadata in memory, opens the
+// others again as reads need them, answers as a node that keeps them all,
+// and a querier keeps reading a block dropped while it held it.
+func TestTierMetadataBound(t *testing.T) {
+	st := newMemStore()
+	tier := NewTier(st, 4096, 1<<20)
+	opts := func(budget int64) *tsdb.Options {
+		return &tsdb.Options{FlushCheckInterval: -1, PartitionRange: 3600_000, Remote: tier, LocalRetention: 3600_000, RemoteMetadataBytes: budget}
+	}
+	db, err := tsdb.Open(t.TempDir(), opts(0))
+	require.NoError(t, err)
+	writeHosts(t, db, 5)
+	require.NoError(t, db.FlushHead())
+	require.NoError(t, db.ShipBlocks(context.Background()))
+	rs := db.RemoteStats()
+	require.GreaterOrEqual(t, rs.Blocks, 3)
+	require.Equal(t, rs.Blocks, db.RemoteMetadataStats().Loaded, "unbounded: every shipped block stays in memory")
+	require.NoError(t, db.Close())
+
+	// Nodes with empty data directories serve the bucket's blocks.
+	all, err := tsdb.Open(t.TempDir(), opts(0))
+	require.NoError(t, err)
+	defer all.Close()
+	want := dbSamples(t, all, math.MinInt64, math.MaxInt64)
+	require.Len(t, want, 12)
+
+	bounded, err := tsdb.Open(t.TempDir(), opts(1))
+	require.NoError(t, err)
+	defer bounded.Close()
+	ms := bounded.RemoteMetadataStats()
+	require.Equal(t, 1, ms.Loaded, "a budget below one block's metadata holds one block")
+	require.Positive(t, ms.Bytes)
+
+	// A querier that acquired every block, reading after the others were
+	// dropped and loaded again by other reads.
+	q, err := bounded.Querier(math.MinInt64, math.MaxInt64)
+	require.NoError(t, err)
+	defer q.Close()
+	names, _, err := q.LabelValues(context.Background(), "instance", nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"h0", "h1", "h2"}, names)
+	for range 3 {
+		require.Equal(t, want, dbSamples(t, bounded, math.MinInt64, math.MaxInt64))
+	}
+	ms = bounded.RemoteMetadataStats()
+	require.Equal(t, 1, ms.Loaded)
+	require.Positive(t, ms.Loads)
+	require.Positive(t, ms.Drops)
+	require.Equal(t, rs.Blocks, bounded.RemoteStats().Blocks, "stand-ins still count as the bucket's blocks")
+
+	require.Equal(t, want, querierSamples(t, q))
+	require.NoError(t, q.Close())
+	for range 2 {
+		require.Equal(t, want, dbSamples(t, bounded, math.MinInt64, math.MaxInt64))
+	}
 }

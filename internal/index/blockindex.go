@@ -529,3 +529,20 @@ func (bi *BlockIndex) LabelValue(id uint32, name string) (string, bool) {
 	}
 	return "", true
 }
+
+// MemoryBytes estimates the heap the decoded index holds: its code
+// arrays, tag pairs (the strings are the TagDict's), postings bitmaps and
+// name map. Bounds on remote blocks' metadata (package tsdb) count it.
+func (bi *BlockIndex) MemoryBytes() int64 {
+	n := int64(len(bi.global)+len(bi.ptr)+len(bi.ind))*4 + int64(len(bi.tags))*32 + int64(len(bi.postings))*8
+	for _, p := range bi.postings {
+		n += int64(p.GetSizeInBytes()) + 48
+	}
+	if bi.all != nil {
+		n += int64(bi.all.GetSizeInBytes())
+	}
+	for _, c := range bi.byName {
+		n += int64(len(c))*4 + 64
+	}
+	return n + int64(len(bi.names))*16
+}

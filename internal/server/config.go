@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/aerie-db/aerie/internal/bucket"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,8 +14,10 @@ import (
 	"github.com/prometheus/prometheus/config"
 	"go.yaml.in/yaml/v2"
 
+	"github.com/aerie-db/aerie/internal/bucket"
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/memory"
+	"github.com/aerie-db/aerie/internal/positive"
 	"github.com/aerie-db/aerie/internal/rollup"
 	"github.com/aerie-db/aerie/internal/tsdb"
 	"github.com/aerie-db/aerie/internal/wal"
@@ -24,6 +25,10 @@ import (
 
 // DefaultMaxFuture is aerie.max_future's default: a clock-skew guard.
 const DefaultMaxFuture = 10 * time.Minute
+
+// DefaultMetadataMemorySize bounds the bucket blocks' metadata kept in
+// memory (aerie.storage.metadata_memory_size).
+const DefaultMetadataMemorySize = 256 << 20
 
 // AerieConfig is the `aerie:` section of the configuration file.
 type AerieConfig struct {
@@ -84,6 +89,11 @@ type AerieConfig struct {
 		// in memory for value search and aggregation, fetched from their
 		// metrics objects when first read [64MiB].
 		MetricsCacheSize units.Base2Bytes `yaml:"metrics_cache_size,omitempty"`
+		// MetadataMemorySize bounds the metadata of bucket blocks (their
+		// label indexes, groups and column metas) kept in memory: the
+		// blocks read least recently are dropped and opened again from
+		// their metadata objects when a query reads them [256MiB].
+		MetadataMemorySize units.Base2Bytes `yaml:"metadata_memory_size,omitempty"`
 		// ChunkCache keeps range GETs of data objects in a TSCache slab
 		// store on local disk, <data.dir>/cache/chunks.cache
 		// (internal/chunkcache) [on, except with the filesystem bucket].
@@ -334,6 +344,7 @@ func (a *AerieConfig) EngineOptions() tsdb.Options {
 	o.MaxBlockRange = time.Duration(a.MaxBlockRange).Milliseconds()
 	o.MetricInterval = time.Duration(a.MetricInterval).Milliseconds()
 	o.LocalRetention = time.Duration(a.Storage.LocalRetention).Milliseconds()
+	o.RemoteMetadataBytes = positive.Or(int64(a.Storage.MetadataMemorySize), DefaultMetadataMemorySize)
 	if a.OOOWindow != nil {
 		if *a.OOOWindow == 0 {
 			o.NoOOO = true

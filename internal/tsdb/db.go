@@ -95,7 +95,11 @@ type Options struct {
 	// LocalRetention is how long, from the newest data, blocks stay only
 	// local: older ones are uploaded to Remote [24h].
 	LocalRetention int64
-	BackfillIdle   time.Duration
+	// RemoteMetadataBytes bounds the metadata of Remote's blocks kept in
+	// memory (remotemeta.go); the blocks read least recently are dropped
+	// and opened again when read [0: unbounded].
+	RemoteMetadataBytes int64
+	BackfillIdle        time.Duration
 	// MaxBlockRange bounds compacted blocks, ms [31 days, or 10 % of
 	// Retention if that is smaller].
 	MaxBlockRange int64
@@ -209,6 +213,7 @@ type DB struct {
 
 	mu     sync.RWMutex // guards blocks, headBlocks and compactedHot
 	blocks []*block.Reader
+	rmeta  remoteMeta // remote blocks' metadata in memory (remotemeta.go)
 	// shippedBlocks and shipFailures count blocks moved to the remote
 	// tier and failed uploads (remote.go).
 	shippedBlocks, shipFailures atomic.Int64
@@ -279,6 +284,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		}
 	}
 	db := &DB{dir: dir, opts: o, log: o.Logger, headBlocks: map[int64]string{}, compactedHot: map[int64]string{}, stop: make(chan struct{}), compactKick: make(chan struct{}, 1)}
+	db.rmeta.budget = o.RemoteMetadataBytes
 	db.newestBlockSample.Store(math.MinInt64)
 	// undo closes what Open has opened so far, last opened first, when a
 	// later step fails.

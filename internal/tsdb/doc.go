@@ -51,7 +51,10 @@
 //     TagDict segments are applied to the local dictionary, so codes
 //     agree. A local block is deleted for being uploaded only after the
 //     tier read every object of it back, and after its remote copy took
-//     its place; remote blocks are never compacted.
+//     its place; remote blocks are never compacted. A remote block whose
+//     metadata was dropped from memory (remotemeta.go) stays in the
+//     block list as a stand-in with its meta; a querier opens it again
+//     before its first read of that range, so no read skips it.
 //  11. Every read through a querier (Select, SeriesMetrics, SeriesSets)
 //     takes what it reads in one place, Querier.snapshot: the main head,
 //     then the backfill generations overlapping its range, then the

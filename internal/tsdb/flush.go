@@ -221,6 +221,7 @@ func (db *DB) applyRetention() (int64, error) {
 		// Queriers hold their own references; the file closes with the
 		// last one, and an unlinked file stays readable until then.
 		d.Close()
+		db.rmeta.forget(d)
 		if d.Remote() {
 			// Deleted from the tier by the compaction loop, off the
 			// flush path (remote.go).

@@ -316,7 +316,11 @@ func (db *DB) SeriesBytes(ctx context.Context, ms ...*labels.Matcher) (index, da
 // (block.Reader.SeriesBytes; a bucket block's metrics are fetched if they
 // are not in memory). The head is not counted.
 func (q *Querier) SeriesBytes(ctx context.Context, ms ...*labels.Matcher) (index, data int64, err error) {
-	for _, b := range q.acquired() {
+	bs, err := q.acquired(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, b := range bs {
 		sel, err := b.Select(math.MinInt64, math.MaxInt64, ms...)
 		if err != nil {
 			return 0, 0, err

@@ -3,6 +3,7 @@ package tsdb
 import (
 	"cmp"
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"sync"
@@ -36,7 +37,13 @@ func (db *DB) OpenQuerier(mint, maxt int64) *Querier {
 	q.added = db.added.Load()
 	for _, b := range db.blocks {
 		m := b.Meta()
-		if m.MaxTime > mint && m.MinTime <= maxt && b.Acquire() {
+		if m.MaxTime <= mint || m.MinTime > maxt {
+			continue
+		}
+		if b.IsUnloaded() {
+			q.pending = append(q.pending, b) // opened again at the first read (remotemeta.go)
+		} else if b.Acquire() {
+			db.rmeta.touch(b)
 			q.blocks = append(q.blocks, b)
 		}
 	}
@@ -68,9 +75,13 @@ type Querier struct {
 
 	mu     sync.Mutex // guards blocks, added, snaps, gens and closed; Selects may run concurrently
 	blocks []*block.Reader
-	added  uint64 // db.added when blocks was last brought up to date
-	snaps  [][]head.SeriesSnapshot
-	gens   []genSnap // backfill generations read, released at Close
+	// pending are stand-ins (block.Unloaded) of remote blocks in range
+	// whose metadata was dropped from memory; resolve opens them again
+	// and moves them to blocks.
+	pending []*block.Reader
+	added   uint64 // db.added when blocks was last brought up to date
+	snaps   [][]head.SeriesSnapshot
+	gens    []genSnap // backfill generations read, released at Close
 	// prefetch are the Selects' read-ahead, stopped at Close before
 	// the snapshots they read are released.
 	prefetch []*prefetcher
@@ -112,34 +123,91 @@ func (q *Querier) Close() error {
 	return nil
 }
 
-// acquired returns the blocks the querier holds.
-func (q *Querier) acquired() []*block.Reader {
+// acquired returns the blocks the querier holds, with the remote blocks
+// it found dropped from memory opened again (resolve).
+func (q *Querier) acquired(ctx context.Context) ([]*block.Reader, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return slices.Clone(q.blocks)
+	if err := q.resolve(ctx); err != nil {
+		return nil, err
+	}
+	return slices.Clone(q.blocks), nil
+}
+
+// resolve opens again the remote blocks of q.pending and acquires them
+// (DB.loadRemote). Called with q.mu held.
+func (q *Querier) resolve(ctx context.Context) error {
+	for len(q.pending) > 0 {
+		if q.closed {
+			return errors.New("querier closed")
+		}
+		b, err := q.db.loadRemote(ctx, q.pending[0])
+		if err != nil {
+			return err
+		}
+		q.pending = q.pending[1:]
+		if b != nil && !q.holds(b.Meta().ULID) {
+			q.blocks = append(q.blocks, b)
+		} else if b != nil {
+			b.Release()
+		}
+	}
+	return nil
+}
+
+// holds reports whether the querier holds block id. Called with q.mu
+// held.
+func (q *Querier) holds(id string) bool {
+	for _, b := range q.blocks {
+		if b.Meta().ULID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// blocksNow returns the blocks the querier holds and those added since
+// (moreBlocks), remote blocks dropped from memory opened again.
+func (q *Querier) blocksNow(ctx context.Context) ([]*block.Reader, error) {
+	bs, err := q.acquired(ctx)
+	if err != nil {
+		return nil, err
+	}
+	more, err := q.moreBlocks(ctx)
+	return append(bs, more...), err
 }
 
 // moreBlocks acquires the blocks overlapping the querier's range that were
 // added since it acquired its own, and returns them. Without a flush in
 // between it is one atomic load.
-func (q *Querier) moreBlocks() []*block.Reader {
+func (q *Querier) moreBlocks(ctx context.Context) ([]*block.Reader, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.db.added.Load() == q.added {
-		return nil
+		return nil, nil
 	}
 	q.db.mu.RLock()
-	defer q.db.mu.RUnlock()
 	q.added = q.db.added.Load()
 	var added []*block.Reader
 	for _, b := range q.db.blocks {
 		m := b.Meta()
-		if m.MaxTime > q.mint && m.MinTime <= q.maxt && !slices.Contains(q.blocks, b) && b.Acquire() {
+		if m.MaxTime <= q.mint || m.MinTime > q.maxt || q.holds(m.ULID) {
+			continue
+		}
+		if b.IsUnloaded() {
+			q.pending = append(q.pending, b)
+		} else if b.Acquire() {
+			q.db.rmeta.touch(b)
 			q.blocks = append(q.blocks, b)
 			added = append(added, b)
 		}
 	}
-	return added
+	q.db.mu.RUnlock()
+	n := len(q.blocks)
+	if err := q.resolve(ctx); err != nil {
+		return added, err
+	}
+	return append(added, q.blocks[n:]...), nil
 }
 
 // snapshot is what one read of [mint, maxt] takes of the engine through
@@ -201,7 +269,11 @@ func (q *Querier) snapshot(ctx context.Context, mint, maxt int64, ms ...*labels.
 		}
 		snap.heads = append(snap.heads, headSnap{seq: g.n, series: gs})
 	}
-	for _, b := range append(q.acquired(), q.moreBlocks()...) {
+	bs, err := q.blocksNow(ctx)
+	if err != nil {
+		return snap, err
+	}
+	for _, b := range bs {
 		if m := b.Meta(); m.MaxTime <= mint || m.MinTime > maxt {
 			continue // a block outside the read's range selects nothing (block.Reader.Select)
 		}
@@ -615,7 +687,11 @@ func (q *Querier) LabelValues(ctx context.Context, name string, hints *storage.L
 		}
 		out = append(out, vs...)
 	}
-	for _, b := range append(q.acquired(), q.moreBlocks()...) { // after the head: see Querier
+	bs, err := q.blocksNow(ctx) // after the head: see Querier
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, b := range bs {
 		vs, err := index.LabelValues(b.Index(), name, ms...)
 		if err != nil {
 			return nil, nil, err
@@ -635,7 +711,11 @@ func (q *Querier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms 
 		}
 		out = append(out, ns...)
 	}
-	for _, b := range append(q.acquired(), q.moreBlocks()...) {
+	bs, err := q.blocksNow(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, b := range bs {
 		ns, err := index.LabelNames(b.Index(), ms...)
 		if err != nil {
 			return nil, nil, err

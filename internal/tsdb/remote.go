@@ -58,7 +58,13 @@ func (db *DB) openRemote(ctx context.Context) error {
 		local[b.Meta().ULID] = true
 		metas = append(metas, b.Meta())
 	}
+	// Newest ULIDs first: while the metadata fits the budget, blocks stay
+	// open; the rest are stand-ins, opened when read (remotemeta.go).
 	var opened []*block.Reader
+	var held int64
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	slices.Reverse(ids)
 	for _, id := range ids {
 		if local[id] {
 			continue
@@ -78,12 +84,19 @@ func (db *DB) openRemote(ctx context.Context) error {
 			}
 			return fmt.Errorf("remote tier: open block %s: %w", id, err)
 		}
+		if n := b.MemoryBytes(); db.rmeta.budget > 0 && len(opened) > 0 && held+n > db.rmeta.budget {
+			meta := b.Meta()
+			b.Close()
+			b = block.Unloaded(meta)
+		} else {
+			held += n
+		}
 		opened = append(opened, b)
 		metas = append(metas, b.Meta())
 	}
 	obsolete := compact.Obsolete(metas)
 	db.mu.Lock()
-	defer db.mu.Unlock()
+	var kept []*block.Reader
 	for _, b := range opened {
 		if slices.Contains(obsolete, b.Meta().ULID) {
 			b.Close()
@@ -91,8 +104,15 @@ func (db *DB) openRemote(ctx context.Context) error {
 		}
 		db.blocks = append(db.blocks, b)
 		db.noteBlockLocked(b.Meta())
+		kept = append(kept, b)
 	}
 	sortBlocks(db.blocks)
+	db.mu.Unlock()
+	for _, b := range kept {
+		if !b.IsUnloaded() {
+			db.addRemote(b)
+		}
+	}
 	return nil
 }
 
@@ -164,6 +184,7 @@ func (db *DB) shipBlocks(ctx context.Context) error {
 		}
 		db.blocks[i] = rb
 		db.mu.Unlock()
+		db.addRemote(rb)
 		// Queriers hold their own references; the files close with the
 		// last one, and unlinked files stay readable until then.
 		b.Close()

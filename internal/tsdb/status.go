@@ -1,6 +1,7 @@
 package tsdb
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -78,7 +79,16 @@ func (db *DB) SeriesBlocks(lset labels.Labels, limit int) (_ []block.Meta, total
 	var out []block.Meta
 	sb := labels.NewScratchBuilder(lset.Len())
 	for _, b := range bs {
-		if !b.Acquire() {
+		if b.IsUnloaded() {
+			// A remote block dropped from memory: opened again to be
+			// looked at, as a query would.
+			lb, err := db.loadRemote(context.Background(), b)
+			if err != nil || lb == nil {
+				db.log.Warn("series blocks: remote block not opened", "block", b.Meta().ULID, "err", err)
+				continue
+			}
+			b = lb
+		} else if !b.Acquire() {
 			continue // closed by a compaction or retention meanwhile
 		}
 		if blockHolds(b, lset, &sb) {
