@@ -28,6 +28,7 @@ type Config struct {
 	Input    string        // a remote-write dump or timestamped OpenMetrics file
 	Scale    string        // small, medium or large
 	Dir      string        // scratch directory ("" → a temporary one, removed after)
+	Keep     bool          // with Dir: each phase's data directories stay after the run
 	Seed     int64         // workload seed
 	Interval time.Duration // scrape interval (0 → 15 s for node/random, 10 s for tsbs)
 	Targets  int           // targets (hosts for tsbs) of the main dataset (0 → the scale's series)
@@ -238,6 +239,9 @@ func (r *runner) open(kind, phase string, tupleSize int) (engine, error) {
 // closeEngine closes e and removes its directory.
 func (r *runner) closeEngine(e engine, phase string) error {
 	err := e.close()
+	if r.cfg.Keep && r.cfg.Dir != "" {
+		return err
+	}
 	if rmErr := os.RemoveAll(filepath.Join(r.dir, phase+"-"+e.name())); err == nil {
 		err = rmErr
 	}

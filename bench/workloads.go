@@ -43,6 +43,7 @@ func engineWorkload(name, compares string) *harness.Workload {
 			f.StringVar(&cfg.AerieQueryEngine, "aerie.query-engine", "aerie", "the engine Aerie's queries run on: aerie (range functions over arrays, as aerie serve) or prometheus (Prometheus' engine alone, as --query.engine=prometheus)")
 			f.Float64Var(&cfg.AerieFlushCPU, "aerie.flush-cpu", 1, "Aerie's flush CPU budget, a share of one core (0 < x <= 1)")
 			f.IntVar(&cfg.QueryRuns, "query-runs", 0, "instances of each TSBS pattern (default: the scale's)")
+			f.BoolVar(&cfg.Keep, "keep", false, "keep each phase's data directories under --dir (e.g. for aerie inspect --parts --data.dir=DIR/main-aerie)")
 			return func(_ context.Context, o harness.Options) (harness.Report, error) {
 				cfg.Scale, cfg.Dir, cfg.Seed, cfg.Log = o.Scale, o.Dir, o.Seed, o.Log
 				return harness.Returned(Run(cfg))
