@@ -36,7 +36,7 @@ func FuzzIndexFile(f *testing.F) {
 		meta := Meta{TupleSize: 8, BlockTuples: 10, MetricInterval: DefaultMetricInterval, MaxTime: 1}
 		r := &Reader{meta: meta}
 		if err := r.decodeIndex(b, dict, "index", false); err == nil {
-			for id := range r.series {
+			for id := range r.numSeries() {
 				if _, err := r.Metrics(context.Background(), uint32(id)); err != nil {
 					t.Fatalf("index decoded but metrics of series %d do not: %v", id, err)
 				}
@@ -55,7 +55,7 @@ func FuzzIndexFile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for id := range c.series {
+		for id := range c.numSeries() {
 			if _, err := ms.Append(nil, uint32(id)); err != nil {
 				t.Fatalf("section parsed but metrics of series %d do not: %v", id, err)
 			}

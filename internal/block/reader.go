@@ -34,9 +34,9 @@ type ReaderOptions struct {
 
 type colInfo struct {
 	series uint32
-	meta   encoding.ColumnMeta // index versions 1 and 2 (data version 1)
-	ch     chunkMeta           // index versions 3, 4 (data versions 2, 3): ch.ends != nil
-	off    int64               // absolute offset of the column's data
+	meta   *encoding.ColumnMeta // index versions 1 and 2 (data version 1); nil after
+	ch     chunkMeta            // index versions 3, 4 (data versions 2, 3): ch.ends != nil
+	off    int64                // absolute offset of the column's data
 }
 
 func (c *colInfo) dataLen() int64 {
@@ -65,11 +65,14 @@ type groupInfo struct {
 // Reader is an open block. It is safe for concurrent use; it is
 // reference-counted so a block being deleted waits for its readers.
 type Reader struct {
-	dir     string
-	meta    Meta
-	bi      *index.BlockIndex
-	groups  []groupInfo
-	series  [][]loc
+	dir    string
+	meta   Meta
+	bi     *index.BlockIndex
+	groups []groupInfo
+	// locs are the series' locations, series id's at
+	// locs[locOff[id]:locOff[id+1]] (seriesLocs).
+	locs    []loc
+	locOff  []uint32
 	version uint8 // of the index file
 	// msec is the metrics section opened with the index; nil for a
 	// remote block whose index was cut by SplitIndex, whose section mload
@@ -305,6 +308,14 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict, file string, cut boo
 		g.crc = d.u32()
 		nc := d.count(3)
 		pos := g.off + g.tsLen
+		var arena []uint32 // the group's chunk ends, one allocation
+		if r.version >= 3 && d.err == nil && g.rows > 0 && g.rows <= encoding.MaxRows {
+			// Each chunk length takes a byte at least: a damaged count
+			// cannot make this allocation larger than the section.
+			if n := nc * numChunks(g.rows); n <= len(d.b)-d.pos {
+				arena = make([]uint32, n)
+			}
+		}
 		for j := 0; j < nc && d.err == nil; j++ {
 			c := colInfo{series: uint32(d.uvarint())}
 			if d.err != nil {
@@ -315,7 +326,7 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict, file string, cut boo
 					d.fail("column of group %d inconsistent", i)
 					break
 				}
-				c.ch, c.off = d.chunkMeta(g.rows), pos
+				c.ch, c.off = d.chunkMeta(g.rows, &arena), pos
 				pos += c.dataLen()
 				g.cols = append(g.cols, c)
 				continue
@@ -331,7 +342,7 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict, file string, cut boo
 				break
 			}
 			m.Index()
-			c.meta, c.off = m, pos
+			c.meta, c.off = &m, pos
 			pos += m.DataLen()
 			g.cols = append(g.cols, c)
 		}
@@ -345,7 +356,8 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict, file string, cut boo
 	if n := d.count(1); d.err == nil && n != ns {
 		return &CorruptionError{Offset: int64(d.at), Err: fmt.Errorf("section series: %d series, tags section has %d", n, ns)}
 	}
-	r.series = make([][]loc, ns)
+	r.locOff = make([]uint32, ns+1)
+	r.locs = make([]loc, 0, ns)
 	for i := 0; i < ns && d.err == nil; i++ {
 		nl := d.count(2)
 		for j := 0; j < nl && d.err == nil; j++ {
@@ -353,8 +365,9 @@ func (r *Reader) decodeIndex(b []byte, dict *index.TagDict, file string, cut boo
 			if d.err == nil && (int(l.group) >= len(r.groups) || int(l.col) >= len(r.groups[l.group].cols)) {
 				d.fail("location out of range")
 			}
-			r.series[i] = append(r.series[i], l)
+			r.locs = append(r.locs, l)
 		}
+		r.locOff[i+1] = uint32(len(r.locs))
 	}
 	if d.err != nil {
 		return d.err
@@ -476,7 +489,7 @@ func (r *Reader) Select(mint, maxt int64, ms ...*labels.Matcher) (*Selection, er
 	for it.HasNext() {
 		id := it.Next()
 		overlap := false
-		for _, l := range r.series[id] {
+		for _, l := range r.seriesLocs(id) {
 			g := &r.groups[l.group]
 			if g.minT <= maxt && g.maxT >= mint {
 				overlap = true
@@ -499,8 +512,8 @@ func (r *Reader) SelectIDs(mint, maxt int64, ids []uint32) (*Selection, error) {
 	q := &Selection{r: r, mint: mint, maxt: maxt, ts: map[uint32]*encoding.ScaledTimestamps{}, Series: make([]Series, len(ids))}
 	var sb labels.ScratchBuilder
 	for i, id := range ids {
-		if int(id) >= len(r.series) {
-			return nil, fmt.Errorf("block %s: series %d out of range [0, %d)", r.dir, id, len(r.series))
+		if int(id) >= r.numSeries() {
+			return nil, fmt.Errorf("block %s: series %d out of range [0, %d)", r.dir, id, r.numSeries())
 		}
 		q.Series[i] = Series{ID: id, Labels: r.bi.Labels(id, &sb), q: q}
 	}
@@ -538,7 +551,7 @@ func (q *Selection) timestamps(gi uint32) (*encoding.ScaledTimestamps, error) {
 // Iterator returns an iterator over the series' samples in the selection's
 // range. A series with several locations (it moved groups) merges them.
 func (s *Series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
-	locs := s.q.r.series[s.ID]
+	locs := s.q.r.seriesLocs(s.ID)
 	if len(locs) == 1 {
 		src, err := s.q.source(locs[0])
 		if err != nil {
@@ -568,7 +581,7 @@ func (s *Series) AppendRange(ts []int64, vs []float64, mint, maxt int64) ([]int6
 	if mint > maxt {
 		return ts, vs, nil
 	}
-	if locs := s.q.r.series[s.ID]; len(locs) == 1 {
+	if locs := s.q.r.seriesLocs(s.ID); len(locs) == 1 {
 		src, err := s.q.source(locs[0])
 		if err != nil {
 			return ts, vs, err
@@ -596,7 +609,7 @@ func (s *Series) AppendRange(ts []int64, vs []float64, mint, maxt int64) ([]int6
 // the range. false means only that the data must be read to tell.
 func (s *Series) SurelyHasSample() bool {
 	q := s.q
-	for _, l := range q.r.series[s.ID] {
+	for _, l := range q.r.seriesLocs(s.ID) {
 		g := &q.r.groups[l.group]
 		if g.rows == 0 || g.cols[l.col].sparse() {
 			continue
@@ -663,7 +676,7 @@ func (q *Selection) span(l loc) (src *colSource, off, end int64, err error) {
 		off, end = c.ch.chunkRange(r0/ChunkRows, r1/ChunkRows)
 		return src, off, end, nil
 	}
-	src = &colSource{ts: ts, meta: &c.meta, tupleSize: int(c.meta.TupleSize)}
+	src = &colSource{ts: ts, meta: c.meta, tupleSize: int(c.meta.TupleSize)}
 	if r0 > r1 {
 		return src, 0, 0, nil
 	}
@@ -714,7 +727,7 @@ func (q *Selection) prefetchTimestamps(pf Prefetcher) (io.ReaderAt, error) {
 	seen := map[uint32]bool{}
 	q.whole = map[uint32]bool{}
 	for _, s := range q.Series {
-		for _, l := range q.r.series[s.ID] {
+		for _, l := range q.r.seriesLocs(s.ID) {
 			g := &q.r.groups[l.group]
 			if g.minT > q.maxt || g.maxT < q.mint {
 				continue
@@ -782,7 +795,7 @@ func (q *Selection) prefetch(pf Prefetcher) (io.ReaderAt, error) {
 	}
 	var ranges []ByteRange
 	for _, s := range q.Series {
-		for _, l := range q.r.series[s.ID] {
+		for _, l := range q.r.seriesLocs(s.ID) {
 			g := &q.r.groups[l.group]
 			if g.minT > q.maxt || g.maxT < q.mint || q.whole[l.group] {
 				continue
@@ -958,6 +971,12 @@ func OpenRemote(name string, meta, idx []byte, dict *index.TagDict, data io.Read
 	return r, nil
 }
 
+// numSeries is the number of series the index locates (0 for a stand-in).
+func (r *Reader) numSeries() int { return max(len(r.locOff)-1, 0) }
+
+// seriesLocs returns the locations of local series id.
+func (r *Reader) seriesLocs(id uint32) []loc { return r.locs[r.locOff[id]:r.locOff[id+1]] }
+
 // Remote reports whether the block was opened with OpenRemote (or is an
 // Unloaded stand-in for one).
 func (r *Reader) Remote() bool { return r.f == nil }
@@ -986,12 +1005,13 @@ func (r *Reader) MemoryBytes() int64 {
 	n := r.bi.MemoryBytes() + int64(len(r.groups))*int64(unsafe.Sizeof(groupInfo{}))
 	for i := range r.groups {
 		for _, c := range r.groups[i].cols {
-			n += int64(unsafe.Sizeof(c)) + int64(len(c.ch.ends))*4 + int64(len(c.meta.Widths))*2
+			n += int64(unsafe.Sizeof(c)) + int64(len(c.ch.ends))*4
+			if c.meta != nil {
+				n += int64(unsafe.Sizeof(*c.meta)) + int64(len(c.meta.Widths))*2
+			}
 		}
 	}
-	for _, ls := range r.series {
-		n += 24 + int64(len(ls))*8
-	}
+	n += int64(len(r.locs))*8 + int64(len(r.locOff))*4
 	if r.msec != nil {
 		n += int64(len(r.msec.b)) + int64(len(r.msec.offs))*8
 	}

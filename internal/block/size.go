@@ -11,11 +11,11 @@ import (
 // group's timestamp column (divided by the group's columns). It is 0 for
 // an unknown id.
 func (r *Reader) SeriesDataBytes(id uint32) int64 {
-	if int(id) >= len(r.series) {
+	if int(id) >= r.numSeries() {
 		return 0
 	}
 	var data int64
-	for _, l := range r.series[id] {
+	for _, l := range r.seriesLocs(id) {
 		g := &r.groups[l.group]
 		c := &g.cols[l.col]
 		data += c.dataLen()
@@ -31,7 +31,7 @@ func (r *Reader) SeriesDataBytes(id uint32) int64 {
 // are not in memory). It is 0, 0 for an unknown id. A scan over many
 // series takes MetricsSection once and calls RecordLen instead.
 func (r *Reader) SeriesBytes(ctx context.Context, id uint32) (index, data int64, err error) {
-	if int(id) >= len(r.series) {
+	if int(id) >= r.numSeries() {
 		return 0, 0, nil
 	}
 	ms, err := r.MetricsSection(ctx)

@@ -41,7 +41,7 @@ var summaryScratch = sync.Pool{New: func() any { return new([]IntervalMetrics) }
 // metrics and the headers and presence of its value chunks are read.
 func (s *Series) AppendSummaries(dst []IntervalSummary, iv, k0, k1 int64) ([]IntervalSummary, error) {
 	r := s.q.r
-	locs := r.series[s.ID]
+	locs := r.seriesLocs(s.ID)
 	if r.mm == nil || r.msec == nil || r.meta.MetricInterval != iv || len(locs) != 1 {
 		return dst, nil
 	}
@@ -122,7 +122,7 @@ func (s *Series) AppendSummaries(dst []IntervalSummary, iv, k0, k1 int64) ([]Int
 // late rows flushed apart).
 func (s *Series) Span() (mint, maxt int64) {
 	mint, maxt = math.MaxInt64, math.MinInt64
-	for _, l := range s.q.r.series[s.ID] {
+	for _, l := range s.q.r.seriesLocs(s.ID) {
 		g := &s.q.r.groups[l.group]
 		if g.rows > 0 {
 			mint, maxt = min(mint, g.minT), max(maxt, g.maxT)

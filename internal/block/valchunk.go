@@ -113,8 +113,11 @@ func appendChunkMeta(dst []byte, m *chunkMeta) []byte {
 	return dst
 }
 
-// chunkMeta decodes the meta of a version 3 column of rows rows.
-func (d *decbuf) chunkMeta(rows int) chunkMeta {
+// chunkMeta decodes the meta of a version 3 column of rows rows; its
+// chunk ends take the first numChunks(rows) entries of *arena when it has
+// them (a group's columns share one allocation), else (or with a nil
+// arena) their own.
+func (d *decbuf) chunkMeta(rows int, arena *[]uint32) chunkMeta {
 	var m chunkMeta
 	f := d.byte()
 	if d.err == nil && f&^columnFlagSparse != 0 {
@@ -126,7 +129,11 @@ func (d *decbuf) chunkMeta(rows int) chunkMeta {
 		d.fail("%d chunk lengths do not fit", n)
 		return m
 	}
-	m.ends = make([]uint32, n)
+	if arena != nil && len(*arena) >= n {
+		m.ends, *arena = (*arena)[:n:n], (*arena)[n:]
+	} else {
+		m.ends = make([]uint32, n)
+	}
 	end := uint64(0)
 	for i := range n {
 		l := d.uvarint()
@@ -1100,7 +1107,7 @@ func (c *ColumnCodec) Append(data, meta []byte, vals []float64, present []bool) 
 // (meta and data) to vals and pres: each row's value, 0 if absent.
 func (c *ColumnCodec) Decode(vals []float64, pres []bool, meta, data []byte, rows int) ([]float64, []bool, error) {
 	d := &decbuf{b: meta, what: "column meta"}
-	m := d.chunkMeta(rows)
+	m := d.chunkMeta(rows, nil)
 	if d.err == nil && d.pos != len(meta) {
 		d.fail("%d trailing bytes", len(meta)-d.pos)
 	}

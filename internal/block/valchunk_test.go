@@ -87,7 +87,7 @@ func checkRoundTrip(t *testing.T, vals []float64, pres []bool) ([]byte, chunkMet
 	var mb []byte
 	mb = appendChunkMeta(mb, &m)
 	d := &decbuf{b: mb}
-	m2 := d.chunkMeta(len(vals))
+	m2 := d.chunkMeta(len(vals), nil)
 	if d.err != nil || d.pos != len(mb) || m2.sparse != m.sparse {
 		t.Fatalf("meta does not round-trip: %v", d.err)
 	}
