@@ -244,9 +244,16 @@ func TestTierMetadataBound(t *testing.T) {
 	names, _, err := q.LabelValues(context.Background(), "instance", nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{"h0", "h1", "h2"}, names)
+	// A querier opened now finds stand-ins; the reads below load and drop
+	// each block again, so by its first read the stand-ins it noted are
+	// replaced by others.
+	q2, err := bounded.Querier(math.MinInt64, math.MaxInt64)
+	require.NoError(t, err)
+	defer q2.Close()
 	for range 3 {
 		require.Equal(t, want, dbSamples(t, bounded, math.MinInt64, math.MaxInt64))
 	}
+	require.Equal(t, want, querierSamples(t, q2))
 	ms = bounded.RemoteMetadataStats()
 	require.Equal(t, 1, ms.Loaded)
 	require.Positive(t, ms.Loads)

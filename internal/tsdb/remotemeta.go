@@ -151,45 +151,62 @@ func (db *DB) dropRemote() {
 	}
 }
 
-// loadRemote opens the remote block that stand-in u replaced, puts it
-// back in db.blocks and returns it acquired; nil if u left db.blocks
-// meanwhile (retention). If another read loaded it first, that reader is
-// acquired instead.
+// loadRemote returns, acquired, the block that stand-in u stood for:
+// the loaded reader in db.blocks if there is one, else the block opened
+// again from the tier and put in place of the stand-in there now (which
+// may be another stand-in than u: the block may have been loaded and
+// dropped again since u was seen). It returns nil if the block left
+// db.blocks (retention).
 func (db *DB) loadRemote(ctx context.Context, u *block.Reader) (*block.Reader, error) {
 	id := u.Meta().ULID
-	acquireCurrent := func() *block.Reader {
+	// A few rounds: between finding a stand-in and putting the opened
+	// block in its place, another read may load and drop the block.
+	for round := 0; round < 8; round++ {
+		db.mu.RLock()
+		var cur *block.Reader
 		for _, b := range db.blocks {
-			if b.Meta().ULID == id && b.Acquire() {
-				db.rmeta.touch(b)
-				return b
+			if b.Meta().ULID == id {
+				cur = b
+				break
 			}
 		}
-		return nil
-	}
-	db.mu.RLock()
-	if !slices.Contains(db.blocks, u) {
-		b := acquireCurrent()
+		if cur == nil {
+			db.mu.RUnlock()
+			return nil, nil
+		}
+		if !cur.IsUnloaded() {
+			// In db.blocks, so not closed: drops and retention take it
+			// out of db.blocks before they close it.
+			ok := cur.Acquire()
+			db.rmeta.touch(cur)
+			db.mu.RUnlock()
+			if ok {
+				return cur, nil
+			}
+			continue
+		}
 		db.mu.RUnlock()
-		return b, nil
-	}
-	db.mu.RUnlock()
-	r, err := db.opts.Remote.Open(ctx, id, db.dict)
-	if err != nil {
-		return nil, fmt.Errorf("remote tier: open block %s again: %w", id, err)
-	}
-	db.mu.Lock()
-	i := slices.Index(db.blocks, u)
-	if i < 0 {
-		b := acquireCurrent()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := db.opts.Remote.Open(ctx, id, db.dict)
+		if err != nil {
+			return nil, fmt.Errorf("remote tier: open block %s again: %w", id, err)
+		}
+		db.mu.Lock()
+		i := slices.Index(db.blocks, cur)
+		if i < 0 {
+			db.mu.Unlock()
+			r.Close()
+			continue
+		}
+		db.blocks[i] = r
+		r.Acquire()
 		db.mu.Unlock()
-		r.Close()
-		return b, nil
+		cur.Close()
+		db.rmeta.loads.Add(1)
+		db.addRemote(r)
+		return r, nil
 	}
-	db.blocks[i] = r
-	r.Acquire()
-	db.mu.Unlock()
-	u.Close()
-	db.rmeta.loads.Add(1)
-	db.addRemote(r)
-	return r, nil
+	return nil, fmt.Errorf("remote tier: block %s was dropped from memory again before a read could use it: raise aerie.storage.metadata_memory_size", id)
 }
