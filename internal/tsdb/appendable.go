@@ -37,7 +37,7 @@ var ErrNativeHistogram = errors.New("native histograms are not supported by Aeri
 // series' next samples, it skips the label lookup, as in Prometheus, and
 // the labels may then be empty.
 func (db *DB) Appender(ctx context.Context) storage.Appender {
-	a := &appender{db: db, app: db.head.Appender(), below: math.MinInt64, lateBefore: math.MinInt64}
+	a := &appender{db: db, app: db.head.Appender(), below: math.MinInt64, lateBefore: math.MinInt64, future: math.MinInt64}
 	a.app.SetSpill(a.spill)
 	if o := db.lateObserver(); o != nil {
 		a.late, a.lateBefore = nil, o.Horizon()
@@ -71,6 +71,11 @@ type appender struct {
 	bf    []bfSample // bound for the backfill
 	opts  storage.AppendOptions
 	below int64 // HistoryAppender: samples before go to the backfill
+	// future is the max_future bound (DB.futureBound) last read from the
+	// clock: a sample at or before it is not too far in the future, so
+	// the clock is read again only for a sample past it (a history load
+	// reads it once, a live one about once per max_future).
+	future int64
 
 	observer   LateObserver // SetLateObserver's when the appender was made
 	lateBefore int64        // its horizon then
@@ -86,8 +91,10 @@ type lateSample struct {
 }
 
 func (a *appender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
-	if err := a.db.checkFuture(t); err != nil {
-		return 0, err
+	if t > a.future {
+		if a.future = a.db.futureBound(); t > a.future {
+			return 0, ErrTooFarInFuture
+		}
 	}
 	if t < a.below {
 		if err := a.db.checkRetention(t); err != nil {

@@ -191,10 +191,19 @@ func (db *DB) CheckTime(t int64) error {
 }
 
 func (db *DB) checkFuture(t int64) error {
-	if db.opts.MaxFuture > 0 && t > time.Now().UnixMilli()+db.opts.MaxFuture {
+	if t > db.futureBound() {
 		return ErrTooFarInFuture
 	}
 	return nil
+}
+
+// futureBound is the latest sample time max_future accepts now
+// (math.MaxInt64 without max_future).
+func (db *DB) futureBound() int64 {
+	if db.opts.MaxFuture <= 0 {
+		return math.MaxInt64
+	}
+	return time.Now().UnixMilli() + db.opts.MaxFuture
 }
 
 func (db *DB) checkRetention(t int64) error {
