@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -265,4 +266,17 @@ func TestTierMetadataBound(t *testing.T) {
 	for range 2 {
 		require.Equal(t, want, dbSamples(t, bounded, math.MinInt64, math.MaxInt64))
 	}
+
+	// A dropped block that cannot be opened again fails the read that
+	// needs it, rather than leaving its samples out.
+	st.corrupt = func(name string) bool { return strings.HasSuffix(name, "/"+metaName) }
+	bad, err := bounded.Querier(math.MinInt64, math.MaxInt64)
+	require.NoError(t, err)
+	defer bad.Close()
+	ss := bad.Select(context.Background(), true, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
+	for ss.Next() {
+	}
+	require.Error(t, ss.Err(), "a block that could not be opened again")
+	st.corrupt = nil
+	require.Equal(t, want, dbSamples(t, bounded, math.MinInt64, math.MaxInt64))
 }
