@@ -89,15 +89,7 @@ func runInspectParts(w io.Writer, dir string) error {
 		s := sizes[i]
 		row(m.ULID, int64(m.Stats.Samples), m.Stats.Bytes(), s)
 		samples, bytes = samples+int64(m.Stats.Samples), bytes+m.Stats.Bytes()
-		total.Timestamps += s.Timestamps
-		total.Values += s.Values
-		total.DataOther += s.DataOther
-		total.Metrics += s.Metrics
-		total.IndexOther += s.IndexOther
-		for k := range s.Chunks {
-			total.Chunks[k] += s.Chunks[k]
-			total.ChunkBytes[k] += s.ChunkBytes[k]
-		}
+		total.Add(s)
 	}
 	row("all blocks", samples, bytes, total)
 	return tw.Flush()

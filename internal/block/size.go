@@ -54,6 +54,19 @@ type Sizes struct {
 	Chunks, ChunkBytes [chunkKinds]int64
 }
 
+// Add adds o's bytes and chunks to s.
+func (s *Sizes) Add(o Sizes) {
+	s.Timestamps += o.Timestamps
+	s.Values += o.Values
+	s.DataOther += o.DataOther
+	s.Metrics += o.Metrics
+	s.IndexOther += o.IndexOther
+	for k := range s.Chunks {
+		s.Chunks[k] += o.Chunks[k]
+		s.ChunkBytes[k] += o.ChunkBytes[k]
+	}
+}
+
 // Sizes returns where the block's bytes go. It reads one byte per value
 // chunk (its kind) from the data file; a remote block's chunks are not
 // counted.
