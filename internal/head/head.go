@@ -90,6 +90,7 @@ type WAL interface {
 type memSeries struct {
 	ref  model.SeriesRef
 	lset labels.Labels
+	hash uint64 // lset.Hash(); the struct stays in its 80-byte size class
 
 	lastT   atomic.Int64 // last in-order timestamp; written under the current group's appendMu
 	lastV   atomic.Uint64
@@ -304,7 +305,7 @@ func (h *Head) getOrCreate(lset labels.Labels) (*memSeries, error) {
 	if g == nil {
 		g = h.newGroupLocked(0, key)
 	}
-	s = &memSeries{ref: model.SeriesRef(len(h.refs)), lset: lset.Copy(), cur: g}
+	s = &memSeries{ref: model.SeriesRef(len(h.refs)), lset: lset.Copy(), hash: hash, cur: g}
 	s.lastT.Store(math.MinInt64)
 	h.refs = append(h.refs, s)
 	h.publishRefsLocked()
@@ -338,6 +339,16 @@ func (h *Head) SeriesLabels(ref model.SeriesRef) (labels.Labels, bool) {
 		return labels.EmptyLabels(), false
 	}
 	return s.lset, true
+}
+
+// SeriesLabelsHash is SeriesLabels with the labels' hash
+// (labels.Labels.Hash), which the head keeps.
+func (h *Head) SeriesLabelsHash(ref model.SeriesRef) (labels.Labels, uint64, bool) {
+	s := h.seriesOf(ref)
+	if s == nil {
+		return labels.EmptyLabels(), 0, false
+	}
+	return s.lset, s.hash, true
 }
 
 func (h *Head) findLocked(hash uint64, lset labels.Labels) *memSeries {

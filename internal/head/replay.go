@@ -38,12 +38,12 @@ func (h *Head) ReplaySeries(d wal.SeriesDef) error {
 	s := h.refs[d.Ref]
 	if s == nil {
 		s = &memSeries{ref: d.Ref, lset: d.Labels.Copy(), cur: g}
+		s.hash = s.lset.Hash()
 		s.lastT.Store(math.MinInt64)
 		h.refs[d.Ref] = s
 		h.publishRefsLocked()
-		hash := s.lset.Hash()
-		s.next = h.byHash[hash]
-		h.byHash[hash] = s
+		s.next = h.byHash[s.hash]
+		h.byHash[s.hash] = s
 	} else {
 		s.joinLocked(g)
 	}

@@ -310,15 +310,17 @@ func (s *Store) Horizon() int64 {
 	return s.opts.Now().Add(-s.opts.MaxFreshness / 2).UnixMilli()
 }
 
-// Written implements tsdb.LateObserver: the series' keys, every archive,
-// are dropped.
-func (s *Store) Written(lset labels.Labels, _, _ int64) {
-	h := lset.Hash()
+// Written implements tsdb.LateObserver: the written series' keys, every
+// archive, are dropped.
+func (s *Store) Written(ws []tsdb.LateWrite) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.written[h%stripes]++
-	if e := s.series[h]; e != nil && labels.Equal(e.lset, lset) {
-		s.dropLocked(h, e)
+	for _, w := range ws {
+		h := w.Hash
+		s.written[h%stripes]++
+		if e := s.series[h]; e != nil && labels.Equal(e.lset, w.Labels) {
+			s.dropLocked(h, e)
+		}
 	}
 }
 

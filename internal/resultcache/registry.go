@@ -75,6 +75,9 @@ func (r *registry) remove(k cache.Key) {
 
 // affected returns the keys whose queries select lset and read data in
 // [mint, maxt].
+// empty says no part is registered: no write can affect one.
+func (r *registry) empty() bool { return len(r.entries) == 0 }
+
 func (r *registry) affected(lset labels.Labels, mint, maxt int64) []cache.Key {
 	var out []cache.Key
 	check := func(k cache.Key, e *regEntry) {

@@ -26,6 +26,7 @@ import (
 	"github.com/aerie-db/aerie/internal/cache"
 	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/queryparse"
+	"github.com/aerie-db/aerie/internal/tsdb"
 )
 
 // Options configure the results cache. Zero values take the defaults in
@@ -445,16 +446,21 @@ func (rc *Cache) Horizon() int64 {
 	return rc.opts.Now().Add(-rc.opts.MaxFreshness).UnixMilli()
 }
 
-// Written drops the cached parts whose queries select lset and read
-// [mint, maxt]: the write made them stale.
-func (rc *Cache) Written(lset labels.Labels, mint, maxt int64) {
+// Written drops the cached parts whose queries select a written series
+// and read its range: the write made them stale.
+func (rc *Cache) Written(ws []tsdb.LateWrite) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.gen++
-	for _, k := range rc.reg.affected(lset, mint, maxt) {
-		rc.c.Delete(k)
-		rc.reg.remove(k)
-		rc.m.invalidated.Inc()
+	if rc.reg.empty() {
+		return
+	}
+	for _, w := range ws {
+		for _, k := range rc.reg.affected(w.Labels, w.MinT, w.MaxT) {
+			rc.c.Delete(k)
+			rc.reg.remove(k)
+			rc.m.invalidated.Inc()
+		}
 	}
 }
 

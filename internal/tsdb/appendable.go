@@ -40,8 +40,11 @@ func (db *DB) Appender(ctx context.Context) storage.Appender {
 	a := &appender{db: db, app: db.head.Appender(), below: math.MinInt64, lateBefore: math.MinInt64, future: math.MinInt64}
 	a.app.SetSpill(a.spill)
 	if o := db.lateObserver(); o != nil {
-		a.late, a.lateBefore = nil, o.Horizon()
+		a.lateBefore = o.Horizon()
 		a.observer = o
+		if ls, ok := latePool.Get().(*lateScratch); ok {
+			a.late, a.lateWs = ls.late, ls.ws
+		}
 	}
 	return a
 }
@@ -80,14 +83,35 @@ type appender struct {
 	observer   LateObserver // SetLateObserver's when the appender was made
 	lateBefore int64        // its horizon then
 	late       []lateSample // head samples before lateBefore (backfill ones are in bf)
+	lateWs     []LateWrite  // reportLate's
 }
 
-// lateSample is a head sample older than the late horizon: its series by
-// ref (resolved at Commit) or by labels.
+// lateSample is a head sample older than the late horizon.
 type lateSample struct {
 	ref model.SeriesRef
-	l   labels.Labels
 	t   int64
+}
+
+// lateScratch is the memory of an appender's late samples, reused through
+// latePool: an appender lives for one commit, and in a load of history
+// every sample is late.
+type lateScratch struct {
+	late []lateSample
+	ws   []LateWrite
+}
+
+var latePool sync.Pool
+
+// releaseLate gives the late samples' memory to the next appender.
+func (a *appender) releaseLate() {
+	if a.observer == nil || cap(a.late) > 1<<20 || cap(a.lateWs) > 1<<20 {
+		a.late, a.lateWs = nil, nil
+		return
+	}
+	clear(a.late)
+	clear(a.lateWs)
+	latePool.Put(&lateScratch{a.late[:0], a.lateWs[:0]})
+	a.late, a.lateWs = nil, nil
 }
 
 func (a *appender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
@@ -106,7 +130,7 @@ func (a *appender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v flo
 		if l.IsEmpty() {
 			return 0, head.ErrUnknownRef
 		}
-		a.bf = append(a.bf, bfSample{l: l, t: t, v: v})
+		a.bf = append(a.bf, bfSample{l: l, ref: model.SeriesRef(ref), t: t, v: v})
 		return ref, nil
 	}
 	if ref != 0 {
@@ -127,7 +151,7 @@ func (a *appender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v flo
 		return 0, err
 	}
 	if t < a.lateBefore {
-		a.late = append(a.late, lateSample{l: l, t: t})
+		a.late = append(a.late, lateSample{ref: r, t: t})
 	}
 	return storage.SeriesRef(r), nil
 }
@@ -155,7 +179,7 @@ func (a *appender) appendRef(ref storage.SeriesRef, l labels.Labels, t int64, v 
 		if l.IsEmpty() {
 			l, _ = a.db.head.SeriesLabels(hr)
 		}
-		a.bf = append(a.bf, bfSample{l: l, t: t, v: v})
+		a.bf = append(a.bf, bfSample{l: l, ref: hr, t: t, v: v})
 		return ref, nil
 	}
 	if err := a.app.AppendRef(hr, t, v); err != nil {
@@ -177,7 +201,7 @@ func (a *appender) SetOptions(o *storage.AppendOptions) {
 // another commit, or a duplicate inside the batch) are counted and
 // dropped, as Prometheus' head does; only a storage failure is an error.
 func (a *appender) Commit() error {
-	defer func() { clear(a.bf); a.bf = a.bf[:0]; clear(a.late); a.late = a.late[:0] }()
+	defer func() { clear(a.bf); a.bf = a.bf[:0]; a.releaseLate() }()
 	err := a.app.Commit()
 	var ae *head.AppendError
 	if errors.As(err, &ae) {
@@ -199,41 +223,45 @@ func (a *appender) Commit() error {
 }
 
 // reportLate tells the late observer of the commit's samples older than its
-// horizon, a range per series. A sample the commit refused is reported
-// too: a cache entry dropped for nothing costs a query, never an answer.
+// horizon, in one call: a range per run of samples of one series (a
+// series whose samples are not adjacent in the commit is reported once
+// per run, which costs the observer a lookup, not an answer). A sample the
+// commit refused is reported too: a cache entry dropped for nothing costs
+// a query, never an answer. The head keeps each series' labels hash, so a
+// sample appended by ref hashes nothing.
 func (a *appender) reportLate() {
 	o := a.observer
 	if o == nil || (len(a.late) == 0 && len(a.bf) == 0) {
 		return
 	}
-	type rng struct {
-		l          labels.Labels
-		mint, maxt int64
-	}
-	bySeries := map[uint64]*rng{}
-	note := func(l labels.Labels, t int64) {
-		h := l.Hash()
-		if r := bySeries[h]; r != nil {
-			r.mint, r.maxt = min(r.mint, t), max(r.maxt, t)
+	ws := a.lateWs[:0]
+	var last model.SeriesRef
+	note := func(ref model.SeriesRef, l labels.Labels, t int64) {
+		if ref != 0 && ref == last {
+			w := &ws[len(ws)-1]
+			w.MinT, w.MaxT = min(w.MinT, t), max(w.MaxT, t)
 			return
 		}
-		bySeries[h] = &rng{l, t, t}
+		last = ref
+		var h uint64
+		if ref != 0 {
+			l, h, _ = a.db.head.SeriesLabelsHash(ref)
+		} else {
+			h = l.Hash()
+		}
+		ws = append(ws, LateWrite{Labels: l, Hash: h, MinT: t, MaxT: t})
 	}
 	for _, s := range a.late {
-		l := s.l
-		if l.IsEmpty() {
-			l, _ = a.db.head.SeriesLabels(s.ref)
-		}
-		note(l, s.t)
+		note(s.ref, labels.EmptyLabels(), s.t)
 	}
+	last = 0
 	for _, s := range a.bf {
 		if s.t < a.lateBefore {
-			note(s.l, s.t)
+			note(s.ref, s.l, s.t)
 		}
 	}
-	for _, r := range bySeries {
-		o.Written(r.l, r.mint, r.maxt)
-	}
+	o.Written(ws)
+	a.lateWs = ws
 }
 
 // spill takes the samples the head's commit found too old (its bounds
@@ -249,8 +277,7 @@ func (a *appender) spill(l labels.Labels, t int64, v float64) bool {
 func (a *appender) Rollback() error {
 	clear(a.bf)
 	a.bf = a.bf[:0]
-	clear(a.late)
-	a.late = a.late[:0]
+	a.releaseLate()
 	return a.app.Rollback()
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/mathx"
 	"github.com/aerie-db/aerie/internal/memory"
+	"github.com/aerie-db/aerie/internal/model"
 	"github.com/aerie-db/aerie/internal/wal"
 )
 
@@ -420,6 +421,7 @@ func (db *DB) freezeLocked(g *generation) {
 // bfSample is a sample bound for the backfill.
 type bfSample struct {
 	l   labels.Labels
+	ref model.SeriesRef // the head's ref of l, or 0 (reportLate)
 	t   int64
 	v   float64
 	pid int64

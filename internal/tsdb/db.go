@@ -142,12 +142,20 @@ func (db *DB) lateObserver() LateObserver {
 type LateObserver interface {
 	// Horizon is read once per appender: samples before it are reported.
 	Horizon() int64
-	// Written reports, per series, the range of its late samples in one
-	// commit.
-	Written(lset labels.Labels, mint, maxt int64)
+	// Written reports the late samples of one commit, one LateWrite per
+	// series (a series may rarely have two). ws is the caller's: it is
+	// reused once Written returns.
+	Written(ws []LateWrite)
 	// Deleted reports a deletion of the series matching ms in
 	// [mint, maxt].
 	Deleted(mint, maxt int64, ms []*labels.Matcher)
+}
+
+// LateWrite is one series' late samples in one commit.
+type LateWrite struct {
+	Labels     labels.Labels
+	Hash       uint64 // Labels.Hash()
+	MinT, MaxT int64
 }
 
 // LateObservers tells each of its observers (several caches over one
@@ -165,10 +173,29 @@ func (os LateObservers) Horizon() int64 {
 	return h
 }
 
-func (os LateObservers) Written(lset labels.Labels, mint, maxt int64) {
+func (os LateObservers) Written(ws []LateWrite) {
+	var some []LateWrite
 	for _, o := range os {
-		if mint < o.Horizon() {
-			o.Written(lset, mint, maxt)
+		h := o.Horizon()
+		all := true
+		for _, w := range ws {
+			if w.MinT >= h {
+				all = false
+				break
+			}
+		}
+		if all {
+			o.Written(ws) // a load of history: every write, no copy
+			continue
+		}
+		some = some[:0]
+		for _, w := range ws {
+			if w.MinT < h {
+				some = append(some, w)
+			}
+		}
+		if len(some) > 0 {
+			o.Written(some)
 		}
 	}
 }
