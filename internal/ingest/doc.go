@@ -58,14 +58,18 @@
 //     handlers and by ReadJSONLines and ReadCSV.
 //  8. Known series are appended by ref (refcache.go): the Influx and remote
 //     write handlers remember, per series as written (an Influx line's
-//     measurement and tags with one field name; a remote write series'
-//     label fields), the ref the storage returned and the hash of its
-//     labels, keyed by a 128-bit digest. A line or series whose every
-//     field is known is appended without building, sorting or looking up
-//     labels; any other is parsed in full, as before, and fills the cache.
-//     The answer, the stored samples and the messages are the same either
-//     way (the fast path parses a line with a rejection again, in full, to
-//     say why).
+//     measurement and tags, with each field name seen with them; a remote
+//     write series' label fields), the ref the storage returned and the
+//     hash of its labels, keyed by a 128-bit digest. A line or series
+//     whose every field is known is appended without building, sorting or
+//     looking up labels; any other is parsed in full, as before, and fills
+//     the cache. An Influx line of known measurement and tags has its
+//     fields and timestamp read without the line-protocol decoder, for the
+//     plainly written forms only (influxParser.fastLine); anything else
+//     goes to the full path. The answer, the stored samples and the
+//     messages are the same either way (the fast path parses a line with a
+//     rejection again, in full, to say why; FuzzInfluxFastPath compares
+//     the two).
 //  9. Remote write 1.0 answers exactly as Prometheus' handler (v0.310) does
 //     — same status, same stored samples — which a differential fuzz test
 //     checks; a request it cannot read as a well-formed WriteRequest of

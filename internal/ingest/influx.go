@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
@@ -24,13 +25,13 @@ import (
 // when every sample was stored, like InfluxDB.
 func NewInfluxHandler(app storage.Appendable, opts Options) http.Handler {
 	opts = opts.withDefaults()
-	return &influxHandler{app: app, opts: opts, cache: newRefCache(opts.SeriesCache)}
+	return &influxHandler{app: app, opts: opts, cache: newRefCache[*lineFields](opts.SeriesCache)}
 }
 
 type influxHandler struct {
 	app   storage.Appendable
 	opts  Options
-	cache *refCache // the series of every request's lines
+	cache *refCache[*lineFields] // the series of every request's lines
 }
 
 // precision is a timestamp unit, as a multiplier or divisor to ms.
@@ -162,17 +163,19 @@ type influxParser struct {
 	sb     labels.ScratchBuilder
 
 	// The fast path (known series, see refCache); off without a cache.
-	cache   *refCache
+	cache   *refCache[*lineFields]
 	curLine []byte      // the current line
 	series  []byte      // the current line's measurement and tags as written
 	skey    refKey      // their digest
+	known   *lineFields // the cache's fields of skey, nil if none
 	fast    []fastField // the current line's fields
+	added   []lineField // the full path's new series for the cache
 }
 
 // influxField is one decoded field of a line.
 type influxField struct {
 	name   string // series name: measurement_field, sanitized
-	key    refKey // the series as written (refCache)
+	raw    []byte // the field name as written, unescaped (in the line's buffer)
 	v      float64
 	reason string // non-empty: rejected
 	detail string
@@ -229,7 +232,8 @@ func (p *influxParser) line(lineNo, off int64, line []byte) {
 	if p.cache != nil {
 		p.series = seriesPart(line)
 		p.skey = p.cache.seriesKey(p.series)
-		if p.fastLine(lineNo, line) {
+		p.known = p.cache.get(p.skey)
+		if p.known != nil && p.fastLine(lineNo, line) {
 			return
 		}
 	}
@@ -251,6 +255,7 @@ func (p *influxParser) line(lineNo, off int64, line []byte) {
 		p.lineError(lineNo, off, line, errors.New("carriage return inside the line"))
 		return
 	}
+	p.added = p.added[:0]
 	for i := range p.fields {
 		f := &p.fields[i]
 		if f.reason == ReasonStringField {
@@ -270,75 +275,141 @@ func (p *influxParser) line(lineNo, off int64, line []byte) {
 		l := p.sb.Labels()
 		lh := l.Hash()
 		ref := p.b.addRef(0, l, lh, t, f.v, lineNo, nil, 0)
-		if p.cache != nil {
-			p.cache.put(f.key, refVal{ref, lh})
+		if ref != 0 && p.cache != nil && len(p.series) > 0 && p.known.find(f.raw, i).ref == 0 {
+			p.added = append(p.added, lineField{string(f.raw), refVal{ref, lh}})
 		}
+	}
+	if len(p.added) > 0 {
+		p.cache.put(p.skey, p.known.with(p.added))
 	}
 }
 
-// fastLine ingests a well-formed line whose fields are all of known
-// series and numeric, by ref; it returns false, having ingested nothing,
-// for any other line, which the full path then parses again.
+// fastLine ingests a line of a known measurement and tags (p.known)
+// whose fields are all of known series and plainly written numbers or
+// booleans, by ref; it returns false, having ingested nothing, for any
+// other line, which the full path then parses again. It reads the fields
+// and the timestamp itself, not through the line-protocol decoder, and
+// only what that decoder reads the same way: a field name with an escape,
+// a string, a value strconv does not parse exactly as the decoder does, or
+// spacing other than one space before the fields and the timestamp goes to
+// the full path (FuzzInfluxFastPath holds the two paths to the same
+// samples). The measurement and tags are not parsed again: the same bytes
+// were accepted by the full path when they entered the cache.
 func (p *influxParser) fastLine(lineNo int64, line []byte) bool {
-	if len(p.series) == 0 {
+	rest := line[len(line)-len(afterSeries(line, p.series)):]
+	if len(p.series) == 0 || len(rest) < 2 || rest[0] != ' ' {
 		return false
 	}
-	dec := lineprotocol.NewDecoderWithBytes(line)
-	if !dec.Next() {
-		return false
-	}
-	if _, err := dec.Measurement(); err != nil {
-		return false
-	}
-	for {
-		k, _, err := dec.NextTag()
-		if err != nil {
-			return false
-		}
-		if k == nil {
-			break
-		}
-	}
+	rest = rest[1:]
 	p.fast = p.fast[:0]
-	for {
-		k, v, err := dec.NextField()
-		if err != nil {
+	for i := 0; ; i++ {
+		eq := fieldNameEnd(rest)
+		if eq <= 0 || eq == len(rest) || rest[eq] != '=' {
 			return false
 		}
-		if k == nil {
-			break
-		}
-		f := fastField{refVal: p.cache.get(p.cache.fieldKey(p.skey, k))}
+		f := fastField{refVal: p.known.find(rest[:eq], i)}
 		if f.ref == 0 {
 			return false
 		}
-		var ok bool
-		switch v.Kind() {
-		case lineprotocol.Float:
-			f.v, ok = v.FloatV(), true
-		case lineprotocol.Int:
-			f.v, ok = exactInt(v.IntV())
-		case lineprotocol.Uint:
-			f.v, ok = exactUint(v.UintV())
-		case lineprotocol.Bool:
-			ok = true
-			if v.BoolV() {
-				f.v = 1
-			}
+		rest = rest[eq+1:]
+		end := 0
+		for end < len(rest) && rest[end] != ',' && rest[end] != ' ' {
+			end++
 		}
+		v, ok := fastValue(rest[:end])
 		if !ok {
-			return false // rejected or skipped: the full path says why
+			return false
 		}
+		f.v = v
 		p.fast = append(p.fast, f)
+		rest = rest[end:]
+		if len(rest) == 0 || rest[0] == ' ' {
+			break
+		}
+		rest = rest[1:] // ','
 	}
-	t, err := p.timestamp(dec)
-	if err != nil || dec.Next() {
-		return false
+	t := p.now
+	if len(rest) > 0 {
+		x, ok := parseInt(rest[1:]) // digits and an optional '-' only
+		if !ok {
+			return false
+		}
+		if t, ok = p.prec.toMillis(x); !ok {
+			return false
+		}
 	}
 	for i, f := range p.fast {
 		p.b.addRef(f.ref, labels.EmptyLabels(), f.lhash, t, f.v, lineNo, p, i)
 	}
 	return true
+}
+
+// afterSeries returns what follows series (a prefix of line after its
+// leading blanks, from seriesPart) in line.
+func afterSeries(line, series []byte) []byte {
+	off := len(line) - len(bytes.TrimLeft(line, " \t"))
+	return line[off+len(series):]
+}
+
+// fieldNameEnd returns the length of the field name that starts b, up to
+// its '=', or -1 if it has a byte the fast path leaves to the decoder (an
+// escape, a separator, a control character).
+func fieldNameEnd(b []byte) int {
+	for i, c := range b {
+		switch {
+		case c == '=':
+			return i
+		case c == '\\' || c == ',' || c == ' ' || c < 0x20 || c == 0x7f:
+			return -1
+		}
+	}
+	return len(b)
+}
+
+// fastValue reads a field value as the line-protocol decoder does, for the
+// kinds the fast path takes: floats, integers ('i'), unsigned ('u') and
+// booleans. It returns false for anything else and for a value the full
+// path rejects (not a finite float, an integer not exact as a float64).
+func fastValue(b []byte) (float64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	switch b[0] {
+	case 't', 'T':
+		switch string(b) {
+		case "t", "T", "true", "True", "TRUE":
+			return 1, true
+		}
+		return 0, false
+	case 'f', 'F':
+		switch string(b) {
+		case "f", "F", "false", "False", "FALSE":
+			return 0, true
+		}
+		return 0, false
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '.':
+	default:
+		return 0, false
+	}
+	switch b[len(b)-1] {
+	case 'i':
+		i, err := strconv.ParseInt(string(b[:len(b)-1]), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return exactInt(i)
+	case 'u':
+		u, err := strconv.ParseUint(string(b[:len(b)-1]), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return exactUint(u)
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
 }
 
 // describe returns the labels of the i-th field of the current line's
@@ -430,10 +501,7 @@ func (p *influxParser) decode(dec *lineprotocol.Decoder) error {
 			break
 		}
 		p.name = appendMetricName(p.name[:prefix], k, false)
-		f := influxField{name: p.intern.get(p.name)}
-		if p.cache != nil {
-			f.key = p.cache.fieldKey(p.skey, k)
-		}
+		f := influxField{name: p.intern.get(p.name), raw: k}
 		var ok bool
 		switch v.Kind() {
 		case lineprotocol.Float:

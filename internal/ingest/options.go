@@ -21,9 +21,10 @@ type Options struct {
 	MaxBodyBytes int64 // [64 MiB] on the wire and after decompression
 	BatchSamples int   // [10000] samples per Commit
 	MaxReported  int   // [10] bad lines named in an error message
-	// SeriesCache is how many series (Influx measurement, tags and field
-	// as written) a handler remembers the storage ref of, so their
-	// samples skip label building and lookup [1<<22, about 40 B each].
+	// SeriesCache is how many series as written (an Influx measurement
+	// and tags, with their fields; a remote-write series) a handler
+	// remembers the storage refs of, so their samples skip label building
+	// and lookup [1<<22; about 40 B each, and 40 B an Influx field].
 	SeriesCache int
 	Logger      *slog.Logger // [discard]
 

@@ -1,34 +1,35 @@
 package ingest
 
 import (
-	"encoding/binary"
 	"hash/maphash"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/prometheus/storage"
 )
 
-// refCache maps a series as written on the wire (an Influx line's
-// measurement and tags, as bytes, and one field name) to the ref that
-// storage.Appender.Append returned for it and the hash of its labels, so that the samples of a known
+// refCache maps a series as written on the wire to what an earlier
+// storage.Appender.Append said of it, so that the samples of a known
 // series are appended by ref: no labels built, sorted or hashed, no
-// registry lookup. Keys are two 64-bit maphash digests with seeds of this
+// registry lookup. Remote write keys a series' label fields and keeps a
+// refVal; Influx keys a line's measurement and tags and keeps its fields
+// (lineFields). Keys are two 64-bit maphash digests with seeds of this
 // process (a false hit needs both to collide: odds 2^-128 a pair). A ref
 // names its series for the life of the storage (tsdb.DB), which outlives
 // the handler that owns the cache.
 //
 // Locking: each shard has its own mutex; get and put lock one shard.
-type refCache struct {
+type refCache[V any] struct {
 	seeds    [2]maphash.Seed
 	perShard int
-	shards   [refShards]refShard
+	shards   [refShards]refShard[V]
 }
 
 const refShards = 64
 
-type refShard struct {
+type refShard[V any] struct {
 	mu sync.Mutex
-	m  map[refKey]refVal
+	m  map[refKey]V
 	_  [40]byte // keep shards' mutexes on separate cache lines
 }
 
@@ -41,44 +42,26 @@ type refVal struct {
 	lhash uint64 // labels.Labels.Hash
 }
 
-// newRefCache returns a cache of up to about max series; a full shard is
+// newRefCache returns a cache of up to about max keys; a full shard is
 // emptied (its series then take the label path once more).
-func newRefCache(max int) *refCache {
-	c := &refCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, perShard: max/refShards + 1}
+func newRefCache[V any](max int) *refCache[V] {
+	c := &refCache[V]{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, perShard: max/refShards + 1}
 	for i := range c.shards {
-		c.shards[i].m = map[refKey]refVal{}
+		c.shards[i].m = map[refKey]V{}
 	}
 	return c
 }
 
-// seriesKey digests the series part of a key (e.g. a line's measurement
-// and tags).
-func (c *refCache) seriesKey(b []byte) refKey {
+// seriesKey digests a series as written (e.g. a line's measurement and
+// tags).
+func (c *refCache[V]) seriesKey(b []byte) refKey {
 	return refKey{maphash.Bytes(c.seeds[0], b), maphash.Bytes(c.seeds[1], b)}
 }
 
-// fieldKey digests the series part's digest with a field name.
-func (c *refCache) fieldKey(series refKey, field []byte) refKey {
-	var buf [64]byte
-	if len(field) > len(buf)-8 {
-		h := maphash.Bytes(c.seeds[0], field)
-		binary.LittleEndian.PutUint64(buf[8:], h^maphash.Bytes(c.seeds[1], field))
-		field = buf[8:16]
-	} else {
-		copy(buf[8:], field)
-		field = buf[8 : 8+len(field)]
-	}
-	binary.LittleEndian.PutUint64(buf[:8], series.a)
-	a := maphash.Bytes(c.seeds[0], buf[:8+len(field)])
-	binary.LittleEndian.PutUint64(buf[:8], series.b)
-	b := maphash.Bytes(c.seeds[1], buf[:8+len(field)])
-	return refKey{a, b}
-}
+func (c *refCache[V]) shard(k refKey) *refShard[V] { return &c.shards[k.a%refShards] }
 
-func (c *refCache) shard(k refKey) *refShard { return &c.shards[k.a%refShards] }
-
-// get returns what the cache knows of k; its ref is 0 if nothing.
-func (c *refCache) get(k refKey) refVal {
+// get returns what the cache knows of k: the zero V if nothing.
+func (c *refCache[V]) get(k refKey) V {
 	s := c.shard(k)
 	s.mu.Lock()
 	r := s.m[k]
@@ -86,16 +69,57 @@ func (c *refCache) get(k refKey) refVal {
 	return r
 }
 
-// put records k's series.
-func (c *refCache) put(k refKey, r refVal) {
-	if r.ref == 0 {
-		return
-	}
+// put records k's value.
+func (c *refCache[V]) put(k refKey, v V) {
 	s := c.shard(k)
 	s.mu.Lock()
 	if len(s.m) >= c.perShard {
 		clear(s.m)
 	}
-	s.m[k] = r
+	s.m[k] = v
 	s.mu.Unlock()
+}
+
+// lineFields is what the Influx cache knows of one measurement-and-tags
+// as written: the fields seen with it, each one series. A value in the
+// cache is never changed: a line with a new field puts a copy with it.
+type lineFields struct{ fields []lineField }
+
+// lineField is one field name as written (without escapes) and its
+// series.
+type lineField struct {
+	name string
+	refVal
+}
+
+// find returns the series of the field name; i is where it is expected
+// (fields usually come in the same order line after line).
+func (lf *lineFields) find(name []byte, i int) refVal {
+	if lf == nil {
+		return refVal{}
+	}
+	if i < len(lf.fields) && lf.fields[i].name == string(name) {
+		return lf.fields[i].refVal
+	}
+	for _, f := range lf.fields {
+		if f.name == string(name) {
+			return f.refVal
+		}
+	}
+	return refVal{}
+}
+
+// with returns a copy of lf (which may be nil) with the fields of add that
+// it does not have.
+func (lf *lineFields) with(add []lineField) *lineFields {
+	out := &lineFields{}
+	if lf != nil {
+		out.fields = slices.Clip(lf.fields)
+	}
+	for _, f := range add {
+		if out.find([]byte(f.name), len(out.fields)).ref == 0 {
+			out.fields = append(out.fields, f)
+		}
+	}
+	return out
 }

@@ -41,14 +41,14 @@ import (
 // its words.
 func NewRemoteWriteHandler(app storage.Appendable, opts Options, fallback http.Handler) http.Handler {
 	opts = opts.withDefaults()
-	return &rwHandler{app: app, opts: opts, fallback: fallback, cache: newRefCache(opts.SeriesCache)}
+	return &rwHandler{app: app, opts: opts, fallback: fallback, cache: newRefCache[refVal](opts.SeriesCache)}
 }
 
 type rwHandler struct {
 	app      storage.Appendable
 	opts     Options
 	fallback http.Handler
-	cache    *refCache
+	cache    *refCache[refVal]
 }
 
 // rwScratch is one request's memory, reused through rwPool.
