@@ -91,7 +91,7 @@ func appendFrame(dst, payload []byte, codec byte) []byte {
 		dst = zstdx.AppendFastest(dst, payload)
 	case FrameSnappy:
 		dst = slices.Grow(dst, s2.MaxEncodedLen(len(payload)))
-		n := len(s2.EncodeSnappyBetter(dst[body:cap(dst)], payload))
+		n := len(s2.EncodeSnappy(dst[body:cap(dst)], payload))
 		dst = dst[:body+n]
 	}
 	if codec == FrameStored || len(dst)-body >= len(payload) {
