@@ -15,8 +15,15 @@ func AppendValueTuple(dst []byte, base float64, vals []float64) []byte {
 	if len(vals) == 0 || len(vals) > MaxTupleSize {
 		return dst
 	}
-	var xs [MaxTupleSize]uint64
-	x := valueXORs(xs[:len(vals)], math.Float64bits(base), vals)
+	var x []uint64
+	if len(vals) <= smallPlan {
+		var xs [smallPlan]uint64 // zeroed at every call: head tuples take these
+		x = xs[:len(vals)]
+	} else {
+		var xs [MaxTupleSize]uint64
+		x = xs[:len(vals)]
+	}
+	valueXORs(x, math.Float64bits(base), vals)
 	var p xorPlan
 	planXOR(x, &p)
 	w := bitWriter{b: dst}

@@ -169,3 +169,31 @@ func TestPlanXORExact(t *testing.T) {
 	require.Equal(t, case3Overhead+64+(MaxTupleSize-1)*66, planXOR(xs, &p))
 	require.Equal(t, 1, bits.OnesCount64(p.case3[0]))
 }
+
+// BenchmarkAppendValueTuple closes head value tuples of 8 (the head's
+// tuple size) of every series of the benchmark data sets (the node capture
+// and uniform random values), reporting ns and bits per value.
+func BenchmarkAppendValueTuple(b *testing.B) {
+	for _, ds := range benchDataSets(b) {
+		b.Run(ds.name, func(b *testing.B) {
+			var tuples [][]float64
+			for _, r := range ds.d.refs() {
+				v := r.s.vals
+				for i := 0; i+8 <= len(v); i += 8 {
+					tuples = append(tuples, v[i:i+8])
+				}
+			}
+			var buf []byte
+			bytes, n := 0, 0
+			for b.Loop() {
+				for _, t := range tuples {
+					buf = AppendValueTuple(buf[:0], t[0], t)
+					bytes += len(buf)
+					n += len(t)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/value")
+			b.ReportMetric(8*float64(bytes)/float64(n), "bits/value")
+		})
+	}
+}

@@ -57,13 +57,41 @@ func (p *xorPlan) isCase3(i int) bool { return p.case3[i>>6]&(1<<(i&63)) != 0 }
 // Time is O(n·r) where r is how far windows reach, at most O(n²); the arrays
 // are small (≤ 2·257 + 257 bytes) so planning does not allocate.
 func planXOR(xs []uint64, p *xorPlan) int {
-	n := len(xs)
-	// The largest tuple costs 255·77 bits < 1<<15, so int16 holds any cost.
-	const inf = int16(1<<15 - 1)
+	// The arrays are on the stack and zeroed at every call: head tuples
+	// (8 values) take the small ones.
+	if len(xs) <= smallPlan {
+		var (
+			f    [smallPlan + 2]int16
+			prev [smallPlan + 2]uint8
+			lz   [smallPlan]uint8
+			tz   [smallPlan]uint8
+		)
+		return planXORInto(xs, p, f[:], prev[:], lz[:], tz[:])
+	}
 	var (
 		f    [MaxTupleSize + 2]int16
 		prev [MaxTupleSize + 2]uint8
+		lz   [MaxTupleSize]uint8
+		tz   [MaxTupleSize]uint8
 	)
+	return planXORInto(xs, p, f[:], prev[:], lz[:], tz[:])
+}
+
+// smallPlan is the largest tuple planned with small arrays.
+const smallPlan = 16
+
+// planXORInto is planXOR with its arrays given: f and prev of at least
+// len(xs)+2, lz and tz of len(xs) (each XOR's window: leading zeros capped
+// at maxLZ, trailing zeros, computed once instead of once per
+// predecessor).
+func planXORInto(xs []uint64, p *xorPlan, f []int16, prev []uint8, lz, tz []uint8) int {
+	n := len(xs)
+	// The largest tuple costs 255·77 bits < 1<<15, so int16 holds any cost.
+	const inf = int16(1<<15 - 1)
+	for k, x := range xs {
+		wlz, wl := xorWindow(x)
+		lz[k], tz[k] = uint8(wlz), uint8(64-wlz-wl)
+	}
 	for k := 1; k <= n+1; k++ {
 		f[k] = inf
 	}
@@ -72,25 +100,26 @@ func planXOR(xs []uint64, p *xorPlan) int {
 			continue // a zero XOR is never written in case 3
 		}
 		acc := f[j]
-		var jlz, jl uint
+		var jlz, jtz uint8
+		var jl int16
 		if j > 0 {
-			jlz, jl = xorWindow(xs[j-1])
+			jlz, jtz = lz[j-1], tz[j-1]
+			jl = 64 - int16(jlz) - int16(jtz)
 		}
 		k := j + 1
 		for ; k <= n; k++ {
-			x := xs[k-1]
-			if x == 0 {
+			if xs[k-1] == 0 {
 				acc++
 				continue
 			}
-			_, l := xorWindow(x)
-			if c := acc + case3Overhead + int16(l); c < f[k] {
+			if c := acc + case3Overhead + 64 - int16(lz[k-1]) - int16(tz[k-1]); c < f[k] {
 				f[k], prev[k] = c, uint8(j)
 			}
-			if j == 0 || !fitsWindow(x, jlz, jl) {
+			// Case 2 in window j: as fitsWindow, on the computed windows.
+			if j == 0 || lz[k-1] < jlz || tz[k-1] < jtz {
 				break
 			}
-			acc += 2 + int16(jl)
+			acc += 2 + jl
 		}
 		if k == n+1 && acc < f[n+1] {
 			f[n+1], prev[n+1] = acc, uint8(j)
