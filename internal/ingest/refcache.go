@@ -27,10 +27,18 @@ type refCache[V any] struct {
 
 const refShards = 64
 
+// refShard maps a key's first word to its second and its value: a map
+// of one-word keys hashes a word, where one of refKey would hash 16 bytes
+// again (a key whose first word is another's replaces it, as a miss).
 type refShard[V any] struct {
 	mu sync.Mutex
-	m  map[refKey]V
+	m  map[uint64]refEntry[V]
 	_  [40]byte // keep shards' mutexes on separate cache lines
+}
+
+type refEntry[V any] struct {
+	b uint64 // refKey.b
+	v V
 }
 
 // refKey is the 128-bit digest of a series as written.
@@ -47,7 +55,7 @@ type refVal struct {
 func newRefCache[V any](max int) *refCache[V] {
 	c := &refCache[V]{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, perShard: max/refShards + 1}
 	for i := range c.shards {
-		c.shards[i].m = map[refKey]V{}
+		c.shards[i].m = map[uint64]refEntry[V]{}
 	}
 	return c
 }
@@ -64,9 +72,13 @@ func (c *refCache[V]) shard(k refKey) *refShard[V] { return &c.shards[k.a%refSha
 func (c *refCache[V]) get(k refKey) V {
 	s := c.shard(k)
 	s.mu.Lock()
-	r := s.m[k]
+	e, ok := s.m[k.a]
 	s.mu.Unlock()
-	return r
+	if !ok || e.b != k.b {
+		var zero V
+		return zero
+	}
+	return e.v
 }
 
 // put records k's value.
@@ -76,7 +88,7 @@ func (c *refCache[V]) put(k refKey, v V) {
 	if len(s.m) >= c.perShard {
 		clear(s.m)
 	}
-	s.m[k] = v
+	s.m[k.a] = refEntry[V]{k.b, v}
 	s.mu.Unlock()
 }
 

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -205,11 +206,10 @@ func (h *rwHandler) series(app storage.Appender, sc *rwScratch, ts []byte, maxTi
 	// a series the cache does not know.
 	lstart, lend, split := -1, -1, false
 	for off := 0; off < len(ts); {
-		num, typ, n := protowire.ConsumeTag(ts[off:])
+		num, typ, n, m := consumeField(ts[off:])
 		if n < 0 {
 			return protoError{protowire.ParseError(n)}
 		}
-		m := protowire.ConsumeFieldValue(num, typ, ts[off+n:])
 		if m < 0 {
 			return protoError{protowire.ParseError(m)}
 		}
@@ -268,10 +268,17 @@ func (h *rwHandler) series(app storage.Appender, sc *rwScratch, ts []byte, maxTi
 			*invalid++ // its samples are skipped, but must decode
 		}
 	}
-	return forEachField(ts, func(num protowire.Number, typ protowire.Type, v []byte) error {
+	// 2. The samples (field 2), in order; the first pass checked that
+	// every field is well formed.
+	for off := 0; off < len(ts); {
+		num, typ, n, m := consumeField(ts[off:])
+		off += n
 		if num != 2 || typ != protowire.BytesType {
-			return nil
+			off += m
+			continue
 		}
+		v, _ := protowire.ConsumeBytes(ts[off : off+m])
+		off += m
 		t, val, err := decodeSample(v)
 		if err != nil || (!known && lset.IsEmpty()) {
 			return err
@@ -288,8 +295,8 @@ func (h *rwHandler) series(app storage.Appender, sc *rwScratch, ts []byte, maxTi
 			h.cache.put(k, rv)
 			known = true
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // labelsOf decodes the labels of the series ts and checks them as
@@ -338,6 +345,12 @@ func (h *rwHandler) labelsOf(sc *rwScratch, ts []byte) (labels.Labels, error) {
 // decodeSample decodes a prometheus.Sample: value (1, double) and
 // timestamp (2, int64).
 func decodeSample(b []byte) (t int64, v float64, err error) {
+	// As every client writes one: the value, then the timestamp.
+	if len(b) >= 11 && b[0] == 0x09 && b[9] == 0x10 {
+		if u, n := protowire.ConsumeVarint(b[10:]); n == len(b)-10 {
+			return int64(u), math.Float64frombits(binary.LittleEndian.Uint64(b[1:9])), nil
+		}
+	}
 	err = forEachFieldRaw(b, func(num protowire.Number, typ protowire.Type, raw []byte, u uint64) error {
 		switch {
 		case num == 1 && typ == protowire.Fixed64Type:
@@ -350,6 +363,22 @@ func decodeSample(b []byte) (t int64, v float64, err error) {
 		return nil
 	})
 	return t, v, err
+}
+
+// consumeField returns the number and type of the field at the start of
+// b, the length of its tag and of its value (a bytes field's with its
+// length prefix); a negative length is protowire's error code. A one-byte
+// tag of a bytes field shorter than 128 bytes, what clients write for
+// labels and samples, is read without calling into protowire.
+func consumeField(b []byte) (protowire.Number, protowire.Type, int, int) {
+	if len(b) >= 2 && b[0] >= 1<<3 && b[0] < 0x80 && b[0]&7 == byte(protowire.BytesType) && b[1] < 0x80 && 2+int(b[1]) <= len(b) {
+		return protowire.Number(b[0] >> 3), protowire.BytesType, 1, 1 + int(b[1])
+	}
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return 0, 0, n, 0
+	}
+	return num, typ, n, protowire.ConsumeFieldValue(num, typ, b[n:])
 }
 
 // errWireType is a known field with the wrong wire type, or a metadata or

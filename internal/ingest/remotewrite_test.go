@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"math"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // promRemoteWrite is Prometheus' own remote write handler (v0.310), the
@@ -121,4 +123,61 @@ func TestIsRemoteWrite1(t *testing.T) {
 		}
 		require.Equal(t, tc.want, isRemoteWrite1(hd), "%q %q", tc.ct, tc.enc)
 	}
+}
+
+// TestDecodeSample: the common layout (value, then timestamp) and every
+// other a client may write decode as gogo protobuf decodes them.
+func TestDecodeSample(t *testing.T) {
+	enc := func(s prompb.Sample) []byte {
+		b, err := s.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var cases [][]byte
+	for _, s := range []prompb.Sample{{Value: 1.5, Timestamp: 1700000000000}, {Value: -2, Timestamp: -1}, {Value: 0, Timestamp: 5}, {Value: 3}, {}, {Value: math.NaN(), Timestamp: 1}} {
+		cases = append(cases, enc(s))
+	}
+	le := func(v float64) []byte { return binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)) }
+	cases = append(cases,
+		append([]byte{0x10, 0x07, 0x09}, le(4)...),                                                                     // timestamp first
+		append(append([]byte{0x09}, le(4)...), 0x10, 0x07, 0x10, 0x08),                                                 // timestamp twice: the last wins
+		append(append([]byte{0x09}, le(4)...), 0x10, 0x87),                                                             // truncated varint
+		append(append([]byte{0x09}, le(4)...), 0x10, 0x07, 0x18, 0x01),                                                 // an unknown field after
+		append(append([]byte{0x09}, le(4)...), 0x10, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01), // varint too long
+	)
+	for i, b := range cases {
+		var want prompb.Sample
+		werr := want.Unmarshal(b)
+		gotT, gotV, err := decodeSample(b)
+		if (err != nil) != (werr != nil) {
+			t.Errorf("case %d (% x): error %v, gogo's %v", i, b, err, werr)
+			continue
+		}
+		if err == nil && (gotT != want.Timestamp || math.Float64bits(gotV) != math.Float64bits(want.Value)) {
+			t.Errorf("case %d (% x): (%d, %v), gogo (%d, %v)", i, b, gotT, gotV, want.Timestamp, want.Value)
+		}
+	}
+}
+
+// FuzzConsumeField holds consumeField's shortcut to protowire's reading.
+func FuzzConsumeField(f *testing.F) {
+	for _, b := range [][]byte{{0x0a, 0x03, 'a', 'b', 'c'}, {0x12, 0x05, 1}, {0x02, 0x00}, {0x0a, 0x80, 0x01}, {0x08, 0x96, 0x01}, {0x0a}} {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		num, typ, n, m := consumeField(b)
+		wnum, wtyp, wn := protowire.ConsumeTag(b)
+		if wn < 0 {
+			if n != wn {
+				t.Fatalf("% x: tag length %d, protowire %d", b, n, wn)
+			}
+			return
+		}
+		wm := protowire.ConsumeFieldValue(wnum, wtyp, b[wn:])
+		if num != wnum || typ != wtyp || n != wn || m != wm {
+			t.Fatalf("% x: (%d, %d, %d, %d), protowire (%d, %d, %d, %d)", b, num, typ, n, m, wnum, wtyp, wn, wm)
+		}
+	})
 }
