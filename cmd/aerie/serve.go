@@ -18,6 +18,9 @@ import (
 func newServeCmd() *cobra.Command {
 	var o server.Options
 	var logLevel string
+	var budget byteSize // --memory.budget
+	var autoMemLimit bool
+	var autoMemRatio float64
 	delayed := true // --query.delayed-name-removal
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -37,6 +40,10 @@ SIGTERM or SIGINT shut it down gracefully.`,
 			o.Flags = map[string]string{}
 			cmd.Flags().VisitAll(func(f *pflag.Flag) { o.Flags[f.Name] = f.Value.String() })
 			o.NoDelayedNameRemoval = !delayed
+			o.Runtime.MemoryBudget = int64(budget)
+			if autoMemLimit {
+				o.Runtime.AutoRatio = autoMemRatio
+			}
 			if o.QueryEngine != "aerie" && o.QueryEngine != "prometheus" {
 				return fmt.Errorf("--query.engine=%q: want aerie or prometheus", o.QueryEngine)
 			}
@@ -62,5 +69,9 @@ SIGTERM or SIGINT shut it down gracefully.`,
 	f.BoolVar(&delayed, "query.delayed-name-removal", true, "drop __name__ at the end of a query, not inside it, so queries written for VictoriaMetrics (e.g. max_over_time({__name__=~\"a|b\"}[1m]) by name) answer as there; false: as Prometheus 3 without its promql-delayed-name-removal feature")
 	f.StringVar(&o.QueryEngine, "query.engine", "aerie", "PromQL evaluation: aerie (aggregated range functions over decoded arrays on every core, the rest by Prometheus' engine) or prometheus (Prometheus' engine alone); both answer alike")
 	f.StringVar(&logLevel, "log.level", "info", "debug, info, warn or error")
+	o.Runtime.Apply = true
+	f.Var(&budget, "memory.budget", "the process' memory budget (GOMEMLIMIT), e.g. 4GiB: the garbage collector works harder as the heap nears it instead of letting it grow by runtime.gogc (default: --auto-gomemlimit's)")
+	f.BoolVar(&autoMemLimit, "auto-gomemlimit", true, "without --memory.budget, set GOMEMLIMIT to a share of the container's (cgroup) or else the machine's memory, as Prometheus does")
+	f.Float64Var(&autoMemRatio, "auto-gomemlimit.ratio", 0.9, "that share, in (0, 1]")
 	return cmd
 }

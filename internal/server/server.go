@@ -69,6 +69,10 @@ type Options struct {
 	// --query.engine.
 	QueryEngine string
 
+	// Runtime are the Go runtime settings `aerie serve` applies
+	// (runtime.go).
+	Runtime RuntimeOptions
+
 	Logger *slog.Logger
 	Flags  map[string]string // every flag, for /api/v1/status/flags
 }
@@ -123,6 +127,9 @@ func New(opts Options) (*Server, error) {
 		s.log.Warn("configuration", "warning", w)
 	}
 	s.cfg = cfg
+	if _, err := applyRuntime(opts.Runtime, cfg.Prom.Runtime.GoGC, s.log); err != nil {
+		return nil, err
+	}
 	eo := cfg.Aerie.EngineOptions()
 	eo.Logger = s.log
 	eo.OnWALFsync = func(d time.Duration) { s.m.walFsync.Observe(d.Seconds()) }
