@@ -3,6 +3,8 @@ package head
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"unsafe"
@@ -365,5 +367,20 @@ func TestSharedTimes(t *testing.T) {
 func TestMemSeriesSize(t *testing.T) {
 	if n := unsafe.Sizeof(memSeries{}); n > 80 {
 		t.Errorf("memSeries is %d bytes, over its 80-byte size class", n)
+	}
+}
+
+// TestPendingSorted: the loop answers as slices.IsSortedFunc with
+// cmpPending.
+func TestPendingSorted(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		ps := make([]pending, r.IntN(6))
+		for i := range ps {
+			ps[i] = pending{t: int64(r.IntN(3)), slot: model.Slot(r.IntN(3)), idx: i}
+		}
+		if got, want := pendingSorted(ps), slices.IsSortedFunc(ps, cmpPending); got != want {
+			t.Fatalf("%v: %v, want %v", ps, got, want)
+		}
 	}
 }
