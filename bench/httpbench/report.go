@@ -100,6 +100,12 @@ type CardinalityResult struct {
 	RSSBeforeBytes    int64   `json:"rss_before_bytes"`
 	RSSAfterBytes     int64   `json:"rss_after_bytes"`
 	RSSBytesPerSeries float64 `json:"rss_bytes_per_series"`
+	// The Go heap in use (go_memstats_heap_inuse_bytes of the peer's
+	// /metrics) at the same two moments: RSS less the collector's headroom
+	// and the memory it has not yet returned.
+	HeapBeforeBytes    int64   `json:"heap_before_bytes"`
+	HeapAfterBytes     int64   `json:"heap_after_bytes"`
+	HeapBytesPerSeries float64 `json:"heap_bytes_per_series"`
 }
 
 func newReport(cfg Config, sc Scale, w workload.Workload) *Report {
@@ -266,9 +272,10 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(tw)
 	a, v := byPeer(rep.Cardinality, aerie), byPeer(rep.Cardinality, vm)
-	fmt.Fprintln(tw, "new series\taerie s\tvm s\tratio\taerie RSS B/series\tvm RSS B/series\tratio\t")
+	fmt.Fprintln(tw, "new series\taerie s\tvm s\tratio\taerie RSS B/series\tvm RSS B/series\tratio\taerie heap B/series\tvm heap B/series\tratio\t")
 	tabRow(tw, fmt.Sprint(a.Series), harness.Num(a.Seconds), harness.Num(v.Seconds), harness.RatioOf(a.Seconds, v.Seconds),
-		harness.Num(a.RSSBytesPerSeries), harness.Num(v.RSSBytesPerSeries), harness.RatioOf(a.RSSBytesPerSeries, v.RSSBytesPerSeries))
+		harness.Num(a.RSSBytesPerSeries), harness.Num(v.RSSBytesPerSeries), harness.RatioOf(a.RSSBytesPerSeries, v.RSSBytesPerSeries),
+		harness.Num(a.HeapBytesPerSeries), harness.Num(v.HeapBytesPerSeries), harness.RatioOf(a.HeapBytesPerSeries, v.HeapBytesPerSeries))
 	return tw.Flush()
 }
 
@@ -328,11 +335,12 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	}
 	p("\n### Cardinality\n\n")
 	a, v := byPeer(rep.Cardinality, aerie), byPeer(rep.Cardinality, vm)
-	p("| new series | Aerie (s) | VM (s) | ratio | Aerie series/s | VM series/s | ratio | Aerie RSS B/series | VM RSS B/series | ratio |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n\n", a.Series, harness.Num(a.Seconds), harness.Num(v.Seconds), harness.RatioOf(a.Seconds, v.Seconds),
+	p("| new series | Aerie (s) | VM (s) | ratio | Aerie series/s | VM series/s | ratio | Aerie RSS B/series | VM RSS B/series | ratio | Aerie heap B/series | VM heap B/series | ratio |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n\n", a.Series, harness.Num(a.Seconds), harness.Num(v.Seconds), harness.RatioOf(a.Seconds, v.Seconds),
 		harness.Num(a.SeriesPerSecond), harness.Num(v.SeriesPerSecond), harness.RatioOf(a.SeriesPerSecond, v.SeriesPerSecond),
-		harness.Num(a.RSSBytesPerSeries), harness.Num(v.RSSBytesPerSeries), harness.RatioOf(a.RSSBytesPerSeries, v.RSSBytesPerSeries))
-	p("A fresh server of each peer rests %s, then takes one sample of each of %d new series (line protocol, %d clients); the time is from the first request to the last acknowledgement, and RSS per series is (VmRSS %s after every sample is visible − VmRSS before) ÷ series.\n\n", settle, a.Series, a.Clients, settle)
+		harness.Num(a.RSSBytesPerSeries), harness.Num(v.RSSBytesPerSeries), harness.RatioOf(a.RSSBytesPerSeries, v.RSSBytesPerSeries),
+		harness.Num(a.HeapBytesPerSeries), harness.Num(v.HeapBytesPerSeries), harness.RatioOf(a.HeapBytesPerSeries, v.HeapBytesPerSeries))
+	p("A fresh server of each peer rests %s, then takes one sample of each of %d new series (line protocol, %d clients); the time is from the first request to the last acknowledgement, and RSS per series is (VmRSS %s after every sample is visible − VmRSS before) ÷ series. Heap per series is the same difference of the Go heap in use (`go_memstats_heap_inuse_bytes` of each peer's /metrics): RSS holds that heap, the collector's headroom above it and memory not yet returned to the system.\n\n", settle, a.Series, a.Clients, settle)
 	return nil
 }
 

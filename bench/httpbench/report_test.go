@@ -41,8 +41,8 @@ func sampleReport() *Report {
 				Peers: []QueryPeer{{Peer: aerieNoCache, Error: "execution: vector cannot contain metrics with the same labelset"}, {Peer: aerie, Error: "execution: vector cannot contain metrics with the same labelset"}, {Peer: vmNoCache, Runs: 3, MedianMs: 10, P99Ms: 20}, {Peer: vm, Runs: 3, MedianMs: 2, P99Ms: 3}}},
 		},
 		Cardinality: []CardinalityResult{
-			{Peer: aerie, Series: 20_000, Clients: 8, Seconds: 0.4, SeriesPerSecond: 50_000, RSSBytesPerSeries: 900},
-			{Peer: vm, Series: 20_000, Clients: 8, Seconds: 0.8, SeriesPerSecond: 25_000, RSSBytesPerSeries: 2000},
+			{Peer: aerie, Series: 20_000, Clients: 8, Seconds: 0.4, SeriesPerSecond: 50_000, RSSBytesPerSeries: 900, HeapBytesPerSeries: 600},
+			{Peer: vm, Series: 20_000, Clients: 8, Seconds: 0.8, SeriesPerSecond: 25_000, RSSBytesPerSeries: 2000, HeapBytesPerSeries: 1500},
 		},
 	}
 }

@@ -426,6 +426,22 @@ func (r *httpRun) cardinality() error {
 	return nil
 }
 
+// heapInuse reads the Go heap in use from a peer's /metrics (Aerie and
+// VictoriaMetrics both expose Go's memstats there, Aerie's with its
+// aerie_ prefix).
+func heapInuse(ctx context.Context, p *harness.Peer) (int64, error) {
+	m, err := p.Get(ctx, "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	for _, name := range []string{"go_memstats_heap_inuse_bytes", "aerie_go_memstats_heap_inuse_bytes"} {
+		if v, ok := harness.MetricValue(m, name); ok {
+			return int64(v), nil
+		}
+	}
+	return 0, fmt.Errorf("%s: no go_memstats_heap_inuse_bytes in /metrics", p.Spec.Name)
+}
+
 // settle is how long a server rests before and after the cardinality
 // load before its resident set is read.
 const settle = 3 * time.Second
@@ -442,6 +458,9 @@ func (r *httpRun) register(spec harness.PeerSpec, w workload.Workload, enc *enco
 	}
 	before, err := p.Stats()
 	if err != nil {
+		return res, err
+	}
+	if res.HeapBeforeBytes, err = heapInuse(r.ctx, p); err != nil {
 		return res, err
 	}
 	t0 := time.Now()
@@ -463,6 +482,19 @@ func (r *httpRun) register(spec harness.PeerSpec, w workload.Workload, enc *enco
 	if err != nil {
 		return res, err
 	}
+	if res.HeapAfterBytes, err = heapInuse(r.ctx, p); err != nil {
+		return res, err
+	}
+	if spec.Name == aerie && r.cfg.HeapProfile != "" {
+		prof, err := p.Get(r.ctx, "/debug/pprof/heap?gc=1")
+		if err != nil {
+			return res, err
+		}
+		if err := os.WriteFile(r.cfg.HeapProfile, prof, 0o644); err != nil {
+			return res, err
+		}
+	}
+	res.HeapBytesPerSeries = float64(res.HeapAfterBytes-res.HeapBeforeBytes) / float64(series)
 	res.SeriesPerSecond = float64(series) / res.Seconds
 	res.CPUSeconds = (mid.CPU - before.CPU).Seconds()
 	res.RSSBeforeBytes, res.RSSAfterBytes = before.RSS, after.RSS

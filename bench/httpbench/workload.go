@@ -37,6 +37,7 @@ VictoriaMetrics before. See bench/httpbench/doc.go.`,
 		f.IntVar(&cfg.Instances, "instances", 0, "instances of each query pattern (default: the scale's)")
 		f.IntVar(&cfg.Repeats, "repeats", 0, "timed runs of each instance per server (default: the scale's)")
 		f.IntVar(&cfg.Series, "series", 0, "new series of the cardinality phase (default: the scale's)")
+		f.StringVar(&cfg.HeapProfile, "heapprofile", "", "write aerie serve's heap profile at the end of the cardinality phase to this file (go tool pprof reads it)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
 			cfg.Options, cfg.VM = o, cmp.Or(cfg.VM, o.Peer("victoria-metrics"))
 			return Run(ctx, cfg)
@@ -85,6 +86,9 @@ type Config struct {
 	// pattern and timed runs per instance.
 	Instances, Repeats int
 	Series             int // cardinality phase: new series (0 → the scale's)
+	// HeapProfile, if set, is where Aerie's heap profile is written at the
+	// end of the cardinality phase (/debug/pprof/heap, after a GC).
+	HeapProfile string
 }
 
 // Scale sizes a run.
