@@ -39,6 +39,10 @@ import (
 // returns, and visible to queries at once (the querier reads every
 // generation's head).
 //
+// A sample of a series the main head knows comes with the main head's
+// ref; a generation maps those to its own refs (generation.refOf), so from
+// a series' second commit into it on, its samples are appended by ref.
+//
 // A generation takes commits until it holds BackfillPartitions partitions
 // (the memory manager's version window is 32), BackfillBytes of tuples, or
 // has been idle for BackfillIdle. Then it is frozen: a new generation
@@ -114,6 +118,39 @@ type generation struct {
 	lastWrite  atomic.Int64 // unix nanoseconds of the last commit
 	lastSizeAt atomic.Int64 // unix nanoseconds of the last size check
 	opened     time.Time
+
+	// refOf maps the main head's refs to this generation's, so a sample
+	// whose series the main head knows is appended by ref, not by its
+	// labels (hashed and looked up otherwise). Guarded by refMu.
+	refMu sync.Mutex
+	refOf map[model.SeriesRef]model.SeriesRef
+}
+
+// genRefs sets the generation's ref of every sample of ss whose main ref
+// it knows.
+func (g *generation) genRefs(ss []bfSample) {
+	g.refMu.Lock()
+	defer g.refMu.Unlock()
+	for i := range ss {
+		if ss[i].ref != 0 {
+			ss[i].gref = g.refOf[ss[i].ref]
+		}
+	}
+}
+
+// learnRefs records pairs of (main ref, generation ref).
+func (g *generation) learnRefs(pairs [][2]model.SeriesRef) {
+	if len(pairs) == 0 {
+		return
+	}
+	g.refMu.Lock()
+	defer g.refMu.Unlock()
+	if g.refOf == nil {
+		g.refOf = map[model.SeriesRef]model.SeriesRef{}
+	}
+	for _, p := range pairs {
+		g.refOf[p[0]] = p[1]
+	}
 }
 
 // reserve records that a commit will write partitions pids; it fails if
@@ -420,11 +457,12 @@ func (db *DB) freezeLocked(g *generation) {
 
 // bfSample is a sample bound for the backfill.
 type bfSample struct {
-	l   labels.Labels
-	ref model.SeriesRef // the head's ref of l, or 0 (reportLate)
-	t   int64
-	v   float64
-	pid int64
+	l    labels.Labels
+	ref  model.SeriesRef // the main head's ref of l, or 0
+	gref model.SeriesRef // the generation's, set by commitBackfill
+	t    int64
+	v    float64
+	pid  int64
 }
 
 // commitBackfill stores samples through the backfill generations. It
@@ -438,6 +476,7 @@ func (db *DB) commitBackfill(ss []bfSample) error {
 	sort.SliceStable(ss, func(i, j int) bool { return ss[i].pid < ss[j].pid })
 	total := &head.AppendError{}
 	var pids []int64
+	var learned [][2]model.SeriesRef
 	for len(ss) > 0 {
 		// A chunk: the samples of at most maxChunkPartitions partitions.
 		pids = pids[:0]
@@ -457,10 +496,19 @@ func (db *DB) commitBackfill(ss []bfSample) error {
 		}
 		app := g.head.Appender()
 		mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
+		g.genRefs(ss[:n])
+		learned = learned[:0]
 		for _, s := range ss[:n] {
-			_ = app.Append(s.l, s.t, s.v) // label errors are in the commit's AppendError
 			mint, maxt = min(mint, s.t), max(maxt, s.t)
+			if s.gref != 0 && app.AppendRef(s.gref, s.t, s.v) == nil {
+				continue
+			}
+			// Label errors are in the commit's AppendError.
+			if r, err := app.AppendLabels(s.l, s.t, s.v); err == nil && s.ref != 0 {
+				learned = append(learned, [2]model.SeriesRef{s.ref, r})
+			}
 		}
+		g.learnRefs(learned)
 		err = app.Commit()
 		if db.opts.OnBackfill != nil && (err == nil || errors.As(err, new(*head.AppendError))) {
 			db.opts.OnBackfill(mint, maxt)

@@ -368,3 +368,47 @@ func TestBackfillYearBounded(t *testing.T) {
 		n, hosts*fields, time.Duration(step)*time.Millisecond, time.Since(start), float64(n)/time.Since(start).Seconds(), st.Flushed, len(db.Blocks()), peak>>20)
 	require.Less(t, peak, uint64(512<<20), "the heap stays bounded by the generations in memory, not by the year")
 }
+
+// TestBackfillByRef: samples of series the main head knows reach the
+// backfill by the caller's ref (no labels), and from their generation's
+// second commit on are appended there by the generation's ref: every
+// sample is stored, a duplicate with another value is still refused, and
+// the generation learned each series once.
+func TestBackfillByRef(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{FlushCheckInterval: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	want := map[string][]smp{}
+	refs := make([]storage.SeriesRef, 3)
+	app := db.Appender(ctx)
+	for f := range refs {
+		l := hostSeries(0, f)
+		refs[f], err = app.Append(0, l, 10*day, 1)
+		require.NoError(t, err)
+		want[l.String()] = append(want[l.String()], smp{10 * day, 1})
+	}
+	require.NoError(t, app.Commit())
+	for c := range 3 { // commits of old samples, by ref only
+		app = db.Appender(ctx)
+		for f, ref := range refs {
+			ts := day + int64(c)*hour
+			_, err := app.Append(ref, labels.EmptyLabels(), ts, float64(c))
+			require.NoError(t, err)
+			l := hostSeries(0, f)
+			want[l.String()] = append(want[l.String()], smp{ts, float64(c)})
+		}
+		require.NoError(t, app.Commit())
+	}
+	app = db.Appender(ctx)
+	_, err = app.Append(refs[0], labels.EmptyLabels(), day, 99) // first write wins
+	require.NoError(t, err)
+	require.NoError(t, app.Commit())
+	require.Equal(t, map[string]int64{"duplicate sample for timestamp": 1}, db.CommitRejections())
+	gens := db.generations()
+	require.Len(t, gens, 1)
+	require.Len(t, gens[0].refOf, len(refs))
+	requireSamples(t, db, want, "before the backfill flush")
+	require.NoError(t, db.FlushBackfill())
+	requireSamples(t, db, want, "after the backfill flush")
+}
