@@ -27,11 +27,11 @@
 //
 // Invalidation: the cache is the engine's late observer
 // (tsdb.DB.SetLateObserver). Every committed sample older than the
-// freshness horizon is reported per series before its Commit returns;
-// the parts whose query has a selector matching the series and whose
-// interval's data window (promql.FindMinMaxTime: ranges, offsets,
-// lookback) holds the sample are deleted. A deletion drops every part
-// whose window overlaps it.
+// freshness horizon is reported per series (in one call per commit)
+// before its Commit returns; the parts whose query has a selector
+// matching the series and whose interval's data window
+// (promql.FindMinMaxTime: ranges, offsets, lookback) holds the sample are
+// deleted. A deletion drops every part whose window overlaps it.
 //
 // Locking: mu orders invalidations and stores; a request notes the
 // invalidation count when it starts and stores nothing if it changed
