@@ -296,8 +296,8 @@ func (p *influxParser) line(lineNo, off int64, line []byte) {
 // samples). The measurement and tags are not parsed again: the same bytes
 // were accepted by the full path when they entered the cache.
 func (p *influxParser) fastLine(lineNo int64, line []byte) bool {
-	rest := line[len(line)-len(afterSeries(line, p.series)):]
-	if len(p.series) == 0 || len(rest) < 2 || rest[0] != ' ' {
+	rest, ok := afterSeries(line, p.series)
+	if !ok || len(p.series) == 0 || len(rest) < 2 || rest[0] != ' ' {
 		return false
 	}
 	rest = rest[1:]
@@ -345,10 +345,14 @@ func (p *influxParser) fastLine(lineNo int64, line []byte) bool {
 }
 
 // afterSeries returns what follows series (a prefix of line after its
-// leading blanks, from seriesPart) in line.
-func afterSeries(line, series []byte) []byte {
-	off := len(line) - len(bytes.TrimLeft(line, " \t"))
-	return line[off+len(series):]
+// leading blanks, from seriesPart) in line, and false if those blanks are
+// not all spaces (the decoder skips spaces only, and refuses the line).
+func afterSeries(line, series []byte) ([]byte, bool) {
+	off := len(line) - len(bytes.TrimLeft(line, " "))
+	if !bytes.HasPrefix(line[off:], series) {
+		return nil, false
+	}
+	return line[off+len(series):], true
 }
 
 // fieldNameEnd returns the length of the field name that starts b, up to

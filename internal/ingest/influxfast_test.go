@@ -78,6 +78,8 @@ func TestInfluxFastPath(t *testing.T) {
 		{"cpu,host=a idle=4u,ok=TRUE,usage=-1e3 3000", 3}, // other order
 		{"cpu,host=a usage=.5", 1},                        // no timestamp
 		{"  cpu,host=a usage=7 4000", 1},                  // leading blanks
+		{"\tcpu,host=a usage=7 4000", 0},                  // a tab: the decoder refuses it
+		{" \tcpu,host=a usage=7 4000", 0},
 		{"cpu,host=a usage=-0 -5000", 1},
 		{"cpu,host=a usage=1,usage=2 6000", 1}, // duplicate: the second is rejected
 		{"cpu,host=a usage=1,new=2 7000", 0},   // a new field
@@ -121,6 +123,7 @@ func TestInfluxFastPath(t *testing.T) {
 func FuzzInfluxFastPath(f *testing.F) {
 	f.Add([]byte("cpu,host=a usage=1.5,idle=2i 1000\n"), []byte("cpu,host=a usage=2.5,idle=3i 2000\ncpu,host=a idle=1u,usage=-Inf\n"), uint8(0))
 	f.Add([]byte("m f=1,g=t\nm,t=1 f=2\n"), []byte("m g=f,f=3 5\nm,t=1 f=1e-3 -7\nm f=\"x\",g=T 9"), uint8(1))
+	f.Add([]byte("m f=1 1\n"), []byte("\tm f=2 2\n m f=3 3\n"), uint8(2))
 	f.Fuzz(func(t *testing.T, prime, body []byte, mode uint8) {
 		if len(prime)+len(body) > 4096 || strings.Count(string(prime)+string(body), "\n") > 64 {
 			return
@@ -130,3 +133,22 @@ func FuzzInfluxFastPath(f *testing.F) {
 }
 
 var _ http.Handler = (*influxHandler)(nil)
+
+// TestInfluxFastPathEscapes: lines whose measurement or tags hold escapes
+// (where the cache's series part and the decoder's could part ways) answer
+// and store alike with and without the cache.
+func TestInfluxFastPathEscapes(t *testing.T) {
+	for _, tc := range [][2]string{
+		{`m,t=a\\ b=1 f=2 1000`, `m,t=a\\ b=1 f=3 2000`},
+		{`m,t=a\\ f=2 1000`, `m,t=a\\ f=3 2000`},
+		{`m\\ x f=2 1000`, `m\\ x f=3 2000`},
+		{`m,t=a\\\ b f=2 1000`, `m,t=a\\\ b f=3 2000`},
+		{`m,t=a\ b f=2 1000`, `m,t=a\ b f=3 2000`},
+		{`m,t=a\ b f=2 1000`, `m,t=a\ b g=3 2000`},
+		{`m,t=a\\ f=2,g=1 1000`, `m,t=a\\ f=3,g=2 2000`},
+		{`m,t\\=a f=2 1000`, `m,t\\=a f=3 2000`},
+		{`m\,n,t=a f=2 1000`, `m\,n,t=a f=3 2000`},
+	} {
+		influxBothPaths(t, "/write?precision=ms", []byte(tc[0]+"\n"), []byte(tc[1]+"\n"))
+	}
+}
