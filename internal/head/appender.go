@@ -64,6 +64,54 @@ func pendingSorted(ps []pending) bool {
 	return true
 }
 
+// maxMergeRuns is the most sorted runs sortPending merges; more are
+// sorted.
+const maxMergeRuns = 8
+
+// sortPending sorts ps by cmpPendingIdx, using buf (returned, grown) as
+// scratch. Unsorted samples of a commit usually come in a few sorted runs
+// in append order — a backfill commit holds the samples its appender sent
+// to the backfill at Append, then those its main head's commit spilled
+// (rows cut in two, each part in order) — which it merges stably in
+// linear time per run; other orders go to slices.SortFunc.
+func sortPending(ps []pending, buf []pending) []pending {
+	var ends [maxMergeRuns]int
+	runs := 0
+	for i := 1; i <= len(ps); i++ {
+		if i == len(ps) || cmpPending(ps[i-1], ps[i]) > 0 {
+			if runs == maxMergeRuns {
+				slices.SortFunc(ps, cmpPendingIdx)
+				return buf
+			}
+			ends[runs] = i
+			runs++
+		}
+	}
+	if cap(buf) < len(ps) {
+		buf = make([]pending, len(ps))
+	}
+	buf = buf[:len(ps)]
+	for r := 1; r < runs; r++ {
+		// Merge ps[:ends[r-1]] (sorted so far) with the next run.
+		left, right := ps[:ends[r-1]], ps[ends[r-1]:ends[r]]
+		out := buf[:0]
+		i, j := 0, 0
+		for i < len(left) && j < len(right) {
+			if cmpPending(right[j], left[i]) < 0 { // ties: the earlier append first
+				out = append(out, right[j])
+				j++
+			} else {
+				out = append(out, left[i])
+				i++
+			}
+		}
+		out = append(out, left[i:]...)
+		out = append(out, right[j:]...)
+		copy(ps, out)
+	}
+	return buf
+}
+
 // cmpPendingIdx is cmpPending, then append order: a total order, so an
 // unstable sort by it is the stable sort by cmpPending (the first of two
 // samples of a series at one time is kept).
@@ -297,6 +345,7 @@ type commitScratch struct {
 	// A commit of many narrow groups (Graphite hosts with few series each)
 	// then allocates nothing per group.
 	rows    []row
+	tmp     []pending // sortPending's
 	rec     []byte
 	rd      wal.RowsDef
 	walRows []wal.Row
@@ -338,6 +387,7 @@ func (c *commitScratch) release() {
 	for i := range c.buckets {
 		clear(c.buckets[i])
 	}
+	clear(c.tmp)
 	commitPool.Put(c)
 }
 
@@ -423,7 +473,7 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 		g, ps := sc.gs[gi], byGroup(gi)
 		assigned := h.assignSlots(g, ps, rej)
 		if !pendingSorted(ps) { // importers send rows in order
-			slices.SortFunc(ps, cmpPendingIdx)
+			sc.tmp = sortPending(ps, sc.tmp)
 		}
 		lastT, lastV, seen := sc.bySlot(assigned)
 		// At least len(ps)/width rows: a narrow group's long batch (one

@@ -384,3 +384,45 @@ func TestPendingSorted(t *testing.T) {
 		}
 	}
 }
+
+// TestSortPending: merged runs and sorted fallbacks order samples as a
+// sort by cmpPendingIdx does.
+func TestSortPending(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var buf []pending
+	for range 3000 {
+		n := r.IntN(40)
+		ps := make([]pending, n)
+		switch r.IntN(3) {
+		case 0: // random
+			for i := range ps {
+				ps[i] = pending{t: int64(r.IntN(4)), slot: model.Slot(r.IntN(4))}
+			}
+		default: // a few sorted runs
+			i := 0
+			for i < n {
+				run := 1 + r.IntN(n)
+				t0, s0 := int64(r.IntN(3)), model.Slot(0)
+				for k := 0; k < run && i < n; k++ {
+					if r.IntN(3) == 0 {
+						t0++
+						s0 = 0
+					} else {
+						s0 += model.Slot(r.IntN(2))
+					}
+					ps[i] = pending{t: t0, slot: s0}
+					i++
+				}
+			}
+		}
+		for i := range ps {
+			ps[i].idx = i
+		}
+		want := slices.Clone(ps)
+		slices.SortFunc(want, cmpPendingIdx)
+		buf = sortPending(ps, buf)
+		if !slices.EqualFunc(ps, want, func(a, b pending) bool { return a.t == b.t && a.slot == b.slot && a.idx == b.idx }) {
+			t.Fatalf("got %v, want %v", ps, want)
+		}
+	}
+}
