@@ -280,8 +280,11 @@ func (h *rwHandler) series(app storage.Appender, sc *rwScratch, ts []byte, maxTi
 		v, _ := protowire.ConsumeBytes(ts[off : off+m])
 		off += m
 		t, val, err := decodeSample(v)
-		if err != nil || (!known && lset.IsEmpty()) {
+		if err != nil {
 			return err
+		}
+		if !known && lset.IsEmpty() {
+			continue // invalid labels: skipped, but every sample must decode
 		}
 		if t > maxTime {
 			return fmt.Errorf("%w: timestamp is too far in the future", storage.ErrOutOfBounds)
