@@ -230,10 +230,11 @@ func (p *influxParser) line(lineNo, off int64, line []byte) {
 	line = vmformat.TrimEOL(line)
 	p.curLine = line
 	if p.cache != nil {
-		p.series = seriesPart(line)
+		var rest []byte
+		p.series, rest = seriesPart(line)
 		p.skey = p.cache.seriesKey(p.series)
 		p.known = p.cache.get(p.skey)
-		if p.known != nil && p.fastLine(lineNo, line) {
+		if p.known != nil && p.fastLine(lineNo, rest) {
 			return
 		}
 	}
@@ -284,7 +285,8 @@ func (p *influxParser) line(lineNo, off int64, line []byte) {
 	}
 }
 
-// fastLine ingests a line of a known measurement and tags (p.known)
+// fastLine ingests a line of a known measurement and tags (p.known; rest
+// is what follows them in the line)
 // whose fields are all of known series and plainly written numbers or
 // booleans, by ref; it returns false, having ingested nothing, for any
 // other line, which the full path then parses again. It reads the fields
@@ -295,9 +297,8 @@ func (p *influxParser) line(lineNo, off int64, line []byte) {
 // the full path (FuzzInfluxFastPath holds the two paths to the same
 // samples). The measurement and tags are not parsed again: the same bytes
 // were accepted by the full path when they entered the cache.
-func (p *influxParser) fastLine(lineNo int64, line []byte) bool {
-	rest, ok := afterSeries(line, p.series)
-	if !ok || len(p.series) == 0 || len(rest) < 2 || rest[0] != ' ' {
+func (p *influxParser) fastLine(lineNo int64, rest []byte) bool {
+	if len(p.series) == 0 || len(rest) < 2 || rest[0] != ' ' {
 		return false
 	}
 	rest = rest[1:]
@@ -342,17 +343,6 @@ func (p *influxParser) fastLine(lineNo int64, line []byte) bool {
 		p.b.addRef(f.ref, labels.EmptyLabels(), f.lhash, t, f.v, lineNo, p, i)
 	}
 	return true
-}
-
-// afterSeries returns what follows series (a prefix of line after its
-// leading blanks, from seriesPart) in line, and false if those blanks are
-// not all spaces (the decoder skips spaces only, and refuses the line).
-func afterSeries(line, series []byte) ([]byte, bool) {
-	off := len(line) - len(bytes.TrimLeft(line, " "))
-	if !bytes.HasPrefix(line[off:], series) {
-		return nil, false
-	}
-	return line[off+len(series):], true
 }
 
 // fieldNameEnd returns the length of the field name that starts b, up to
@@ -432,19 +422,22 @@ func (p *influxParser) describe(i int) string {
 	return p.sb.Labels().String()
 }
 
-// seriesPart returns a line's measurement and tags as written: up to its
-// first space that is not escaped.
-func seriesPart(line []byte) []byte {
-	line = bytes.TrimLeft(line, " \t")
+// seriesPart splits a line, after the leading spaces the decoder skips
+// (a tab is not skipped: it stays in the series part, which then never
+// enters the cache, as the decoder refuses the line), into its
+// measurement and tags as written, up to its first space that is not
+// escaped, and the rest of the line.
+func seriesPart(line []byte) (series, rest []byte) {
+	line = bytes.TrimLeft(line, " ")
 	for i := 0; i < len(line); i++ {
 		switch line[i] {
 		case '\\':
 			i++
 		case ' ':
-			return line[:i]
+			return line[:i], line[i:]
 		}
 	}
-	return line
+	return line, nil
 }
 
 // lineError rejects a whole line (as one sample: its fields are not
