@@ -10,7 +10,9 @@
 //  2. Stop stops a process once: later calls return the first call's
 //     result.
 //  3. Stop returns nil only when the process was running and exited with
-//     status 0 after SIGTERM, or died of it when DiesOnTERM is set.
+//     status 0 after SIGTERM, or died of it when DiesOnTERM is set. A
+//     process still running after the grace period is killed and Stop's
+//     error wraps ErrStopTimeout.
 package childproc
 
 import (
@@ -33,6 +35,11 @@ type Proc struct {
 	// Django's development server), so dying of that signal is its normal
 	// way out. Set before Stop.
 	DiesOnTERM bool
+	// DumpSignal, when not 0, is sent to a process still running after
+	// Stop's grace period, which then waits dumpWait before SIGKILL: a
+	// Python child started with PYTHONFAULTHANDLER=1 writes every thread's
+	// traceback to its log on SIGABRT, so the log says where it hung.
+	DumpSignal syscall.Signal
 
 	done    chan struct{} // closed when the process has exited
 	waitErr error         // cmd.Wait's result, set before done is closed
@@ -40,6 +47,13 @@ type Proc struct {
 	stopOnce sync.Once
 	stopErr  error
 }
+
+// ErrStopTimeout is wrapped by Stop's error when the process outlived its
+// grace period after SIGTERM and was killed.
+var ErrStopTimeout = errors.New("did not exit after SIGTERM")
+
+// dumpWait is how long Stop waits for a process to exit after DumpSignal.
+const dumpWait = 5 * time.Second
 
 // Start starts cmd as name, its stdout and stderr appended to logPath after
 // a line with the command.
@@ -102,9 +116,19 @@ func (p *Proc) Stop(grace time.Duration) error {
 				p.stopErr = fmt.Errorf("%s: after SIGTERM: %v", p.Name, p.waitErr)
 			}
 		case <-time.After(grace):
+			late := time.Since(start).Round(time.Millisecond)
+			how := "killed"
+			if p.DumpSignal != 0 {
+				_ = p.Cmd.Process.Signal(p.DumpSignal)
+				how = "sent " + p.DumpSignal.String() + " (its log has what it was doing), then killed"
+				select {
+				case <-p.done:
+				case <-time.After(dumpWait):
+				}
+			}
 			_ = p.Cmd.Process.Kill()
 			<-p.done
-			p.stopErr = fmt.Errorf("%s did not exit within %s of SIGTERM; killed", p.Name, time.Since(start).Round(time.Millisecond))
+			p.stopErr = fmt.Errorf("%s %w within %s; %s", p.Name, ErrStopTimeout, late, how)
 		}
 	})
 	return p.stopErr

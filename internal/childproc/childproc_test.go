@@ -1,9 +1,11 @@
 package childproc
 
 import (
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -28,7 +30,7 @@ func TestStop(t *testing.T) {
 		{"exit 3 on TERM", `trap 'exit 3' TERM; echo up; while :; do sleep 0.01; done`, false, 10 * time.Second, "after SIGTERM: exit status 3"},
 		{"dies of TERM", `echo up; exec sleep 60`, false, 10 * time.Second, "after SIGTERM: signal: terminated"},
 		{"dies of TERM, no handler", `echo up; exec sleep 60`, true, 10 * time.Second, ""},
-		{"ignores TERM", `trap '' TERM; echo up; while :; do sleep 0.01; done`, false, 100 * time.Millisecond, "did not exit within"},
+		{"ignores TERM", `trap '' TERM; echo up; while :; do sleep 0.01; done`, false, 100 * time.Millisecond, "did not exit after SIGTERM within"},
 		{"exited before", `echo up; exit 0`, false, 10 * time.Second, "had exited before it was stopped"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,6 +48,9 @@ func TestStop(t *testing.T) {
 			}
 			if !p.Exited() {
 				t.Fatal("not exited after Stop")
+			}
+			if errors.Is(err, ErrStopTimeout) != strings.Contains(tc.want, "did not exit") {
+				t.Fatalf("Stop: %v: errors.Is(ErrStopTimeout) = %v", err, errors.Is(err, ErrStopTimeout))
 			}
 			if again := p.Stop(tc.grace); again != err {
 				t.Fatalf("second Stop: %v, want the first's %v", again, err)
@@ -67,5 +72,22 @@ func TestTail(t *testing.T) {
 	}
 	if got, want := Tail("a\nb\n", 5), "a\nb"; got != want {
 		t.Fatalf("Tail = %q, want %q", got, want)
+	}
+}
+
+// TestStopDumpSignal: a process that ignores SIGTERM gets DumpSignal after
+// the grace period, and what it writes then is in its log before SIGKILL.
+func TestStopDumpSignal(t *testing.T) {
+	p := start(t, `trap '' TERM; trap 'echo dumped; exit 1' QUIT; echo up; while :; do sleep 0.01; done`)
+	p.DumpSignal = syscall.SIGQUIT
+	for !strings.HasSuffix(p.Tail(1), "\nup") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	err := p.Stop(100 * time.Millisecond)
+	if !errors.Is(err, ErrStopTimeout) || !strings.Contains(err.Error(), "sent quit") {
+		t.Fatalf("Stop: %v, want ErrStopTimeout naming the dump signal", err)
+	}
+	if got := p.Tail(1); !strings.HasSuffix(got, "\ndumped") {
+		t.Fatalf("log ends %q, want the dump handler's line", got)
 	}
 }

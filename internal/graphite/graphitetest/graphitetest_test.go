@@ -132,4 +132,12 @@ func TestStart(t *testing.T) {
 	if err := g.Stop(); err != nil {
 		t.Error(err)
 	}
+	// Logs has both consoles; carbon-cache's (--nodaemon) names the
+	// listeners it opened.
+	logs := g.Logs()
+	for _, want := range []string{"--- carbon-cache (", "--- graphite-web (", "starting on " + g.PlaintextAddr[len("127.0.0.1:"):]} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("Logs() lacks %q:\n%s", want, logs)
+		}
+	}
 }
