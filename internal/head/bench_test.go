@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"runtime"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -70,4 +71,71 @@ func BenchmarkTupleSize(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkSeriesMemory measures the Go heap each series holds in the head
+// (registry, labels, index, group slots, columns), after a GC, for series
+// shaped as TSBS' cpu measurement (ten fields of one host share a group and
+// eleven tags) and written once ("new") or for 16 scrapes ("active": two
+// closed tuples at the default tuple size). Memory blocks the columns'
+// tuples live in are counted too (Head.Bytes): they are outside the Go
+// heap's live objects only when the manager maps them itself.
+//
+//	go test -run '^$' -bench BenchmarkSeriesMemory -benchtime 1x ./internal/head/
+func BenchmarkSeriesMemory(b *testing.B) {
+	fields := []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"}
+	for _, c := range []struct {
+		name  string
+		rows  int
+		hosts int
+	}{{"new", 1, 10_000}, {"active", 16, 10_000}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				lsets := make([]labels.Labels, 0, c.hosts*len(fields))
+				for h := range c.hosts {
+					for _, f := range fields {
+						lsets = append(lsets, labels.FromStrings("__name__", "cpu_"+f,
+							"arch", []string{"x86", "x64", "arm64"}[h%3],
+							"datacenter", fmt.Sprintf("us-east-1%c", 'a'+h%6),
+							"hostname", fmt.Sprintf("host_%d", h),
+							"os", []string{"Ubuntu16.10", "Ubuntu16.04LTS", "Ubuntu15.10"}[h%3],
+							"rack", fmt.Sprint(h%100),
+							"region", "us-east-1",
+							"service", fmt.Sprint(h%20),
+							"service_environment", []string{"production", "staging", "test"}[h%3],
+							"service_version", fmt.Sprint(h%2),
+							"team", []string{"SF", "NYC", "LON", "CHI"}[h%4]))
+					}
+				}
+				runtime.GC()
+				before := memStats().HeapAlloc
+				h := mustNew(b, Options{})
+				for r := range c.rows {
+					for s := 0; s < len(lsets); s += len(fields) {
+						app := h.Appender()
+						for k, l := range lsets[s : s+len(fields)] {
+							if err := app.Append(l, int64(r)*10_000, float64(r*k)); err != nil {
+								b.Fatal(err)
+							}
+						}
+						if err := app.Commit(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				runtime.GC()
+				after := memStats().HeapAlloc
+				b.ReportMetric(float64(after-before)/float64(len(lsets)), "heap-B/series")
+				b.ReportMetric(float64(h.Bytes())/float64(len(lsets)), "tuple-B/series")
+				runtime.KeepAlive(lsets)
+				runtime.KeepAlive(h)
+			}
+		})
+	}
+}
+
+func memStats() runtime.MemStats {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms
 }

@@ -60,21 +60,33 @@ type gpart struct {
 	cols       []*column
 }
 
-// column is one slot's values in one group partition.
+// column is one slot's values in one group partition. It is 112 bytes
+// (TestColumnSize): what a series written once holds. Its closed tuples and
+// its out-of-order samples are allocated when it first has some.
 type column struct {
-	firstTuple int // closed tuples before it have no values for this slot
-	base       float64
-	vals       chain   // per closed tuple since firstTuple: value tuple (a placeholder if empty)
-	pres       []uint8 // per closed tuple since firstTuple: presence bits
+	open   [MaxTupleSize]float64
+	base   float64
+	closed *closedValues // nil until a tuple with a value of the slot closes
+	ooo    *[]sample     // out-of-order samples, sorted by t, unique t; nil if none
 
-	open [MaxTupleSize]float64
+	firstTuple int32 // closed tuples before it have no values for this slot
+	n          int32 // samples stored (in-order and out-of-order)
+	openPres   uint8
+	hasBase    bool
+}
 
-	ooo []sample // out-of-order samples, sorted by t, unique t
-	n   int      // samples stored (in-order and out-of-order)
+// closedValues holds a column's closed tuples from its firstTuple.
+type closedValues struct {
+	vals chain   // per closed tuple: value tuple (a placeholder if empty)
+	pres []uint8 // per closed tuple: presence bits
+}
 
-	// Last, together: no padding after either (224 bytes, not 240).
-	openPres uint8
-	hasBase  bool
+// oooSamples returns the column's out-of-order samples.
+func (c *column) oooSamples() []sample {
+	if c.ooo == nil {
+		return nil
+	}
+	return *c.ooo
 }
 
 type sample struct {
@@ -94,7 +106,7 @@ func (p *gpart) col(slot model.Slot) *column {
 	}
 	c := p.cols[slot]
 	if c == nil {
-		c = &column{firstTuple: p.numClosed()}
+		c = &column{firstTuple: int32(p.numClosed())}
 		p.cols[slot] = c
 	}
 	return c
@@ -110,9 +122,17 @@ func (p *gpart) closeTupleLocked(m *memory.Manager) {
 		if c == nil {
 			continue
 		}
-		c.pres = append(c.pres, c.openPres)
+		if c.closed == nil {
+			if c.openPres == 0 {
+				c.firstTuple++ // still no values: nothing to keep
+				continue
+			}
+			c.closed = new(closedValues)
+		}
+		cv := c.closed
+		cv.pres = append(cv.pres, c.openPres)
 		if c.openPres == 0 {
-			c.vals.skip()
+			cv.vals.skip()
 		} else {
 			n := 0
 			for i := 0; i < p.openN; i++ {
@@ -128,7 +148,7 @@ func (p *gpart) closeTupleLocked(m *memory.Manager) {
 			if invariants.Enabled {
 				checkValueTuple(p.enc, c.base, vals[:n])
 			}
-			c.vals.append(m, p.pid, p.enc)
+			cv.vals.append(m, p.pid, p.enc)
 		}
 		c.openPres = 0
 	}
@@ -173,8 +193,9 @@ func (p *gpart) lookupLocked(m *memory.Manager, slot model.Slot, t int64, tupleS
 		return 0, false
 	}
 	c := p.cols[slot]
-	if i := sort.Search(len(c.ooo), func(i int) bool { return c.ooo[i].t >= t }); i < len(c.ooo) && c.ooo[i].t == t {
-		return c.ooo[i].v, true
+	ooo := c.oooSamples()
+	if i := sort.Search(len(ooo), func(i int) bool { return ooo[i].t >= t }); i < len(ooo) && ooo[i].t == t {
+		return ooo[i].v, true
 	}
 	if p.openN > 0 && t >= p.openT[0] {
 		for i := 0; i < p.openN; i++ {
@@ -190,7 +211,7 @@ func (p *gpart) lookupLocked(m *memory.Manager, slot model.Slot, t int64, tupleS
 	// Binary search over closed tuples by their raw first timestamp.
 	tv := p.times.view()
 	k := sort.Search(p.numClosed(), func(k int) bool { return tupleFirst(tv.tuple(m, k)) > t }) - 1
-	if k < c.firstTuple || k < 0 {
+	if k < int(c.firstTuple) || k < 0 || c.closed == nil {
 		return 0, false
 	}
 	var tsBuf [MaxTupleSize]int64
@@ -198,7 +219,7 @@ func (p *gpart) lookupLocked(m *memory.Manager, slot model.Slot, t int64, tupleS
 	if err != nil {
 		return 0, false
 	}
-	pres := c.pres[k-c.firstTuple]
+	pres := c.closed.pres[k-int(c.firstTuple)]
 	idx := -1
 	for i, tt := range ts {
 		if tt == t {
@@ -210,8 +231,8 @@ func (p *gpart) lookupLocked(m *memory.Manager, slot model.Slot, t int64, tupleS
 		return 0, false
 	}
 	var vBuf [MaxTupleSize]float64
-	vv := c.vals.view()
-	vs, _, err := encoding.DecodeValueTuple(vBuf[:0], vv.tuple(m, k-c.firstTuple), c.base, bits.OnesCount8(pres))
+	vv := c.closed.vals.view()
+	vs, _, err := encoding.DecodeValueTuple(vBuf[:0], vv.tuple(m, k-int(c.firstTuple)), c.base, bits.OnesCount8(pres))
 	if err != nil {
 		return 0, false
 	}
@@ -224,10 +245,15 @@ func tupleFirst(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) }
 // insertOOO stores an out-of-order sample; the caller has checked that no
 // sample is stored at t. Called with group.mu held.
 func (c *column) insertOOO(t int64, v float64) {
-	i := sort.Search(len(c.ooo), func(i int) bool { return c.ooo[i].t >= t })
-	c.ooo = append(c.ooo, sample{})
-	copy(c.ooo[i+1:], c.ooo[i:])
-	c.ooo[i] = sample{t, v}
+	if c.ooo == nil {
+		c.ooo = new([]sample)
+	}
+	ooo := *c.ooo
+	i := sort.Search(len(ooo), func(i int) bool { return ooo[i].t >= t })
+	ooo = append(ooo, sample{})
+	copy(ooo[i+1:], ooo[i:])
+	ooo[i] = sample{t, v}
+	*c.ooo = ooo
 	c.n++
 }
 

@@ -438,7 +438,10 @@ func (h *Head) Bytes() int64 {
 			n += p.times.bytes(bs) + int64(8*p.openN)
 			for _, c := range p.cols {
 				if c != nil {
-					n += c.vals.bytes(bs) + int64(len(c.pres)+8*p.openN+16*len(c.ooo))
+					n += int64(8*p.openN + 16*len(c.oooSamples()))
+					if cv := c.closed; cv != nil {
+						n += cv.vals.bytes(bs) + int64(len(cv.pres))
+					}
 				}
 			}
 		}

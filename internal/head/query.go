@@ -227,20 +227,21 @@ func (p *gpart) snapshotLocked(m *memory.Manager, slot model.Slot, tupleSize int
 		tupleSize:  tupleSize,
 		times:      p.times.view(),
 		part:       p,
-		firstTuple: c.firstTuple,
-		vals:       c.vals.view(),
-		pres:       c.pres[:len(c.pres):len(c.pres)],
+		firstTuple: int(c.firstTuple),
 		base:       c.base,
 		MinT:       p.minT,
 		MaxT:       p.maxT,
 		Partition:  p.pid,
 	}
+	if cv := c.closed; cv != nil {
+		s.vals, s.pres = cv.vals.view(), cv.pres[:len(cv.pres):len(cv.pres)]
+	}
 	if p.openN > 0 {
 		s.openN, s.openT, s.openV, s.openPres = p.openN, p.openT, c.open, c.openPres
 	}
-	if len(c.ooo) > 0 {
-		s.Extra = make([]seriesiter.Sample, len(c.ooo))
-		for i, o := range c.ooo {
+	if ooo := c.oooSamples(); len(ooo) > 0 {
+		s.Extra = make([]seriesiter.Sample, len(ooo))
+		for i, o := range ooo {
 			s.Extra[i] = seriesiter.Sample{T: o.t, V: o.v}
 		}
 	}
