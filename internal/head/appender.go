@@ -505,10 +505,10 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 				continue
 			}
 			if err != nil {
-				if spill != nil && (err == ErrOutOfBounds || err == ErrTooOld) && spill(p.s.lset, p.t, p.v) {
+				if spill != nil && (err == ErrOutOfBounds || err == ErrTooOld) && spill(p.s.labels(), p.t, p.v) {
 					continue
 				}
-				rej.add(p.idx, p.s.lset, p.t, err)
+				rej.add(p.idx, p.s.labels(), p.t, err)
 				continue
 			}
 			if p.t > sl {
@@ -521,7 +521,7 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) error {
 					// is a no-op, another is rejected, as a duplicate would be
 					// treated later.
 					if math.Float64bits(sc.vals[e-1]) != math.Float64bits(p.v) {
-						rej.add(p.idx, p.s.lset, p.t, ErrDuplicateValue)
+						rej.add(p.idx, p.s.labels(), p.t, ErrDuplicateValue)
 					} else {
 						rej.Accepted++
 					}
@@ -598,8 +598,8 @@ func (h *Head) reserveRows(rows []row, rej *AppendError, spill SpillFunc) []row 
 			return false
 		}
 		for j, s := range r.series {
-			if spill == nil || !spill(s.lset, r.t, r.vals[j]) {
-				rej.add(r.idx[j], s.lset, r.t, err)
+			if spill == nil || !spill(s.labels(), r.t, r.vals[j]) {
+				rej.add(r.idx[j], s.labels(), r.t, err)
 			}
 		}
 		return true
@@ -617,7 +617,7 @@ func (h *Head) assignSlots(g *group, ps []pending, rej *AppendError) (width int)
 		slot, ok := g.slotOf[p.s]
 		if !ok {
 			if len(g.slots) >= h.opts.MaxGroupWidth {
-				rej.add(p.idx, p.s.lset, p.t, ErrGroupTooWide)
+				rej.add(p.idx, p.s.labels(), p.t, ErrGroupTooWide)
 				p.ok = false
 				continue
 			}
@@ -662,7 +662,7 @@ func (h *Head) moveSeries(ss []*memSeries) {
 	h.regMu.Lock()
 	defer h.regMu.Unlock()
 	for _, s := range ss {
-		key := MovedKey(s.lset)
+		key := MovedKey(s.labels())
 		g := h.groupByKey[key]
 		if g == nil {
 			g = h.newGroupLocked(0, key)
@@ -722,7 +722,7 @@ func (h *Head) applyRows(g *group, rows []row, rej *AppendError) {
 	for _, r := range rows {
 		for _, s := range r.series {
 			if !s.indexed.Load() && s.indexed.CompareAndSwap(false, true) {
-				h.idx.Add(uint32(s.ref), s.lset)
+				h.idx.Add(uint32(s.ref), s.labels())
 			}
 		}
 	}
@@ -752,7 +752,7 @@ func (h *Head) applyRowsLocked(g *group, rows []row, rej *AppendError) {
 				if c.openPres&(1<<i) != 0 {
 					if math.Float64bits(c.open[i]) != math.Float64bits(r.vals[j]) {
 						if rej != nil {
-							rej.add(r.idx[j], r.series[j].lset, r.t, ErrDuplicateValue)
+							rej.add(r.idx[j], r.series[j].labels(), r.t, ErrDuplicateValue)
 						}
 						continue
 					}
@@ -770,7 +770,7 @@ func (h *Head) applyRowsLocked(g *group, rows []row, rej *AppendError) {
 				if v, ok := p.lookupLocked(h.mem, s, r.t, ts); ok {
 					if math.Float64bits(v) != math.Float64bits(r.vals[j]) {
 						if rej != nil {
-							rej.add(r.idx[j], r.series[j].lset, r.t, ErrDuplicateValue)
+							rej.add(r.idx[j], r.series[j].labels(), r.t, ErrDuplicateValue)
 						}
 					} else if rej != nil {
 						rej.Accepted++

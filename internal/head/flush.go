@@ -130,7 +130,7 @@ func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 		clear(pbuf)
 		for i, sn := range snaps {
 			lo, hi := i*len(ts), (i+1)*len(ts)
-			fs := FlushSeries{Ref: sn.s.ref, Labels: sn.s.lset, Values: vbuf[lo:hi:hi], Present: pbuf[lo:hi:hi]}
+			fs := FlushSeries{Ref: sn.s.ref, Labels: sn.s.labels(), Values: vbuf[lo:hi:hi], Present: pbuf[lo:hi:hi]}
 			it = seriesiter.NewIterator(it, sn.c, sn.c.Extra, math.MinInt64, math.MaxInt64)
 			j := 0
 			for it.Next() != 0 {

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/aerie-db/aerie/internal/encoding"
 	"github.com/aerie-db/aerie/internal/invariants"
 	"github.com/aerie-db/aerie/internal/memory"
@@ -22,6 +24,10 @@ const MaxTupleSize = 8
 type group struct {
 	id  model.GroupID
 	key string
+	// tags are the labels but __name__ its members share, in a tag-set
+	// group (GroupKey's "t:" keys): set with its first member, under
+	// Head.regMu, then never changed (memSeries.tags points here).
+	tags *labels.Labels
 
 	// appendMu serializes commits into the group, from validation through
 	// the WAL write to the application, so WAL order equals apply order.

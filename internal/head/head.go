@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -88,9 +89,16 @@ type WAL interface {
 
 // memSeries is one series of the registry.
 type memSeries struct {
-	ref  model.SeriesRef
-	lset labels.Labels
-	hash uint64 // lset.Hash(); the struct stays in its 80-byte size class
+	ref model.SeriesRef
+	// own holds the series' labels; when tags is set, only its __name__.
+	// tags are the labels every member of its first group has but
+	// __name__ (a tag-set group: the tags of an Influx line, a scrape
+	// target's series that differ by name), kept once by that group
+	// (Heracles: what a group's series share is stored once). Both never
+	// change: read them without a lock, through labels and equal.
+	own  labels.Labels
+	tags *labels.Labels
+	hash uint64 // labels().Hash(); the struct stays in its 80-byte size class
 
 	lastT   atomic.Int64 // last in-order timestamp; written under the current group's appendMu
 	lastV   atomic.Uint64
@@ -103,7 +111,59 @@ type memSeries struct {
 	// joining, once it has moved out of its first; nil means cur only
 	// (most series never move: this saves a slice per series).
 	moved *[]*group
-	next  *memSeries // the next series of Head.byHash with the same hash
+}
+
+// labelBufs holds the scratch labels builds the labels of split series in.
+var labelBufs = sync.Pool{New: func() any { return new([]labels.Label) }}
+
+// labels returns the series' labels. For a series whose tags its group
+// keeps it builds them (one allocation).
+func (s *memSeries) labels() labels.Labels {
+	if s.tags == nil {
+		return s.own
+	}
+	bp := labelBufs.Get().(*[]labels.Label)
+	buf := append((*bp)[:0], labels.Label{Name: labels.MetricName, Value: s.own.Get(labels.MetricName)})
+	s.tags.Range(func(l labels.Label) { buf = append(buf, l) })
+	ls := labels.New(buf...)
+	clear(buf)
+	*bp = buf[:0]
+	labelBufs.Put(bp)
+	return ls
+}
+
+// labelValue returns the series' value of label name ("" if none)
+// without allocating.
+func (s *memSeries) labelValue(name string) string {
+	if s.tags == nil || name == labels.MetricName {
+		return s.own.Get(name)
+	}
+	return s.tags.Get(name)
+}
+
+// registry is the head's index.Labeler: its index keeps no labels of its
+// own.
+type registry struct{ h *Head }
+
+func (r registry) IndexLabels(ref uint32) (labels.Labels, bool) {
+	return r.h.SeriesLabels(model.SeriesRef(ref))
+}
+
+func (r registry) IndexLabelValue(ref uint32, name string) (string, bool) {
+	s := r.h.seriesOf(model.SeriesRef(ref))
+	if s == nil {
+		return "", false
+	}
+	return s.labelValue(name), true
+}
+
+// equal reports whether lset are the series' labels. It does not allocate
+// when __name__ is lset's first label (a name without capitals before it).
+func (s *memSeries) equal(lset labels.Labels) bool {
+	if s.tags == nil {
+		return labels.Equal(s.own, lset)
+	}
+	return lset.Get(labels.MetricName) == s.own.Get(labels.MetricName) && labels.Equal(lset.DropMetricName(), *s.tags)
 }
 
 // groupsLocked appends the groups the series has slots in, in order of
@@ -136,8 +196,15 @@ type Head struct {
 	wal  WAL
 
 	regMu  sync.RWMutex          // guards following
-	byHash map[uint64]*memSeries // chained by memSeries.next
-	refs   []*memSeries          // index = ref; refs[0] is nil
+	byHash map[uint64]*memSeries // the first series of each hash
+	// collisions holds the later series of a hash in byHash (rare: two
+	// label sets with one 64-bit hash).
+	collisions map[uint64][]*memSeries
+	// names interns the own labels ({__name__=…}) of split series
+	// (memSeries.tags): a tag-set group's members of one name share them.
+	// Bounded by maxNames; past it each series gets its own.
+	names map[string]labels.Labels
+	refs  []*memSeries // index = ref; refs[0] is nil
 	// refsView is refs as of its last change, for lock-free lookups by
 	// ref (seriesOf): refs only grows, and an element, once non-nil,
 	// never changes, so a reader of an older view sees a prefix.
@@ -185,8 +252,8 @@ func New(opts Options, w WAL) (*Head, error) {
 		refs:       []*memSeries{nil},
 		groups:     []*group{nil},
 		groupByKey: map[string]*group{},
-		idx:        index.NewMemIndex(),
 	}
+	h.idx = index.NewMemIndexOf(registry{h})
 	h.maxT.Store(math.MinInt64)
 	h.minT.Store(math.MaxInt64)
 	h.minValid.Store(math.MinInt64)
@@ -305,13 +372,61 @@ func (h *Head) getOrCreate(lset labels.Labels) (*memSeries, error) {
 	if g == nil {
 		g = h.newGroupLocked(0, key)
 	}
-	s = &memSeries{ref: model.SeriesRef(len(h.refs)), lset: lset.Copy(), hash: hash, cur: g}
-	s.lastT.Store(math.MinInt64)
+	s = h.newSeriesLocked(model.SeriesRef(len(h.refs)), lset, hash, g)
 	h.refs = append(h.refs, s)
 	h.publishRefsLocked()
-	s.next = h.byHash[hash]
-	h.byHash[hash] = s
 	return s, nil
+}
+
+// maxNames bounds Head.names.
+const maxNames = 1 << 16
+
+// newSeriesLocked makes the series ref of labels lset (hash: lset.Hash())
+// in its first group g, and registers it by hash. Called with regMu held
+// for writing.
+func (h *Head) newSeriesLocked(ref model.SeriesRef, lset labels.Labels, hash uint64, g *group) *memSeries {
+	s := &memSeries{ref: ref, hash: hash, cur: g}
+	s.own, s.tags = h.splitLabelsLocked(lset, g)
+	s.lastT.Store(math.MinInt64)
+	if h.byHash[hash] == nil {
+		h.byHash[hash] = s
+	} else {
+		if h.collisions == nil {
+			h.collisions = map[uint64][]*memSeries{}
+		}
+		h.collisions[hash] = append(h.collisions[hash], s)
+	}
+	return s
+}
+
+// splitLabelsLocked returns what a new series of group g keeps of lset:
+// in a tag-set group its __name__ (interned) and the group's tags, else a
+// copy of lset and nil. Called with regMu held for writing.
+func (h *Head) splitLabelsLocked(lset labels.Labels, g *group) (labels.Labels, *labels.Labels) {
+	name := lset.Get(labels.MetricName)
+	if !strings.HasPrefix(g.key, keyTagSet) || name == "" {
+		return lset.Copy(), nil
+	}
+	rest := lset.DropMetricName()
+	if g.tags == nil {
+		t := rest.Copy()
+		g.tags = &t
+	} else if !labels.Equal(*g.tags, rest) {
+		// Members of a tag-set group have its tags by construction
+		// (GroupKey); keep a series that would not whole.
+		return lset.Copy(), nil
+	}
+	own, ok := h.names[name]
+	if !ok {
+		own = labels.FromStrings(labels.MetricName, name)
+		if len(h.names) < maxNames {
+			if h.names == nil {
+				h.names = map[string]labels.Labels{}
+			}
+			h.names[own.Get(labels.MetricName)] = own
+		}
+	}
+	return own, g.tags
 }
 
 // publishRefsLocked makes refs visible to seriesOf. Called with regMu
@@ -331,14 +446,18 @@ func (h *Head) seriesOf(ref model.SeriesRef) *memSeries {
 	return (*v)[ref]
 }
 
+// HasSeries reports whether ref is a series of the head.
+func (h *Head) HasSeries(ref model.SeriesRef) bool { return h.seriesOf(ref) != nil }
+
 // SeriesLabels returns the labels of the series ref, and false if there is
-// no such series.
+// no such series. It allocates for a series whose group keeps its tags
+// (memSeries.labels).
 func (h *Head) SeriesLabels(ref model.SeriesRef) (labels.Labels, bool) {
 	s := h.seriesOf(ref)
 	if s == nil {
 		return labels.EmptyLabels(), false
 	}
-	return s.lset, true
+	return s.labels(), true
 }
 
 // SeriesLabelsHash is SeriesLabels with the labels' hash
@@ -348,12 +467,16 @@ func (h *Head) SeriesLabelsHash(ref model.SeriesRef) (labels.Labels, uint64, boo
 	if s == nil {
 		return labels.EmptyLabels(), 0, false
 	}
-	return s.lset, s.hash, true
+	return s.labels(), s.hash, true
 }
 
 func (h *Head) findLocked(hash uint64, lset labels.Labels) *memSeries {
-	for s := h.byHash[hash]; s != nil; s = s.next {
-		if labels.Equal(s.lset, lset) {
+	s := h.byHash[hash]
+	if s == nil || s.equal(lset) {
+		return s
+	}
+	for _, s := range h.collisions[hash] {
+		if s.equal(lset) {
 			return s
 		}
 	}
@@ -417,7 +540,7 @@ func (g *group) appendDefsLocked(recs [][]byte, slotsNow int) [][]byte {
 		defs := make([]wal.SeriesDef, 0, slotsNow-g.loggedSlots)
 		for i := g.loggedSlots; i < slotsNow; i++ {
 			s := g.slots[i]
-			defs = append(defs, wal.SeriesDef{Ref: s.ref, Group: g.id, Slot: model.Slot(i), Labels: s.lset})
+			defs = append(defs, wal.SeriesDef{Ref: s.ref, Group: g.id, Slot: model.Slot(i), Labels: s.labels()})
 		}
 		g.mu.RUnlock()
 		recs = append(recs, wal.AppendSeries(nil, defs))

@@ -434,3 +434,93 @@ func TestSortPending(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedTags: the series of a tag-set group keep only their names and
+// share the group's tags; every way of reading their labels gives them
+// whole, also for a label that sorts before __name__ and for a series that
+// moved out of its group.
+func TestSharedTags(t *testing.T) {
+	h := mustNew(t, Options{MisfitLimit: 2})
+	sets := []labels.Labels{
+		lbl("__name__", "a", "host", "h1", "x", "1"),
+		lbl("__name__", "b", "host", "h1", "x", "1"),
+		lbl("Zone", "z", "__name__", "a", "host", "h1"), // Zone sorts before __name__
+		lbl("Zone", "z", "__name__", "b", "host", "h1"),
+		lbl("__name__", "c", "host", "h1", "x", "1"), // will move
+		lbl("host", "h2"), // no name: not split
+	}
+	for i := int64(0); i < 6; i++ {
+		app := h.Appender()
+		for k, l := range sets {
+			ts := i * 1000
+			if k == 4 {
+				ts += 500 // c's timestamps never agree with the group's rows
+			}
+			require.NoError(t, app.Append(l, ts, float64(k)))
+		}
+		require.NoError(t, app.Commit())
+	}
+	series := func(l labels.Labels) *memSeries {
+		h.regMu.RLock()
+		defer h.regMu.RUnlock()
+		return h.findLocked(l.Hash(), l)
+	}
+	a, b := series(sets[0]), series(sets[1])
+	require.NotNil(t, a)
+	require.NotNil(t, b)
+	require.NotNil(t, a.tags, "a's tags are its group's")
+	require.Same(t, a.tags, b.tags, "a and b share their tags")
+	require.Equal(t, a.own.Get(labels.MetricName), "a")
+	require.Nil(t, series(sets[5]).tags, "a series without a name keeps its labels whole")
+	require.NotNil(t, series(sets[4]).moved, "c moved")
+	for _, l := range sets {
+		s := series(l)
+		require.NotNil(t, s, "%s found by its labels", l)
+		got, ok := h.SeriesLabels(s.ref)
+		require.True(t, ok)
+		require.True(t, labels.Equal(l, got), "SeriesLabels %s, want %s", got, l)
+		require.Equal(t, l.Hash(), s.hash)
+		l.Range(func(lb labels.Label) { require.Equal(t, lb.Value, s.labelValue(lb.Name)) })
+		require.Equal(t, "", s.labelValue("nope"))
+		ss, err := h.Select(math.MinInt64, math.MaxInt64, matchersOf(l)...)
+		require.NoError(t, err)
+		require.Len(t, ss, 1, "Select %s", l)
+		require.True(t, labels.Equal(l, ss[0].Labels), "Select %s: %s", l, ss[0].Labels)
+	}
+	// Labels that differ from a series only in a shared tag, or only in
+	// its name, are not that series.
+	require.Nil(t, series(lbl("__name__", "a", "host", "h1", "x", "2")))
+	require.Nil(t, series(lbl("__name__", "d", "host", "h1", "x", "1")))
+	require.Nil(t, series(lbl("__name__", "a", "host", "h1")))
+	st := h.Index()
+	require.Equal(t, len(sets), st.NumSeries())
+	require.Equal(t, []string{"Zone", "__name__", "host", "x"}, st.LabelNames(nil))
+	require.Equal(t, []string{"h1", "h2"}, st.LabelValues("host", nil))
+}
+
+// TestHashCollisions: series whose labels hash alike are told apart.
+func TestHashCollisions(t *testing.T) {
+	h := mustNew(t, Options{})
+	h.regMu.Lock()
+	defer h.regMu.Unlock()
+	g := h.newGroupLocked(0, "t:x=1,")
+	var made []*memSeries
+	for i, l := range []labels.Labels{lbl("__name__", "a", "x", "1"), lbl("__name__", "b", "x", "1"), lbl("__name__", "c", "x", "1")} {
+		require.Nil(t, h.findLocked(42, l))
+		made = append(made, h.newSeriesLocked(model.SeriesRef(i+1), l, 42, g))
+	}
+	for i, l := range []labels.Labels{lbl("__name__", "a", "x", "1"), lbl("__name__", "b", "x", "1"), lbl("__name__", "c", "x", "1")} {
+		require.Same(t, made[i], h.findLocked(42, l))
+	}
+	require.Len(t, h.collisions[42], 2)
+	// Same name, other tags; same tags, other name: neither is found.
+	require.Nil(t, h.findLocked(42, lbl("__name__", "a", "x", "2")))
+	require.Nil(t, h.findLocked(42, lbl("__name__", "d", "x", "1")))
+	require.Nil(t, h.findLocked(42, lbl("x", "1")))
+}
+
+func matchersOf(l labels.Labels) []*labels.Matcher {
+	var ms []*labels.Matcher
+	l.Range(func(lb labels.Label) { ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, lb.Name, lb.Value)) })
+	return ms
+}

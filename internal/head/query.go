@@ -292,7 +292,7 @@ func (h *Head) Select(mint, maxt int64, ms ...*labels.Matcher) ([]SeriesSnapshot
 		s := h.refs[ref]
 		locs = s.groupsLocked(locs[:0])
 		h.regMu.RUnlock()
-		ss := SeriesSnapshot{Ref: ref, Labels: s.lset}
+		ss := SeriesSnapshot{Ref: ref, Labels: s.labels()}
 		stale = stale[:0]
 		for _, g := range locs {
 			g.mu.RLock()

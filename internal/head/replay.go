@@ -2,7 +2,6 @@ package head
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 
 	"github.com/aerie-db/aerie/internal/model"
@@ -37,13 +36,9 @@ func (h *Head) ReplaySeries(d wal.SeriesDef) error {
 	}
 	s := h.refs[d.Ref]
 	if s == nil {
-		s = &memSeries{ref: d.Ref, lset: d.Labels.Copy(), cur: g}
-		s.hash = s.lset.Hash()
-		s.lastT.Store(math.MinInt64)
+		s = h.newSeriesLocked(d.Ref, d.Labels, d.Labels.Hash(), g)
 		h.refs[d.Ref] = s
 		h.publishRefsLocked()
-		s.next = h.byHash[s.hash]
-		h.byHash[s.hash] = s
 	} else {
 		s.joinLocked(g)
 	}
@@ -132,7 +127,7 @@ func (h *Head) Defs(fn func(rec []byte) error) error {
 		g.mu.RLock()
 		sds := make([]wal.SeriesDef, len(g.slots))
 		for i, s := range g.slots {
-			sds[i] = wal.SeriesDef{Ref: s.ref, Group: g.id, Slot: model.Slot(i), Labels: s.lset}
+			sds[i] = wal.SeriesDef{Ref: s.ref, Group: g.id, Slot: model.Slot(i), Labels: s.labels()}
 		}
 		g.mu.RUnlock()
 		if len(sds) > 0 {

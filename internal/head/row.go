@@ -137,7 +137,7 @@ func (h *Head) appendRowFast(g *group, t int64, values []float64, presence []boo
 			continue
 		}
 		if err != nil {
-			rej.add(slot, s.lset, t, err)
+			rej.add(slot, s.labels(), t, err)
 			continue
 		}
 		r.slots = append(r.slots, model.Slot(slot))

@@ -55,7 +55,7 @@ func (h *Head) SeriesGroups(lset labels.Labels, limit int) []SeriesGroup {
 		g.mu.RLock()
 		sg := SeriesGroup{GroupInfo: g.infoLocked(), Members: make([]labels.Labels, 0, min(limit, len(g.slots)))}
 		for _, m := range g.slots[:min(limit, len(g.slots))] {
-			sg.Members = append(sg.Members, m.lset)
+			sg.Members = append(sg.Members, m.labels())
 		}
 		g.mu.RUnlock()
 		out = append(out, sg)

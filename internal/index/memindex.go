@@ -2,6 +2,7 @@ package index
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -11,20 +12,59 @@ import (
 // MemIndex is the mutable index of the head: series ref → labels, and
 // postings name → value → series refs. It is safe for concurrent use:
 // appenders Add and Delete while queries read.
+//
+// A MemIndex made by NewMemIndexOf keeps no labels of its own: it asks its
+// Labeler (the head's registry, which holds every series' labels anyway),
+// so a series' labels are not kept twice. The postings' names and values
+// are copies, never substrings of the labels they came from.
 type MemIndex struct {
+	labeler Labeler // nil: series holds the labels
+
 	mu       sync.RWMutex // guards the following
 	series   map[uint32]labels.Labels
 	postings map[string]map[string]*roaring.Bitmap // no empty bitmaps or maps
 	all      *roaring.Bitmap
 }
 
-// NewMemIndex returns an empty MemIndex.
+// Labeler holds the labels of the series a MemIndex of NewMemIndexOf
+// indexes. A ref's labels never change while it is indexed.
+type Labeler interface {
+	// IndexLabels returns ref's labels and whether ref is a series.
+	IndexLabels(ref uint32) (labels.Labels, bool)
+	// IndexLabelValue returns ref's value of label name ("" if none) and
+	// whether ref is a series, without allocating.
+	IndexLabelValue(ref uint32, name string) (string, bool)
+}
+
+// NewMemIndex returns an empty MemIndex that keeps the labels it is given.
 func NewMemIndex() *MemIndex {
 	return &MemIndex{
 		series:   map[uint32]labels.Labels{},
 		postings: map[string]map[string]*roaring.Bitmap{},
 		all:      roaring.New(),
 	}
+}
+
+// NewMemIndexOf returns an empty MemIndex that reads the labels of its
+// series from l.
+func NewMemIndexOf(l Labeler) *MemIndex {
+	m := NewMemIndex()
+	m.labeler, m.series = l, nil
+	return m
+}
+
+// labelsLocked returns the labels ref was indexed with. Called with mu
+// held.
+func (m *MemIndex) labelsLocked(ref uint32) (labels.Labels, bool) {
+	if m.labeler == nil {
+		lset, ok := m.series[ref]
+		return lset, ok
+	}
+	if !m.all.Contains(ref) {
+		return labels.EmptyLabels(), false
+	}
+	lset, ok := m.labeler.IndexLabels(ref)
+	return canonicalLabels(lset), ok
 }
 
 // Add indexes series ref with labels lset. Labels with empty values are
@@ -34,24 +74,26 @@ func (m *MemIndex) Add(ref uint32, lset labels.Labels) {
 	lset = canonicalLabels(lset)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.series[ref]; ok {
+	if old, ok := m.labelsLocked(ref); ok {
 		if labels.Equal(old, lset) {
 			return
 		}
 		m.deleteLocked(ref, old)
 	}
-	m.series[ref] = lset
+	if m.labeler == nil {
+		m.series[ref] = lset
+	}
 	m.all.Add(ref)
 	lset.Range(func(l labels.Label) {
 		vals := m.postings[l.Name]
 		if vals == nil {
 			vals = map[string]*roaring.Bitmap{}
-			m.postings[l.Name] = vals
+			m.postings[strings.Clone(l.Name)] = vals
 		}
 		p := vals[l.Value]
 		if p == nil {
 			p = roaring.New()
-			vals[l.Value] = p
+			vals[strings.Clone(l.Value)] = p
 		}
 		p.Add(ref)
 	})
@@ -61,13 +103,15 @@ func (m *MemIndex) Add(ref uint32, lset labels.Labels) {
 func (m *MemIndex) Delete(ref uint32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if lset, ok := m.series[ref]; ok {
+	if lset, ok := m.labelsLocked(ref); ok {
 		m.deleteLocked(ref, lset)
 	}
 }
 
 func (m *MemIndex) deleteLocked(ref uint32, lset labels.Labels) {
-	delete(m.series, ref)
+	if m.labeler == nil {
+		delete(m.series, ref)
+	}
 	m.all.Remove(ref)
 	lset.Range(func(l labels.Label) {
 		vals := m.postings[l.Name]
@@ -86,15 +130,14 @@ func (m *MemIndex) deleteLocked(ref uint32, lset labels.Labels) {
 func (m *MemIndex) Labels(ref uint32) (labels.Labels, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	lset, ok := m.series[ref]
-	return lset, ok
+	return m.labelsLocked(ref)
 }
 
 // NumSeries returns the number of indexed series.
 func (m *MemIndex) NumSeries() int {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return len(m.series)
+	return int(m.all.GetCardinality())
 }
 
 // AllPostings returns the refs of all series. The caller owns the result.
@@ -222,7 +265,8 @@ func (m *MemIndex) LabelNames(ids *roaring.Bitmap) []string {
 	seen := map[string]struct{}{}
 	it := ids.Iterator()
 	for it.HasNext() {
-		m.series[it.Next()].Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
+		lset, _ := m.labelsLocked(it.Next())
+		lset.Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
 	}
 	for name := range seen {
 		out = append(out, name)
@@ -251,6 +295,12 @@ func (m *MemIndex) LabelValues(name string, ids *roaring.Bitmap) []string {
 func (m *MemIndex) LabelValue(ref uint32, name string) (string, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	lset, ok := m.series[ref]
-	return lset.Get(name), ok
+	if m.labeler == nil {
+		lset, ok := m.series[ref]
+		return lset.Get(name), ok
+	}
+	if !m.all.Contains(ref) {
+		return "", false
+	}
+	return m.labeler.IndexLabelValue(ref, name)
 }

@@ -124,10 +124,9 @@ func (a *appender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v flo
 		if err := a.db.checkRetention(t); err != nil {
 			return 0, err
 		}
-		if l.IsEmpty() && ref != 0 {
-			l, _ = a.db.head.SeriesLabels(model.SeriesRef(ref))
-		}
-		if l.IsEmpty() {
+		// A sample by ref keeps its ref alone: commitBackfill reads the
+		// labels only if the generation does not know the series.
+		if l.IsEmpty() && (ref == 0 || !a.db.head.HasSeries(model.SeriesRef(ref))) {
 			return 0, head.ErrUnknownRef
 		}
 		a.bf = append(a.bf, bfSample{l: l, ref: model.SeriesRef(ref), t: t, v: v})
@@ -176,10 +175,7 @@ func (a *appender) appendRef(ref storage.SeriesRef, l labels.Labels, t int64, v 
 		if err := a.db.checkRetention(t); err != nil {
 			return 0, err
 		}
-		if l.IsEmpty() {
-			l, _ = a.db.head.SeriesLabels(hr)
-		}
-		a.bf = append(a.bf, bfSample{l: l, ref: hr, t: t, v: v})
+		a.bf = append(a.bf, bfSample{l: l, ref: hr, t: t, v: v}) // l may be empty: see bfSample
 		return ref, nil
 	}
 	if err := a.app.AppendRef(hr, t, v); err != nil {

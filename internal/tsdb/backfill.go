@@ -457,7 +457,7 @@ func (db *DB) freezeLocked(g *generation) {
 
 // bfSample is a sample bound for the backfill.
 type bfSample struct {
-	l    labels.Labels
+	l    labels.Labels   // empty when ref is set and the caller had no labels: the head's, read when needed
 	ref  model.SeriesRef // the main head's ref of l, or 0
 	gref model.SeriesRef // the generation's, set by commitBackfill
 	t    int64
@@ -504,7 +504,11 @@ func (db *DB) commitBackfill(ss []bfSample) error {
 				continue
 			}
 			// Label errors are in the commit's AppendError.
-			if r, err := app.AppendLabels(s.l, s.t, s.v); err == nil && s.ref != 0 {
+			l := s.l
+			if l.IsEmpty() {
+				l, _ = db.head.SeriesLabels(s.ref)
+			}
+			if r, err := app.AppendLabels(l, s.t, s.v); err == nil && s.ref != 0 {
 				learned = append(learned, [2]model.SeriesRef{s.ref, r})
 			}
 		}
