@@ -614,16 +614,14 @@ func (h *Head) assignSlots(g *group, ps []pending, rej *AppendError) (width int)
 	defer g.mu.Unlock()
 	for i := range ps {
 		p := &ps[i]
-		slot, ok := g.slotOf[p.s]
+		slot, ok := g.slotOfLocked(p.s)
 		if !ok {
 			if len(g.slots) >= h.opts.MaxGroupWidth {
 				rej.add(p.idx, p.s.labels(), p.t, ErrGroupTooWide)
 				p.ok = false
 				continue
 			}
-			slot = model.Slot(len(g.slots))
-			g.slots = append(g.slots, p.s)
-			g.slotOf[p.s] = slot
+			slot = g.addSlotLocked(p.s)
 		}
 		p.slot, p.ok = slot, true
 	}

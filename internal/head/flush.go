@@ -259,7 +259,7 @@ func (h *Head) hasData(s *memSeries) bool {
 	h.regMu.RUnlock()
 	for _, g := range locs {
 		g.mu.RLock()
-		slot, ok := g.slotOf[s]
+		slot, ok := g.slotOfLocked(s)
 		if ok {
 			for _, p := range g.parts {
 				if int(slot) < len(p.cols) && p.cols[slot] != nil && p.cols[slot].n > 0 {

@@ -39,9 +39,46 @@ type group struct {
 	// mu guards the fields below. Writers hold it (exclusively) only while
 	// applying rows; readers hold it (shared) only to snapshot.
 	mu     sync.RWMutex
-	slots  []*memSeries              // slot → series, append-only
-	slotOf map[*memSeries]model.Slot // series → slot
-	parts  map[int64]*gpart          // partition index → data
+	slots []*memSeries // slot → series, append-only
+	// slotIdx maps series → slot once the group is wider than
+	// slotScanMax; a narrower group finds a slot by scanning slots
+	// (cheaper than a map's lookup, and no map per small group).
+	slotIdx map[*memSeries]model.Slot
+	parts   map[int64]*gpart // partition index → data
+}
+
+// slotScanMax is the widest group whose slots are found by a scan.
+const slotScanMax = 16
+
+// slotOfLocked returns the slot of s in g. Called with g.mu held.
+func (g *group) slotOfLocked(s *memSeries) (model.Slot, bool) {
+	if g.slotIdx != nil {
+		slot, ok := g.slotIdx[s]
+		return slot, ok
+	}
+	for i, m := range g.slots {
+		if m == s {
+			return model.Slot(i), true
+		}
+	}
+	return 0, false
+}
+
+// addSlotLocked gives s the next slot of g. Called with g.mu held for
+// writing.
+func (g *group) addSlotLocked(s *memSeries) model.Slot {
+	slot := model.Slot(len(g.slots))
+	g.slots = append(g.slots, s)
+	switch {
+	case g.slotIdx != nil:
+		g.slotIdx[s] = slot
+	case len(g.slots) > slotScanMax:
+		g.slotIdx = make(map[*memSeries]model.Slot, 2*len(g.slots))
+		for i, m := range g.slots {
+			g.slotIdx[m] = model.Slot(i)
+		}
+	}
+	return slot
 }
 
 // gpart is the data of one group in one time partition.

@@ -491,7 +491,7 @@ func (h *Head) newGroupLocked(id model.GroupID, key string) *group {
 	for int(id) >= len(h.groups) {
 		h.groups = append(h.groups, nil)
 	}
-	g := &group{id: id, key: key, slotOf: map[*memSeries]model.Slot{}, parts: map[int64]*gpart{}}
+	g := &group{id: id, key: key, parts: map[int64]*gpart{}}
 	h.groups[id] = g
 	h.groupByKey[key] = g
 	return g

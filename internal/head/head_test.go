@@ -2,6 +2,7 @@ package head
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -523,4 +524,34 @@ func matchersOf(l labels.Labels) []*labels.Matcher {
 	var ms []*labels.Matcher
 	l.Range(func(lb labels.Label) { ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, lb.Name, lb.Value)) })
 	return ms
+}
+
+// TestSlotIndex: a group's slots are found by a scan up to slotScanMax
+// series and by its map beyond, and each series reads back its own values.
+func TestSlotIndex(t *testing.T) {
+	h := mustNew(t, Options{})
+	const width = 3 * slotScanMax
+	for i := int64(0); i < 3; i++ {
+		app := h.Appender()
+		for k := range width {
+			require.NoError(t, app.Append(lbl("__name__", fmt.Sprintf("m%02d", k), "host", "a"), i*1000, float64(k)))
+		}
+		require.NoError(t, app.Commit())
+	}
+	require.Equal(t, 1, h.NumGroups())
+	g := h.groupList()[0]
+	require.NotNil(t, g.slotIdx, "a group of %d has its map", width)
+	for k := range width {
+		name := fmt.Sprintf("m%02d", k)
+		got := samplesOf(t, h, name)
+		require.Len(t, got, 3, name)
+		for _, s := range got {
+			require.Equal(t, float64(k), s.V, name)
+		}
+		g.mu.RLock()
+		slot, ok := g.slotOfLocked(g.slots[k])
+		g.mu.RUnlock()
+		require.True(t, ok)
+		require.Equal(t, model.Slot(k), slot)
+	}
 }

@@ -296,7 +296,7 @@ func (h *Head) Select(mint, maxt int64, ms ...*labels.Matcher) ([]SeriesSnapshot
 		stale = stale[:0]
 		for _, g := range locs {
 			g.mu.RLock()
-			slot, ok := g.slotOf[s]
+			slot, ok := g.slotOfLocked(s)
 			if ok {
 				for pid, p := range g.parts {
 					if pid < pmin || pid > pmax || p.maxT < mint || p.minT > maxt {

@@ -44,14 +44,13 @@ func (h *Head) ReplaySeries(d wal.SeriesDef) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, ok := g.slotOf[s]; ok {
+	if _, ok := g.slotOfLocked(s); ok {
 		return nil
 	}
 	if int(d.Slot) != len(g.slots) {
 		return fmt.Errorf("series %d: slot %d of group %d out of sequence (group has %d)", d.Ref, d.Slot, d.Group, len(g.slots))
 	}
-	g.slots = append(g.slots, s)
-	g.slotOf[s] = d.Slot
+	g.addSlotLocked(s)
 	g.loggedSlots = len(g.slots)
 	return nil
 }
