@@ -1,6 +1,7 @@
 package tsdb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -69,11 +70,15 @@ func (db *DB) HistoryAppender(ctx context.Context) storage.Appender {
 }
 
 type appender struct {
-	db    *DB
-	app   *head.Appender
-	bf    []bfSample // bound for the backfill
-	opts  storage.AppendOptions
-	below int64 // HistoryAppender: samples before go to the backfill
+	db  *DB
+	app *head.Appender
+	bf  []bfSample // bound for the backfill at Append
+	// spilled are the samples the head's commit found too old: bound for
+	// the backfill too, committed after the head (bf is committed while
+	// the head commits, so the two fsyncs overlap).
+	spilled []bfSample
+	opts    storage.AppendOptions
+	below   int64 // HistoryAppender: samples before go to the backfill
 	// future is the max_future bound (DB.futureBound) last read from the
 	// clock: a sample at or before it is not too far in the future, so
 	// the clock is read again only for a sample past it (a history load
@@ -196,19 +201,49 @@ func (a *appender) SetOptions(o *storage.AppendOptions) {
 // Commit stores the batch. Samples the head rejects at commit (a race with
 // another commit, or a duplicate inside the batch) are counted and
 // dropped, as Prometheus' head does; only a storage failure is an error.
+//
+// The samples bound for the backfill at Append are committed to their
+// generations while the head commits: each waits for its own WAL's fsync,
+// and a request that writes both (a lagging client's) waits for the
+// slower, not for the sum. The ones the head's commit spills follow it.
+// When one part fails the other may have been stored: a retry rewrites
+// the same samples, which both heads accept as duplicates of equal value.
 func (a *appender) Commit() error {
-	defer func() { clear(a.bf); a.bf = a.bf[:0]; a.releaseLate() }()
+	defer func() {
+		clear(a.bf)
+		clear(a.spilled)
+		a.bf, a.spilled = a.bf[:0], a.spilled[:0]
+		a.releaseLate()
+	}()
+	var (
+		bfErr  error
+		bfDone chan struct{}
+	)
+	if len(a.bf) > 0 {
+		bfDone = make(chan struct{})
+		go func() {
+			defer close(bfDone)
+			bfErr = a.db.commitBackfill(a.bf)
+		}()
+	}
 	err := a.app.Commit()
+	if bfDone != nil {
+		<-bfDone
+	}
 	var ae *head.AppendError
 	if errors.As(err, &ae) {
 		a.db.countCommitRejections(ae)
 		err = nil
 	}
-	if err != nil {
+	if errors.As(bfErr, &ae) {
+		a.db.countCommitRejections(ae)
+		bfErr = nil
+	}
+	if err = cmp.Or(err, bfErr); err != nil {
 		return err
 	}
-	if len(a.bf) > 0 {
-		err = a.db.commitBackfill(a.bf)
+	if len(a.spilled) > 0 {
+		err = a.db.commitBackfill(a.spilled)
 		if errors.As(err, &ae) {
 			a.db.countCommitRejections(ae)
 			err = nil
@@ -227,7 +262,7 @@ func (a *appender) Commit() error {
 // sample appended by ref hashes nothing.
 func (a *appender) reportLate() {
 	o := a.observer
-	if o == nil || (len(a.late) == 0 && len(a.bf) == 0) {
+	if o == nil || (len(a.late) == 0 && len(a.bf) == 0 && len(a.spilled) == 0) {
 		return
 	}
 	ws := a.lateWs[:0]
@@ -250,10 +285,12 @@ func (a *appender) reportLate() {
 	for _, s := range a.late {
 		note(s.ref, labels.EmptyLabels(), s.t)
 	}
-	last = 0
-	for _, s := range a.bf {
-		if s.t < a.lateBefore {
-			note(s.ref, s.l, s.t)
+	for _, bf := range [][]bfSample{a.bf, a.spilled} {
+		last = 0
+		for _, s := range bf {
+			if s.t < a.lateBefore {
+				note(s.ref, s.l, s.t)
+			}
 		}
 	}
 	o.Written(ws)
@@ -266,13 +303,14 @@ func (a *appender) spill(l labels.Labels, t int64, v float64) bool {
 	if !a.db.backfillOn() || a.db.checkRetention(t) != nil {
 		return false
 	}
-	a.bf = append(a.bf, bfSample{l: l, t: t, v: v})
+	a.spilled = append(a.spilled, bfSample{l: l, t: t, v: v})
 	return true
 }
 
 func (a *appender) Rollback() error {
 	clear(a.bf)
-	a.bf = a.bf[:0]
+	clear(a.spilled)
+	a.bf, a.spilled = a.bf[:0], a.spilled[:0]
 	a.releaseLate()
 	return a.app.Rollback()
 }
