@@ -54,4 +54,10 @@
 //  6. Every row applied to the head was first written to the WAL (when one is
 //     configured); application is deterministic, so WAL replay rebuilds the
 //     same state, including the same duplicate rejections.
+//  7. A series' labels are fixed at its creation. In a tag-set group
+//     (GroupKey's "t:" keys) a series keeps only its __name__ (interned)
+//     and points at the labels it shares with the group's other members,
+//     which the group holds once (Heracles); memSeries.labels rebuilds
+//     them, and memSeries.equal compares without rebuilding. The label
+//     index keeps no labels of its own: it reads them from the registry.
 package head
