@@ -460,14 +460,15 @@ func (h *Head) SeriesLabels(ref model.SeriesRef) (labels.Labels, bool) {
 	return s.labels(), true
 }
 
-// SeriesLabelsHash is SeriesLabels with the labels' hash
-// (labels.Labels.Hash), which the head keeps.
-func (h *Head) SeriesLabelsHash(ref model.SeriesRef) (labels.Labels, uint64, bool) {
+// SeriesHash returns the hash of the series ref's labels
+// (labels.Labels.Hash), which the head keeps, and false if there is no
+// such series.
+func (h *Head) SeriesHash(ref model.SeriesRef) (uint64, bool) {
 	s := h.seriesOf(ref)
 	if s == nil {
-		return labels.EmptyLabels(), 0, false
+		return 0, false
 	}
-	return s.labels(), s.hash, true
+	return s.hash, true
 }
 
 func (h *Head) findLocked(hash uint64, lset labels.Labels) *memSeries {

@@ -318,7 +318,7 @@ func (s *Store) Written(ws []tsdb.LateWrite) {
 	for _, w := range ws {
 		h := w.Hash
 		s.written[h%stripes]++
-		if e := s.series[h]; e != nil && labels.Equal(e.lset, w.Labels) {
+		if e := s.series[h]; e != nil && labels.Equal(e.lset, w.Labels()) {
 			s.dropLocked(h, e)
 		}
 	}

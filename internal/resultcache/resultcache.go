@@ -456,7 +456,7 @@ func (rc *Cache) Written(ws []tsdb.LateWrite) {
 		return
 	}
 	for _, w := range ws {
-		for _, k := range rc.reg.affected(w.Labels, w.MinT, w.MaxT) {
+		for _, k := range rc.reg.affected(w.Labels(), w.MinT, w.MaxT) {
 			rc.c.Delete(k)
 			rc.reg.remove(k)
 			rc.m.invalidated.Inc()

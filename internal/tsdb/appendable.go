@@ -274,13 +274,12 @@ func (a *appender) reportLate() {
 			return
 		}
 		last = ref
-		var h uint64
 		if ref != 0 {
-			l, h, _ = a.db.head.SeriesLabelsHash(ref)
+			h, _ := a.db.head.SeriesHash(ref)
+			ws = append(ws, LateWrite{Hash: h, MinT: t, MaxT: t, ref: ref, head: a.db.head})
 		} else {
-			h = l.Hash()
+			ws = append(ws, NewLateWrite(l, t, t))
 		}
-		ws = append(ws, LateWrite{Labels: l, Hash: h, MinT: t, MaxT: t})
 	}
 	for _, s := range a.late {
 		note(s.ref, labels.EmptyLabels(), s.t)

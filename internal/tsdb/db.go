@@ -20,6 +20,7 @@ import (
 	"github.com/aerie-db/aerie/internal/head"
 	"github.com/aerie-db/aerie/internal/index"
 	"github.com/aerie-db/aerie/internal/memory"
+	"github.com/aerie-db/aerie/internal/model"
 	"github.com/aerie-db/aerie/internal/wal"
 )
 
@@ -151,11 +152,31 @@ type LateObserver interface {
 	Deleted(mint, maxt int64, ms []*labels.Matcher)
 }
 
-// LateWrite is one series' late samples in one commit.
+// LateWrite is one series' late samples in one commit. Its labels are
+// read only when an observer asks (Labels): most reports match nothing
+// cached, and a series written by ref would have its labels rebuilt by
+// the head for nothing.
 type LateWrite struct {
-	Labels     labels.Labels
-	Hash       uint64 // Labels.Hash()
+	Hash       uint64 // Labels().Hash()
 	MinT, MaxT int64
+
+	lset labels.Labels // the writer's, or empty: then the head's series ref
+	ref  model.SeriesRef
+	head *head.Head
+}
+
+// NewLateWrite is a LateWrite of series lset.
+func NewLateWrite(lset labels.Labels, mint, maxt int64) LateWrite {
+	return LateWrite{Hash: lset.Hash(), MinT: mint, MaxT: maxt, lset: lset}
+}
+
+// Labels returns the written series' labels.
+func (w LateWrite) Labels() labels.Labels {
+	if !w.lset.IsEmpty() || w.head == nil {
+		return w.lset
+	}
+	l, _ := w.head.SeriesLabels(w.ref)
+	return l
 }
 
 // LateObservers tells each of its observers (several caches over one

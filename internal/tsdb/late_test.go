@@ -116,15 +116,15 @@ func TestLateWriteBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]LateWrite{
-		{{x, x.Hash(), 8_000_000, 8_200_000}, {y, y.Hash(), 9_000_000, 9_000_000}},
-		{{x, x.Hash(), 1_000, 2_000}, {y, y.Hash(), 1_500, 1_500}},
+		{NewLateWrite(x, 8_000_000, 8_200_000), NewLateWrite(y, 9_000_000, 9_000_000)},
+		{NewLateWrite(x, 1_000, 2_000), NewLateWrite(y, 1_500, 1_500)},
 	}
 	if len(r.batches) != len(want) {
 		t.Fatalf("%d reports, want %d: %v", len(r.batches), len(want), r.batches)
 	}
 	for i, b := range r.batches {
 		if !slices.EqualFunc(b, want[i], func(a, b LateWrite) bool {
-			return labels.Equal(a.Labels, b.Labels) && a.Hash == b.Hash && a.MinT == b.MinT && a.MaxT == b.MaxT
+			return labels.Equal(a.Labels(), b.Labels()) && a.Hash == b.Hash && a.MinT == b.MinT && a.MaxT == b.MaxT
 		}) {
 			t.Errorf("report %d: %v, want %v", i, b, want[i])
 		}
