@@ -757,7 +757,6 @@ func (h *Head) applyRowsLocked(g *group, rows []row, rej *AppendError) {
 				} else {
 					c.open[i] = r.vals[j]
 					c.openPres |= 1 << i
-					c.n++
 				}
 				if rej != nil {
 					rej.Accepted++

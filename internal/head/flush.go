@@ -203,7 +203,7 @@ func (h *Head) DropPartition(pid int64) {
 		g.mu.Lock()
 		if p := g.parts[pid]; p != nil {
 			for slot, c := range p.cols {
-				if c != nil && c.n > 0 {
+				if c != nil { // a column exists only with samples
 					dropped = append(dropped, g.slots[slot])
 				}
 			}
@@ -262,7 +262,7 @@ func (h *Head) hasData(s *memSeries) bool {
 		slot, ok := g.slotOfLocked(s)
 		if ok {
 			for _, p := range g.parts {
-				if int(slot) < len(p.cols) && p.cols[slot] != nil && p.cols[slot].n > 0 {
+				if int(slot) < len(p.cols) && p.cols[slot] != nil {
 					g.mu.RUnlock()
 					return true
 				}

@@ -38,7 +38,7 @@ type group struct {
 
 	// mu guards the fields below. Writers hold it (exclusively) only while
 	// applying rows; readers hold it (shared) only to snapshot.
-	mu     sync.RWMutex
+	mu    sync.RWMutex
 	slots []*memSeries // slot → series, append-only
 	// slotIdx maps series → slot once the group is wider than
 	// slotScanMax; a narrower group finds a slot by scanning slots
@@ -103,33 +103,41 @@ type gpart struct {
 	cols       []*column
 }
 
-// column is one slot's values in one group partition. It is 112 bytes
-// (TestColumnSize): what a series written once holds. Its closed tuples and
-// its out-of-order samples are allocated when it first has some.
+// column is one slot's values in one group partition. It is 80 bytes
+// (TestColumnSize): what a series written once holds. A column exists only
+// once the slot has a sample in the partition. Its closed tuples and its
+// out-of-order samples are allocated when it first has some.
 type column struct {
-	open   [MaxTupleSize]float64
-	base   float64
-	closed *closedValues // nil until a tuple with a value of the slot closes
-	ooo    *[]sample     // out-of-order samples, sorted by t, unique t; nil if none
-
-	firstTuple int32 // closed tuples before it have no values for this slot
-	n          int32 // samples stored (in-order and out-of-order)
+	open       [MaxTupleSize]float64
+	ext        *colExtra // nil until a tuple with a value of the slot closes or an out-of-order sample arrives
+	firstTuple int32     // closed tuples before it have no values for this slot
 	openPres   uint8
-	hasBase    bool
 }
 
-// closedValues holds a column's closed tuples from its firstTuple.
-type closedValues struct {
-	vals chain   // per closed tuple: value tuple (a placeholder if empty)
-	pres []uint8 // per closed tuple: presence bits
+// colExtra holds a column's closed tuples from its firstTuple and its
+// out-of-order samples.
+type colExtra struct {
+	vals chain    // per closed tuple: value tuple (a placeholder if empty)
+	pres []uint8  // per closed tuple: presence bits
+	base float64  // the first closed value (the tuples' XOR base), set with pres[0]
+	ooo  []sample // out-of-order samples, sorted by t, unique t
+}
+
+// closed returns the column's closed tuples' values, presence and base
+// (nil chain and presence when there are none).
+func (c *column) closed() (*chain, []uint8, float64) {
+	if c.ext == nil {
+		return nil, nil, 0
+	}
+	return &c.ext.vals, c.ext.pres, c.ext.base
 }
 
 // oooSamples returns the column's out-of-order samples.
 func (c *column) oooSamples() []sample {
-	if c.ooo == nil {
+	if c.ext == nil {
 		return nil
 	}
-	return *c.ooo
+	return c.ext.ooo
 }
 
 type sample struct {
@@ -165,14 +173,17 @@ func (p *gpart) closeTupleLocked(m *memory.Manager) {
 		if c == nil {
 			continue
 		}
-		if c.closed == nil {
+		if c.ext == nil || len(c.ext.pres) == 0 {
 			if c.openPres == 0 {
 				c.firstTuple++ // still no values: nothing to keep
 				continue
 			}
-			c.closed = new(closedValues)
+			if c.ext == nil {
+				c.ext = new(colExtra)
+			}
 		}
-		cv := c.closed
+		cv := c.ext
+		first := len(cv.pres) == 0
 		cv.pres = append(cv.pres, c.openPres)
 		if c.openPres == 0 {
 			cv.vals.skip()
@@ -184,12 +195,12 @@ func (p *gpart) closeTupleLocked(m *memory.Manager) {
 					n++
 				}
 			}
-			if !c.hasBase {
-				c.base, c.hasBase = vals[0], true
+			if first {
+				cv.base = vals[0]
 			}
-			p.enc = encoding.AppendValueTuple(p.enc[:0], c.base, vals[:n])
+			p.enc = encoding.AppendValueTuple(p.enc[:0], cv.base, vals[:n])
 			if invariants.Enabled {
-				checkValueTuple(p.enc, c.base, vals[:n])
+				checkValueTuple(p.enc, cv.base, vals[:n])
 			}
 			cv.vals.append(m, p.pid, p.enc)
 		}
@@ -213,7 +224,6 @@ func (p *gpart) appendRowLocked(m *memory.Manager, t int64, slots []model.Slot, 
 		c := p.col(s)
 		c.open[i] = vals[j]
 		c.openPres |= 1 << i
-		c.n++
 	}
 	p.lastT = t
 	p.nRows++
@@ -254,7 +264,8 @@ func (p *gpart) lookupLocked(m *memory.Manager, slot model.Slot, t int64, tupleS
 	// Binary search over closed tuples by their raw first timestamp.
 	tv := p.times.view()
 	k := sort.Search(p.numClosed(), func(k int) bool { return tupleFirst(tv.tuple(m, k)) > t }) - 1
-	if k < int(c.firstTuple) || k < 0 || c.closed == nil {
+	cvals, cpres, cbase := c.closed()
+	if k < int(c.firstTuple) || k < 0 || k-int(c.firstTuple) >= len(cpres) {
 		return 0, false
 	}
 	var tsBuf [MaxTupleSize]int64
@@ -262,7 +273,7 @@ func (p *gpart) lookupLocked(m *memory.Manager, slot model.Slot, t int64, tupleS
 	if err != nil {
 		return 0, false
 	}
-	pres := c.closed.pres[k-int(c.firstTuple)]
+	pres := cpres[k-int(c.firstTuple)]
 	idx := -1
 	for i, tt := range ts {
 		if tt == t {
@@ -274,8 +285,8 @@ func (p *gpart) lookupLocked(m *memory.Manager, slot model.Slot, t int64, tupleS
 		return 0, false
 	}
 	var vBuf [MaxTupleSize]float64
-	vv := c.closed.vals.view()
-	vs, _, err := encoding.DecodeValueTuple(vBuf[:0], vv.tuple(m, k-int(c.firstTuple)), c.base, bits.OnesCount8(pres))
+	vv := cvals.view()
+	vs, _, err := encoding.DecodeValueTuple(vBuf[:0], vv.tuple(m, k-int(c.firstTuple)), cbase, bits.OnesCount8(pres))
 	if err != nil {
 		return 0, false
 	}
@@ -288,16 +299,15 @@ func tupleFirst(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) }
 // insertOOO stores an out-of-order sample; the caller has checked that no
 // sample is stored at t. Called with group.mu held.
 func (c *column) insertOOO(t int64, v float64) {
-	if c.ooo == nil {
-		c.ooo = new([]sample)
+	if c.ext == nil {
+		c.ext = new(colExtra)
 	}
-	ooo := *c.ooo
+	ooo := c.ext.ooo
 	i := sort.Search(len(ooo), func(i int) bool { return ooo[i].t >= t })
 	ooo = append(ooo, sample{})
 	copy(ooo[i+1:], ooo[i:])
 	ooo[i] = sample{t, v}
-	*c.ooo = ooo
-	c.n++
+	c.ext.ooo = ooo
 }
 
 // checkValueTuple decodes a freshly encoded tuple and panics if it differs

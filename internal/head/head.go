@@ -563,7 +563,7 @@ func (h *Head) Bytes() int64 {
 			for _, c := range p.cols {
 				if c != nil {
 					n += int64(8*p.openN + 16*len(c.oooSamples()))
-					if cv := c.closed; cv != nil {
+					if cv := c.ext; cv != nil {
 						n += cv.vals.bytes(bs) + int64(len(cv.pres))
 					}
 				}

@@ -218,9 +218,6 @@ func (p *gpart) snapshotLocked(m *memory.Manager, slot model.Slot, tupleSize int
 		return nil
 	}
 	c := p.cols[slot]
-	if c.n == 0 {
-		return nil
-	}
 	s := snapshotPool.Get().(*ColumnSnapshot)
 	*s = ColumnSnapshot{
 		m:          m,
@@ -228,13 +225,12 @@ func (p *gpart) snapshotLocked(m *memory.Manager, slot model.Slot, tupleSize int
 		times:      p.times.view(),
 		part:       p,
 		firstTuple: int(c.firstTuple),
-		base:       c.base,
 		MinT:       p.minT,
 		MaxT:       p.maxT,
 		Partition:  p.pid,
 	}
-	if cv := c.closed; cv != nil {
-		s.vals, s.pres = cv.vals.view(), cv.pres[:len(cv.pres):len(cv.pres)]
+	if cv := c.ext; cv != nil {
+		s.vals, s.pres, s.base = cv.vals.view(), cv.pres[:len(cv.pres):len(cv.pres)], cv.base
 	}
 	if p.openN > 0 {
 		s.openN, s.openT, s.openV, s.openPres = p.openN, p.openT, c.open, c.openPres

@@ -277,7 +277,7 @@ func (p *influxParser) line(lineNo, off int64, line []byte) {
 		lh := l.Hash()
 		ref := p.b.addRef(0, l, lh, t, f.v, lineNo, nil, 0)
 		if ref != 0 && p.cache != nil && len(p.series) > 0 && p.known.find(f.raw, i).ref == 0 {
-			p.added = append(p.added, lineField{string(f.raw), refVal{ref, lh}})
+			p.added = append(p.added, lineField{p.intern.get(f.raw), refVal{ref, lh}}) // one string per field name per request, not per series
 		}
 	}
 	if len(p.added) > 0 {
