@@ -92,9 +92,10 @@ type memSeries struct {
 	ref model.SeriesRef
 	// own holds the series' labels; when tags is set, only its __name__.
 	// tags are the labels every member of its first group has but
-	// __name__ (a tag-set group: the tags of an Influx line, a scrape
-	// target's series that differ by name), kept once by that group
-	// (Heracles: what a group's series share is stored once). Both never
+	// __name__ (a tag-set group: the fields of an Influx line, series
+	// that differ only by name), kept once by that group (Heracles: what
+	// a group's series share is stored once). A series of a group_by
+	// group (a scrape target's) keeps its labels whole. Both never
 	// change: read them without a lock, through labels and equal.
 	own  labels.Labels
 	tags *labels.Labels
