@@ -152,3 +152,34 @@ func TestInfluxFastPathEscapes(t *testing.T) {
 		influxBothPaths(t, "/write?precision=ms", []byte(tc[0]+"\n"), []byte(tc[1]+"\n"))
 	}
 }
+
+// TestLineFieldsWith: with adds only the fields it lacks, leaves the
+// cached value it was given untouched, and sizes the copy to what it
+// holds (it stays cached as long as its line's series are written).
+func TestLineFieldsWith(t *testing.T) {
+	mk := func(names ...string) []lineField {
+		var fs []lineField
+		for i, n := range names {
+			fs = append(fs, lineField{n, refVal{storage.SeriesRef(i + 1), uint64(i)}})
+		}
+		return fs
+	}
+	names := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
+	lf := (*lineFields)(nil).with(mk(names...))
+	if len(lf.fields) != 10 || cap(lf.fields) != 10 {
+		t.Fatalf("new line of 10 fields: len %d cap %d, want 10 and 10", len(lf.fields), cap(lf.fields))
+	}
+	more := lf.with(mk("a", "k"))
+	if len(more.fields) != 11 || len(lf.fields) != 10 {
+		t.Fatalf("adding k: %d fields (the given one %d), want 11 (10)", len(more.fields), len(lf.fields))
+	}
+	if got := more.find([]byte("k"), 10); got.ref != 2 {
+		t.Fatalf("k: ref %d, want 2", got.ref)
+	}
+	if got := more.find([]byte("a"), 0); got.ref != 1 {
+		t.Fatalf("a: ref %d, want the first a's 1", got.ref)
+	}
+	if same := lf.with(nil); len(same.fields) != 10 || same.find([]byte("j"), 9).ref != 10 {
+		t.Fatalf("with nothing: %d fields", len(same.fields))
+	}
+}

@@ -126,8 +126,12 @@ func (lf *lineFields) find(name []byte, i int) refVal {
 func (lf *lineFields) with(add []lineField) *lineFields {
 	out := &lineFields{}
 	if lf != nil {
-		out.fields = slices.Clip(lf.fields)
+		out.fields = lf.fields
 	}
+	// Sized for what it will hold: it is cached for as long as its line's
+	// series are written (append's doubling left 16 places for a TSBS
+	// host's 10 fields).
+	out.fields = slices.Grow(slices.Clip(out.fields), len(add))
 	for _, f := range add {
 		if out.find([]byte(f.name), len(out.fields)).ref == 0 {
 			out.fields = append(out.fields, f)
