@@ -2,6 +2,7 @@ package tsdb
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
@@ -224,4 +225,47 @@ func TestSelectEmptySeries(t *testing.T) {
 		require.Equal(t, []string{"a"}, names(context.Background(), 1_600_000, 3_000_000), stage) // the last row in range; b's column is sparse
 		require.Equal(t, []string{"a", "b(empty)"}, names(WithEmptySeries(context.Background()), 1_600_000, 2_900_000), stage)
 	}
+}
+
+// TestSharedTagsRoundTrip: series of tag-set groups (no job or instance:
+// Influx lines' fields), whose head keeps their tags once per group, read
+// back whole from the head, after a WAL replay, and after a flush to
+// blocks; written again after the replay they are the same series.
+func TestSharedTagsRoundTrip(t *testing.T) {
+	opts := &Options{FlushCheckInterval: -1, PartitionRange: 3600_000}
+	db, dir := openDir(t, opts)
+	var lsets []labels.Labels
+	for h := range 3 {
+		for _, f := range []string{"usage_user", "usage_idle", "usage_system"} {
+			lsets = append(lsets, labels.FromStrings("__name__", "cpu_"+f, "hostname", fmt.Sprint("host_", h), "region", "eu"))
+		}
+		lsets = append(lsets, labels.FromStrings("Zone", "z", "__name__", "mem_used", "hostname", fmt.Sprint("host_", h))) // Zone sorts first
+	}
+	want := map[string][]smp{}
+	write := func(from, to int64) {
+		for i := from; i < to; i++ {
+			app := db.Appender(context.Background())
+			for k, l := range lsets {
+				v := float64(i*100 + int64(k))
+				_, err := app.Append(0, l, i*15_000, v)
+				require.NoError(t, err)
+				want[l.String()] = append(want[l.String()], smp{i * 15_000, v})
+			}
+			require.NoError(t, app.Commit())
+		}
+	}
+	all := labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")
+	write(0, 100)
+	require.Equal(t, want, query(t, db, math.MinInt64, math.MaxInt64, all), "head")
+	reopen(t, &db, dir, opts)
+	require.Equal(t, want, query(t, db, math.MinInt64, math.MaxInt64, all), "after replay")
+	write(100, 300) // past the first partition: the same series
+	require.Equal(t, want, query(t, db, math.MinInt64, math.MaxInt64, all), "written again")
+	require.Equal(t, len(lsets), db.head.NumSeries(), "no series made twice")
+	require.NoError(t, db.FlushHead())
+	require.Equal(t, want, query(t, db, math.MinInt64, math.MaxInt64, all), "after a flush")
+	got := query(t, db, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "hostname", "host_1"), labels.MustNewMatcher(labels.MatchEqual, "Zone", "z"))
+	require.Len(t, got, 1)
+	require.Contains(t, got, `{Zone="z", __name__="mem_used", hostname="host_1"}`)
+	require.NoError(t, db.Close())
 }
