@@ -53,7 +53,11 @@
 //     so refs stay stable for the WAL.
 //  6. Every row applied to the head was first written to the WAL (when one is
 //     configured); application is deterministic, so WAL replay rebuilds the
-//     same state, including the same duplicate rejections.
+//     same state, including the same duplicate rejections. A commit returns
+//     once its records are durable (WAL.Wait), which it waits for after
+//     releasing its groups' append locks: its rows may be visible to
+//     queries before their fsync, as Prometheus' are, never acknowledged
+//     before it.
 //  7. A series' labels are fixed at its creation. In a tag-set group
 //     (GroupKey's "t:" keys) a series keeps only its __name__ (interned)
 //     and points at the labels it shares with the group's other members,

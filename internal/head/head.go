@@ -81,10 +81,14 @@ func (o *Options) fill() {
 }
 
 // WAL is what the head needs of the write-ahead log. maxT is the greatest
-// row timestamp in recs (the engine tracks it per segment to know when a
-// segment is covered by blocks).
+// row timestamp in recs.
 type WAL interface {
-	Log(maxT int64, recs ...[]byte) error
+	// Write writes recs after the records of every earlier call and
+	// returns a ticket for Wait.
+	Write(maxT int64, recs ...[]byte) (uint64, error)
+	// Wait returns once the records of ticket are durable (as the log's
+	// sync mode defines it), or the log's error.
+	Wait(ticket uint64) error
 }
 
 // memSeries is one series of the registry.

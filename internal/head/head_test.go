@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -553,5 +554,73 @@ func TestSlotIndex(t *testing.T) {
 		g.mu.RUnlock()
 		require.True(t, ok)
 		require.Equal(t, model.Slot(k), slot)
+	}
+}
+
+// gateWAL is a head.WAL whose Wait for its first ticket blocks until gate
+// is closed.
+type gateWAL struct {
+	mu      sync.Mutex
+	writes  uint64
+	waiting chan struct{} // closed when Wait(1) blocks
+	gate    chan struct{}
+}
+
+func (w *gateWAL) Write(int64, ...[]byte) (uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	return w.writes, nil
+}
+
+func (w *gateWAL) Wait(ticket uint64) error {
+	if ticket == 1 {
+		close(w.waiting)
+		<-w.gate
+	}
+	return nil
+}
+
+// TestCommitWaitsUnlocked: a commit waits for its WAL records' fsync after
+// releasing its groups, so a commit into the same group writes, applies
+// and returns meanwhile (the two then share an fsync) instead of queueing
+// behind it. Both the row path and the general path.
+func TestCommitWaitsUnlocked(t *testing.T) {
+	for _, rows := range []bool{false, true} {
+		w := &gateWAL{waiting: make(chan struct{}), gate: make(chan struct{})}
+		h, err := New(Options{}, w)
+		require.NoError(t, err)
+		l := lbl("__name__", "a", "job", "j")
+		gid, _, err := h.Join(l)
+		require.NoError(t, err)
+		write := func(ts int64) error {
+			if rows {
+				return h.AppendRow(gid, ts, []float64{1}, []bool{true})
+			}
+			app := h.Appender()
+			if err := app.Append(l, ts, 1); err != nil {
+				return err
+			}
+			return app.Commit()
+		}
+		first := make(chan error, 1)
+		go func() { first <- write(1000) }()
+		<-w.waiting
+		second := make(chan error, 1)
+		go func() { second <- write(2000) }()
+		select {
+		case err := <-second:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("rows=%v: the second commit waited for the first's fsync", rows)
+		}
+		select {
+		case <-first:
+			t.Fatalf("rows=%v: the first commit returned before its fsync", rows)
+		default:
+		}
+		close(w.gate)
+		require.NoError(t, <-first)
+		require.Len(t, samplesOf(t, h, "a"), 2)
 	}
 }

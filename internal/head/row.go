@@ -87,8 +87,17 @@ func (h *Head) AppendRow(gid model.GroupID, t int64, values []float64, presence 
 // appendRowFast commits one row of g when every present slot's series
 // still belongs to g (errRetry otherwise, before anything is validated or
 // written). It is commit's path for a single group and row, without
-// commit's per-sample maps and sort: the slots are known and unique.
-func (h *Head) appendRowFast(g *group, t int64, values []float64, presence []bool) error {
+// commit's per-sample maps and sort: the slots are known and unique. As
+// commit, it waits for its WAL record's fsync after unlocking the group.
+func (h *Head) appendRowFast(g *group, t int64, values []float64, presence []bool) (err error) {
+	var ticket uint64 // the WAL's; waited for after the unlock below (defers run last first)
+	defer func() {
+		if ticket != 0 {
+			if werr := h.wal.Wait(ticket); err == nil {
+				err = werr
+			}
+		}
+	}()
 	g.appendMu.Lock()
 	defer g.appendMu.Unlock()
 	n := 0
@@ -154,9 +163,11 @@ func (h *Head) appendRowFast(g *group, t int64, values []float64, presence []boo
 		if h.wal != nil {
 			recs := g.appendDefsLocked(nil, width)
 			recs = append(recs, wal.AppendRows(nil, rowsRecord(g.id, width, rows)))
-			if err := h.wal.Log(t, recs...); err != nil {
+			tk, err := h.wal.Write(t, recs...)
+			if err != nil {
 				return err
 			}
+			ticket = tk
 			g.loggedDef = true
 			g.mu.RLock()
 			g.loggedSlots = len(g.slots)

@@ -317,7 +317,9 @@ func (db *DB) openGeneration(n uint64) (*generation, error) {
 // genLogger adapts a generation's WAL to the head.
 type genLogger struct{ w *wal.WAL }
 
-func (l genLogger) Log(_ int64, recs ...[]byte) error { return l.w.Log(recs...) }
+func (l genLogger) Write(_ int64, recs ...[]byte) (uint64, error) { return l.w.Write(recs...) }
+
+func (l genLogger) Wait(ticket uint64) error { return l.w.Wait(ticket) }
 
 // openBackfill runs at open, after the blocks are open: it deletes the
 // blocks of unfinished generation flushes and replays every generation

@@ -404,7 +404,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 // checkpoint.
 type walLogger struct{ db *DB }
 
-func (l walLogger) Log(_ int64, recs ...[]byte) error { return l.db.wal.Log(recs...) }
+func (l walLogger) Write(_ int64, recs ...[]byte) (uint64, error) { return l.db.wal.Write(recs...) }
+
+func (l walLogger) Wait(ticket uint64) error { return l.db.wal.Wait(ticket) }
 
 func (db *DB) replay() error { return replayInto(db, db.wal, db.head) }
 

@@ -154,3 +154,51 @@ func TestCreateSegmentFailure(t *testing.T) {
 	require.ErrorIs(t, w.Log([]byte("a")), errCreate)
 	require.ErrorIs(t, w.Close(), errCreate)
 }
+
+// TestWriteWait: Write returns increasing tickets and the batches replay
+// in Write order; Wait returns nil once a batch is fsync'd (several
+// written batches share the fsyncs), at once for ticket 0 and in interval
+// mode, and the WAL's error when the fsync covering the batch failed.
+func TestWriteWait(t *testing.T) {
+	dir := t.TempDir()
+	var fsyncs atomic.Int64
+	w := openT(t, dir, Options{OnFsync: func(time.Duration) { fsyncs.Add(1) }})
+	var tickets []uint64
+	var want [][]byte
+	for i := range 20 {
+		r := testRecord(i, 40)
+		tk, err := w.Write(r)
+		require.NoError(t, err)
+		if len(tickets) > 0 {
+			require.Greater(t, tk, tickets[len(tickets)-1])
+		}
+		tickets = append(tickets, tk)
+		want = append(want, r)
+	}
+	require.NoError(t, w.Wait(0))
+	require.NoError(t, w.Wait(tickets[len(tickets)-1]))
+	require.NoError(t, w.Wait(tickets[0]), "an earlier batch is durable too")
+	require.LessOrEqual(t, fsyncs.Load(), int64(len(tickets)), "no more fsyncs than batches")
+	require.NoError(t, w.Close())
+	w = openT(t, dir, Options{})
+	require.Equal(t, want, recs(mustReplay(t, w)))
+	require.NoError(t, w.Close())
+
+	wi := openT(t, t.TempDir(), Options{Sync: SyncInterval, SyncInterval: time.Hour})
+	tk, err := wi.Write([]byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, wi.Wait(tk), "interval mode: written is enough")
+	require.NoError(t, wi.Close())
+
+	hooks, fail := failingSync()
+	wf := openHooked(t, t.TempDir(), Options{}, hooks)
+	tk, err = wf.Write([]byte("w")) // creates the segment (fsync'd)
+	require.NoError(t, err)
+	require.NoError(t, wf.Wait(tk))
+	fail.Store(true)
+	tk, err = wf.Write([]byte("y"))
+	require.NoError(t, err, "the write itself succeeds")
+	require.ErrorIs(t, wf.Wait(tk), errSync)
+	_, err = wf.Write([]byte("z"))
+	require.ErrorIs(t, err, errSync, "a failed WAL takes no more writes")
+}

@@ -31,14 +31,16 @@ var (
 // recorder is a head.WAL that keeps copies of what it is given.
 type recorder struct{ batches [][][]byte }
 
-func (r *recorder) Log(_ int64, recs ...[]byte) error {
+func (r *recorder) Write(_ int64, recs ...[]byte) (uint64, error) {
 	b := make([][]byte, len(recs))
 	for i, rec := range recs {
 		b[i] = append([]byte(nil), rec...)
 	}
 	r.batches = append(r.batches, b)
-	return nil
+	return uint64(len(r.batches)), nil
 }
+
+func (r *recorder) Wait(uint64) error { return nil }
 
 func loadNodeBatches(tb testing.TB) nodeBatches {
 	tb.Helper()

@@ -196,12 +196,52 @@ func (w *WAL) Log(recs ...[]byte) error {
 // was written to, so callers can track what each segment holds without
 // listing the directory.
 func (w *WAL) LogSegment(recs ...[]byte) (int, error) {
+	seg, seq, err := w.write(recs)
+	if err != nil || seq == 0 {
+		return seg, err
+	}
+	return seg, w.Wait(seq)
+}
+
+// Write writes recs as one batch, as Log does, but returns once they are
+// written, with a ticket for Wait: a caller that must order its writes
+// (under its own lock) waits for their fsync after releasing that lock, so
+// concurrent callers share one fsync instead of queueing behind each
+// other's. The batches of earlier Write calls are before this one's in
+// the log.
+func (w *WAL) Write(recs ...[]byte) (uint64, error) {
+	_, seq, err := w.write(recs)
+	return seq, err
+}
+
+// Wait returns once the batch of ticket (from Write) is durable as the
+// sync mode defines it: fsync'd in SyncBatch mode; in SyncInterval mode
+// it returns at once. A ticket of 0 (an empty batch) is durable. It
+// returns the WAL's error if it failed before the batch was fsync'd.
+func (w *WAL) Wait(ticket uint64) error {
+	if ticket == 0 || w.opts.Sync == SyncInterval {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.synced < ticket && w.err == nil {
+		w.syncedCond.Wait()
+	}
+	if w.synced >= ticket {
+		return nil
+	}
+	return w.err
+}
+
+// write writes recs as one batch and returns its segment and its ticket
+// (0 for no records).
+func (w *WAL) write(recs [][]byte) (int, uint64, error) {
 	if len(recs) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	for _, r := range recs {
 		if err := checkRecordSize(r); err != nil {
-			return 0, fmt.Errorf("wal: %w", err)
+			return 0, 0, fmt.Errorf("wal: %w", err)
 		}
 	}
 	// Compress before taking the lock: concurrent callers compress in
@@ -212,38 +252,29 @@ func (w *WAL) LogSegment(recs ...[]byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usableLocked(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	need := int64(len(eb.frames))
 	switch {
 	case w.active == nil:
 		if err := w.createSegmentLocked(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	case w.activeSize > SegmentHeaderSize && w.activeSize+need > w.opts.SegmentSize:
 		if err := w.cutLocked(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	n, err := w.active.Write(eb.frames)
 	w.activeSize += int64(n)
 	if err != nil {
-		return 0, w.failLocked(fmt.Errorf("wal: write %s: %w", w.active.Name(), err))
+		return 0, 0, w.failLocked(fmt.Errorf("wal: write %s: %w", w.active.Name(), err))
 	}
 	w.written++
-	seg := w.activeIdx
-	if w.opts.Sync == SyncInterval {
-		return seg, nil
+	if w.opts.Sync == SyncBatch {
+		w.workCond.Signal()
 	}
-	seq := w.written
-	w.workCond.Signal()
-	for w.synced < seq && w.err == nil {
-		w.syncedCond.Wait()
-	}
-	if w.synced >= seq {
-		return seg, nil
-	}
-	return 0, w.err
+	return w.activeIdx, w.written, nil
 }
 
 // Cut closes the active segment (after fsyncing it) and starts a new one;
