@@ -123,15 +123,6 @@ type colExtra struct {
 	ooo  []sample // out-of-order samples, sorted by t, unique t
 }
 
-// closed returns the column's closed tuples' values, presence and base
-// (nil chain and presence when there are none).
-func (c *column) closed() (*chain, []uint8, float64) {
-	if c.ext == nil {
-		return nil, nil, 0
-	}
-	return &c.ext.vals, c.ext.pres, c.ext.base
-}
-
 // oooSamples returns the column's out-of-order samples.
 func (c *column) oooSamples() []sample {
 	if c.ext == nil {
@@ -264,8 +255,8 @@ func (p *gpart) lookupLocked(m *memory.Manager, slot model.Slot, t int64, tupleS
 	// Binary search over closed tuples by their raw first timestamp.
 	tv := p.times.view()
 	k := sort.Search(p.numClosed(), func(k int) bool { return tupleFirst(tv.tuple(m, k)) > t }) - 1
-	cvals, cpres, cbase := c.closed()
-	if k < int(c.firstTuple) || k < 0 || k-int(c.firstTuple) >= len(cpres) {
+	cv := c.ext
+	if cv == nil || k < int(c.firstTuple) || k < 0 || k-int(c.firstTuple) >= len(cv.pres) {
 		return 0, false
 	}
 	var tsBuf [MaxTupleSize]int64
@@ -273,7 +264,7 @@ func (p *gpart) lookupLocked(m *memory.Manager, slot model.Slot, t int64, tupleS
 	if err != nil {
 		return 0, false
 	}
-	pres := cpres[k-int(c.firstTuple)]
+	pres := cv.pres[k-int(c.firstTuple)]
 	idx := -1
 	for i, tt := range ts {
 		if tt == t {
@@ -285,8 +276,8 @@ func (p *gpart) lookupLocked(m *memory.Manager, slot model.Slot, t int64, tupleS
 		return 0, false
 	}
 	var vBuf [MaxTupleSize]float64
-	vv := cvals.view()
-	vs, _, err := encoding.DecodeValueTuple(vBuf[:0], vv.tuple(m, k-int(c.firstTuple)), cbase, bits.OnesCount8(pres))
+	vv := cv.vals.view()
+	vs, _, err := encoding.DecodeValueTuple(vBuf[:0], vv.tuple(m, k-int(c.firstTuple)), cv.base, bits.OnesCount8(pres))
 	if err != nil {
 		return 0, false
 	}
