@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -202,12 +203,17 @@ func providerConfig(v any) (map[string]any, error) {
 		return nil, nil
 	case map[any]any:
 		out := make(map[string]any, len(m))
+		var bad []string // keys that are not strings, named in order (map order is random)
 		for k, val := range m {
 			ks, ok := k.(string)
 			if !ok {
-				return nil, fmt.Errorf("bucket config: config: key %v is not a string", k)
+				bad = append(bad, fmt.Sprint(k))
+				continue
 			}
 			out[ks] = val
+		}
+		if len(bad) > 0 {
+			return nil, fmt.Errorf("bucket config: config: key %s is not a string", slices.Min(bad))
 		}
 		return out, nil
 	default:
