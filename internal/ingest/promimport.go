@@ -99,32 +99,15 @@ type promImport struct {
 // setBody normalizes the body and blanks its lines holding a NUL byte,
 // reporting them.
 func (pi *promImport) setBody(body []byte) {
+	pi.parser.blankNUL(body, 1, 0) // first: its offsets are the body's
 	body = pi.parser.normalize(body)
-	pi.parser.blankNUL(body, 1, 0)
 	pi.body = body
 }
 
 // run parses the body. It returns only a Commit error.
 func (pi *promImport) run() error {
-	end, err := pi.parser.parse(pi.body, 1)
-	if err == nil && end.eof {
-		pi.checkRest(end.off, end.line)
-	}
+	_, err := pi.parser.parse(pi.body, 1)
 	return err
-}
-
-// checkRest reports lines left after the parser's end of input, which
-// should not exist (NUL bytes were blanked): never drop data silently.
-func (pi *promImport) checkRest(off int, line int64) {
-	if pi.parser.ct != ctText {
-		return
-	}
-	for ; off < len(pi.body); off, line = lineEnd(pi.body, off), line+1 {
-		if !blankLine(pi.body, off) {
-			pi.parser.parseError(pi.body, off, line, fmt.Errorf("parser stopped before this line"))
-			return
-		}
-	}
 }
 
 func (pi *promImport) addSample(lset labels.Labels, t int64, v float64, line int64) {
@@ -190,13 +173,11 @@ type expoSink interface {
 	lineDone() error // after every good entry; an error stops the parse
 }
 
-// expoEnd says how a parse ended: at the parser's end of input (eof),
-// with the first byte and line it did not read; at data after an
-// OpenMetrics "# EOF" (afterEOF); or else at the end of the body.
+// expoEnd says how a parse ended: at the parser's end of input (eof), at
+// data after an OpenMetrics "# EOF" (afterEOF), or else at the end of the
+// body.
 type expoEnd struct {
 	eof, afterEOF bool
-	off           int
-	line          int64
 }
 
 // normalize turns line ends into "\n" and ends a text body with one.
@@ -265,7 +246,8 @@ restart:
 			}
 			e, err := p.Next()
 			if err == io.EOF {
-				return expoEnd{eof: true, off: cur, line: line}, nil
+				x.checkRest(body, cur, line)
+				return expoEnd{eof: true}, nil
 			}
 			if err != nil {
 				x.parseError(body, cur, line, err)
@@ -314,6 +296,22 @@ restart:
 		}
 	}
 	return expoEnd{}, nil
+}
+
+// checkRest reports the first line left after the text parser's end of
+// input, which should not exist (NUL bytes were blanked) but does when
+// the parser and the line count disagree about where an entry ended:
+// never drop data silently. body's byte off starts line line.
+func (x *expoParser) checkRest(body []byte, off int, line int64) {
+	if x.ct != ctText {
+		return
+	}
+	for ; off < len(body); off, line = lineEnd(body, off), line+1 {
+		if !blankLine(body, off) {
+			x.parseError(body, off, line, fmt.Errorf("parser stopped before this line"))
+			return
+		}
+	}
 }
 
 // parseError reports a bad line, unless it was reported already.

@@ -268,7 +268,8 @@ func ReadExposition(r io.Reader, o StreamOptions, emit func(*Sample), reject fun
 		if x.parser.ct == ctOpenMetrics && string(bytes.TrimRight(line, "\r\n")) == "# EOF" {
 			// The end, unless the parser took the line for the rest of a
 			// bad one: then, as the handler, read on.
-			eof = x.parse(chunk, first, firstOff, true)
+			end := x.parse(chunk, first, firstOff, true)
+			eof, afterEOF = end.eof || end.afterEOF, end.afterEOF
 			chunk, sentEOF = chunk[:0], true
 			continue
 		}
@@ -296,11 +297,13 @@ type expoReader struct {
 
 // parse reads one chunk whose first line is line first, at byte firstOff,
 // and reports whether the parser reached an OpenMetrics "# EOF" as such
-// (not as the rest of a bad line, which it skips).
+// (not as the rest of a bad line, which it skips), and whether it
+// reported data after it already (a "# EOF\r\r\n" line, which the reader
+// takes for the end and the parser for "# EOF" and more).
 // OpenMetrics needs "# EOF" at the end of its input: a chunk other than
 // the last gets one; the last has the file's own, or is refused as the
 // handler refuses a body without it.
-func (r *expoReader) parse(body []byte, first, firstOff int64, last bool) (sawEOF bool) {
+func (r *expoReader) parse(body []byte, first, firstOff int64, last bool) expoEnd {
 	clear(r.parser.bad)
 	r.parser.blankNUL(body, first, firstOff)
 	body = r.parser.normalize(body)
@@ -310,9 +313,9 @@ func (r *expoReader) parse(body []byte, first, firstOff int64, last bool) (sawEO
 	end, err := r.parser.parse(body, first)
 	if err != nil {
 		r.reject(Rejection{Reason: ReasonParse, N: 1, Line: first, Msg: err.Error()}) // cannot happen: ct is known
-		return false
+		return expoEnd{}
 	}
-	return end.eof || end.afterEOF
+	return end
 }
 
 func (r *expoReader) addSample(lset labels.Labels, t int64, v float64, line int64) {
