@@ -289,6 +289,22 @@ func (w *Writer) addMetrics(id uint32, ts []int64, c Column) {
 	w.metrics[id] = ms
 }
 
+// SetRange narrows the block's range to [mint, maxt), which must hold
+// every group added: a writer that streams groups learns where they begin
+// and end only after the last.
+func (w *Writer) SetRange(mint, maxt int64) error {
+	if mint < w.mint || maxt > w.maxt || maxt <= mint {
+		return fmt.Errorf("block range [%d, %d) outside block [%d, %d)", mint, maxt, w.mint, w.maxt)
+	}
+	for _, g := range w.groups {
+		if g.minT < mint || g.maxT >= maxt {
+			return fmt.Errorf("block range [%d, %d) does not hold group rows [%d, %d]", mint, maxt, g.minT, g.maxT)
+		}
+	}
+	w.mint, w.maxt = mint, maxt
+	return nil
+}
+
 // Finish writes the index and meta, syncs, and renames the block into
 // place. It returns the block's directory.
 func (w *Writer) Finish() (string, Meta, error) {

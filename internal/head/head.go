@@ -316,6 +316,19 @@ func (h *Head) MaxTime() int64 { return h.maxT.Load() }
 // newest time minus half a partition, or the minimum valid time.
 func (h *Head) InOrderBound() int64 { return h.limits().minInOrder }
 
+// AcceptFloor returns the least time at which the head may still take a
+// sample of any series (math.MinInt64: any): it never takes one below it
+// again, as its bounds only rise (limits.check). A writer that puts data
+// below it elsewhere (tsdb's history runs) knows the head will not later
+// take a sample there, which would win over that data as an earlier write.
+func (h *Head) AcceptFloor() int64 {
+	l := h.limits()
+	if l.oooWindow > 0 {
+		return max(l.minValid, min(l.minInOrder, l.oooMin))
+	}
+	return l.minInOrder
+}
+
 // MinTime returns the least timestamp in the head, math.MaxInt64 if empty.
 func (h *Head) MinTime() int64 { return h.minT.Load() }
 

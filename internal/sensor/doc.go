@@ -23,7 +23,10 @@
 //     (memory up to Options.SpoolPoints, then an unlinked temporary file)
 //     before the first is stored. A failure while storing says how many
 //     points, the first rows in order, were stored; each committed batch
-//     is durable (the engine's WAL) before the next starts.
+//     is durable (the engine's WAL) before the next starts. Points in
+//     time order older than the head's partitions are one history run
+//     (tsdb.DB.WriteRun), durable in blocks before anything after them
+//     is stored.
 //  2. Memory is bounded for any body and any answer: uploads spool, and
 //     extraction streams points from the engine's iterators through the
 //     operators to the writer without holding a series.

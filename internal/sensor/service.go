@@ -74,6 +74,7 @@ type Service struct {
 
 type serviceMetrics struct {
 	uploaded                            prometheus.Counter
+	runPoints                           prometheus.Counter // of uploaded, straight into blocks
 	extractPoints, extractIndex         prometheus.Counter
 	searchIndex, searchHead, searchData prometheus.Counter
 }
@@ -91,6 +92,7 @@ func New(db *tsdb.DB, opts Options) (*Service, error) {
 	s := &Service{db: db, reg: reg, opts: opts}
 	s.m = serviceMetrics{
 		uploaded:      prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_uploaded_points_total", Help: "Points stored through /upload."}),
+		runPoints:     prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_upload_run_points_total", Help: "Points of aerie_sensor_uploaded_points_total written straight into blocks (in time order and older than the head's partitions)."}),
 		searchIndex:   prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_search_index_intervals_total", Help: "Metric intervals value search answered from block indexes."}),
 		searchHead:    prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_search_head_intervals_total", Help: "Metric intervals value search summed from the in-memory head."}),
 		extractPoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_extract_points_total", Help: "Points extractions read from the engine."}),
@@ -98,7 +100,7 @@ func New(db *tsdb.DB, opts Options) (*Service, error) {
 		searchData:    prometheus.NewCounter(prometheus.CounterOpts{Name: "aerie_sensor_search_data_intervals_total", Help: "Metric intervals value search recomputed from data (several sources or a deletion)."}),
 	}
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{s.m.uploaded, s.m.searchIndex, s.m.searchHead, s.m.searchData, s.m.extractPoints, s.m.extractIndex} {
+		for _, c := range []prometheus.Collector{s.m.uploaded, s.m.runPoints, s.m.searchIndex, s.m.searchHead, s.m.searchData, s.m.extractPoints, s.m.extractIndex} {
 			if err := opts.Registerer.Register(c); err != nil {
 				return nil, err
 			}

@@ -2,6 +2,7 @@ package sensor
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -49,13 +51,19 @@ var ErrTypeConflict = errors.New("sensor type conflict")
 // Upload stores a sensor's points read from rd, of type typ, in two
 // passes so that a bad row stores nothing: the first reads, checks and
 // spools every point (in memory up to Options.SpoolPoints, then to a
-// temporary file), the second appends them in batches of
-// Options.BatchPoints, through the engine's HistoryAppender (a partition
+// temporary file), the second stores them. Points may be of any age and
+// order; where the sensor holds data at a timestamp already, the engine's
+// rule decides (a duplicate keeps the first write).
+//
+// Points in time order (as read, or sorted in memory; a body given twice
+// at one timestamp with one value counts it once, with two values is
+// refused) that are older than the head's partitions (tsdb.DB.RunBound)
+// go straight into blocks as one history run (tsdb.DB.WriteRun): no WAL,
+// no head. The rest, and every point of a body too large to sort in
+// memory that is out of order, are appended in batches of
+// Options.BatchPoints through the engine's HistoryAppender (a partition
 // reaching below the head's in-order bound goes to the backfill whole, so
-// no metric interval gets two sources). Points may be of any age and
-// order; where the
-// sensor holds data at a timestamp already, the engine's rule decides (a
-// duplicate keeps the first write). An error of the second pass (the
+// no metric interval gets two sources). An error of the second pass (the
 // engine failing) says how many points were stored.
 func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, rd pointio.Reader) (UploadResult, error) {
 	res := UploadResult{Sensor: sensor, Type: typ.String(), MinT: math.MaxInt64, MaxT: math.MinInt64}
@@ -65,12 +73,18 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 	if have, ok := s.reg.Type(sensor); ok && have != typ {
 		return res, &UploadError{Input: true, Err: fmt.Errorf("%w: sensor %q holds %s values, the upload says %s", ErrTypeConflict, sensor, have, typ)}
 	}
-	sp := &spool{dir: s.opts.TmpDir, memMax: s.opts.SpoolPoints}
+	sp := &spool{dir: s.opts.TmpDir, memMax: s.opts.SpoolPoints, sorted: true}
 	defer sp.close()
+	lo, hi := s.db.TimeBounds()
 	for rd.Next() {
 		t, v := rd.At()
-		if err := s.db.CheckTime(t); err != nil {
-			return res, &UploadError{Input: true, Err: &pointio.InputError{Row: rd.Row(), Field: "t", Offset: rd.Offset(), Err: fmt.Errorf("timestamp %d: %w", t, err)}}
+		// The engine's time limits, checked again only for a point outside
+		// them as they were (WriteRun and the appender check again).
+		if t < lo || t > hi {
+			if err := s.db.CheckTime(t); err != nil {
+				return res, &UploadError{Input: true, Err: &pointio.InputError{Row: rd.Row(), Field: "t", Offset: rd.Offset(), Err: fmt.Errorf("timestamp %d: %w", t, err)}}
+			}
+			lo, hi = s.db.TimeBounds()
 		}
 		if err := sp.add(t, v); err != nil {
 			return res, &UploadError{Err: err}
@@ -90,6 +104,9 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 		res.MinT, res.MaxT = 0, 0
 		return res, nil
 	}
+	if err := sp.sortMem(); err != nil {
+		return res, &UploadError{Input: true, Err: err}
+	}
 	if _, err := s.reg.Set(sensor, typ); err != nil {
 		return res, &UploadError{Err: fmt.Errorf("register sensor type: %w", err)}
 	}
@@ -98,6 +115,24 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 	it, err := sp.iterate()
 	if err != nil {
 		return res, &UploadError{Err: err}
+	}
+	if sp.sorted {
+		bound := s.db.RunBound()
+		n, err := s.db.WriteRun(ctx, lset, func() (int64, float64, bool) {
+			if !it.next() {
+				return 0, 0, false
+			}
+			if it.t >= bound {
+				it.unread() // for the appender
+				return 0, 0, false
+			}
+			return it.t, it.v, true
+		})
+		if err != nil {
+			return res, &UploadError{Err: err}
+		}
+		res.Points += n
+		s.m.runPoints.Add(float64(n))
 	}
 	var ref storage.SeriesRef
 	app := s.db.HistoryAppender(ctx)
@@ -129,6 +164,7 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 		return res, &UploadError{Stored: res.Points, Err: err}
 	}
 	res.Points += int64(inBatch)
+	res.Points += sp.dups // counted once stored, as the engine counts a repeated sample
 	s.m.uploaded.Add(float64(res.Points))
 	return res, nil
 }
@@ -143,6 +179,11 @@ type spool struct {
 	f      *os.File
 	w      *bufio.Writer
 	n      int64
+	// sorted: the points are strictly increasing in time (as added, or
+	// after sortMem); last is the time of the last one added.
+	sorted bool
+	last   int64
+	dups   int64 // points sortMem dropped as repeats of one before
 }
 
 type point struct {
@@ -151,6 +192,10 @@ type point struct {
 }
 
 func (s *spool) add(t int64, v float64) error {
+	if s.n > 0 && t <= s.last {
+		s.sorted = false
+	}
+	s.last = t
 	s.n++
 	if len(s.mem) < s.memMax {
 		s.mem = append(s.mem, point{t, v})
@@ -170,6 +215,34 @@ func (s *spool) add(t int64, v float64) error {
 	if _, err := s.w.Write(b[:]); err != nil {
 		return fmt.Errorf("spool upload: %w", err)
 	}
+	return nil
+}
+
+// sortMem sorts points held in memory alone by time, keeping the order of
+// points at one time, and drops a point repeating the time and value of
+// the one before; two values at one time are an error. Points spooled to
+// the file are left as they are (and sorted stays false if they are out
+// of order).
+func (s *spool) sortMem() error {
+	if s.sorted || s.f != nil {
+		return nil
+	}
+	slices.SortStableFunc(s.mem, func(a, b point) int { return cmp.Compare(a.t, b.t) })
+	out := s.mem[:1]
+	for _, p := range s.mem[1:] {
+		last := out[len(out)-1]
+		if p.t != last.t {
+			out = append(out, p)
+			continue
+		}
+		if math.Float64bits(p.v) != math.Float64bits(last.v) {
+			return fmt.Errorf("two values at timestamp %d: %v and %v", p.t, last.v, p.v)
+		}
+		s.dups++
+	}
+	s.mem = out
+	s.n = int64(len(out))
+	s.sorted = true
 	return nil
 }
 
@@ -194,15 +267,23 @@ func (s *spool) close() {
 }
 
 type spoolIter struct {
-	s   *spool
-	i   int
-	r   *bufio.Reader
-	t   int64
-	v   float64
-	err error
+	s    *spool
+	i    int
+	r    *bufio.Reader
+	t    int64
+	v    float64
+	err  error
+	back bool // next gives t, v again (unread)
 }
 
+// unread makes next give the current point again.
+func (it *spoolIter) unread() { it.back = true }
+
 func (it *spoolIter) next() bool {
+	if it.back {
+		it.back = false
+		return true
+	}
 	if it.i < len(it.s.mem) {
 		p := it.s.mem[it.i]
 		it.i++

@@ -3,6 +3,7 @@ package sensor
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,4 +105,93 @@ func FuzzParseRange(f *testing.F) {
 			t.Fatalf("%q: %d-%d does not parse back: %v", s, from, to, err)
 		}
 	})
+}
+
+// TestUploadRuns: an upload in time order (or sorted in memory) older
+// than the head's partitions goes straight into blocks as a history run;
+// the part reaching the head's partitions, and a body out of order too
+// large to sort in memory, go through the appender. Either way every point
+// reads back, and the sensor's existing points win over an upload's.
+func TestUploadRuns(t *testing.T) {
+	e := newEnv(t, Options{SpoolPoints: 8, BatchPoints: 4})
+	csv := func(ts []int64, v func(int64) float64) string {
+		var b strings.Builder
+		for _, x := range ts {
+			fmt.Fprintf(&b, "%d,%v\n", x, v(x))
+		}
+		return b.String()
+	}
+	span := func(from int64, n int) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = from + int64(i)*1000
+		}
+		return out
+	}
+	val := func(x int64) float64 { return float64((x-t0)/1000) / 4 }
+	want := func(ts []int64, v func(int64) float64) []pt {
+		out := make([]pt, len(ts))
+		for i, x := range slices.Sorted(slices.Values(ts)) {
+			out[i] = pt{x, v(x)}
+		}
+		return out
+	}
+	runs := func() int64 { return e.db.BackfillStats().RunSamples }
+
+	// In time order, spooled to the file: one run.
+	a := span(t0, 20)
+	e.upload("a", csv(a, val))
+	require.Equal(t, want(a, val), e.points("a"))
+	require.EqualValues(t, 20, runs())
+
+	// Out of order in memory, a point repeated with its value: sorted,
+	// counted as given, stored once.
+	b := []int64{t0 + 3000, t0 + 1000, t0 + 2000, t0 + 1000, t0}
+	code, body := e.do("POST", "/upload/b/csv/0-1-,/float64", csv(b, val))
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"points":5`)
+	require.Equal(t, want([]int64{t0, t0 + 1000, t0 + 2000, t0 + 3000}, val), e.points("b"))
+	require.EqualValues(t, 24, runs())
+
+	// Two values at one time: 400, nothing stored.
+	code, body = e.do("POST", "/upload/c/csv/0-1-,/float64", fmt.Sprintf("%d,1\n%d,2\n", t0, t0))
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, body, "two values at timestamp")
+	require.Empty(t, e.points("c"))
+
+	// Out of order beyond the memory spool: the appender, as before.
+	d := span(t0, 20)
+	d[3], d[15] = d[15], d[3]
+	e.upload("d", csv(d, val))
+	require.Equal(t, want(d, val), e.points("d"))
+	require.EqualValues(t, 24, runs())
+
+	// Again over a's points with other values, and past them: a's first
+	// values stay (first write wins), the new ones are added.
+	a2 := span(t0+10_000, 20)
+	e.upload("a", csv(a2, func(int64) float64 { return -1 }))
+	got := e.points("a")
+	require.Len(t, got, 30)
+	for _, p := range got {
+		if p.t < t0+20_000 {
+			require.Equal(t, val(p.t), p.v)
+		} else {
+			require.Equal(t, -1.0, p.v)
+		}
+	}
+
+	// A body reaching the head's partitions: its older part is a run, the
+	// rest goes through the head.
+	bound := e.db.RunBound()
+	h := span(bound-5000, 10)
+	before := runs()
+	e.upload("h", csv(h, val))
+	require.Equal(t, want(h, val), e.points("h"))
+	require.EqualValues(t, 5, runs()-before)
+
+	// All of it survives a restart, flushed and compacted.
+	e.reopen(Options{})
+	require.Equal(t, want(h, val), e.points("h"))
+	require.Equal(t, want(d, val), e.points("d"))
+	require.Len(t, e.points("a"), 30)
 }

@@ -182,10 +182,13 @@ type backfill struct {
 	frozen  []*generation // oldest first
 	next    uint64
 	closing bool
+	runs    int // history runs in flight (history.go); Close waits for none
 
 	kick    chan struct{} // wakes the loop
 	flushed atomic.Int64  // generations flushed
-	samples atomic.Int64  // samples stored through the backfill
+	samples atomic.Int64  // samples stored through the backfill (generations and runs)
+	// runSamples are those of history runs (history.go).
+	runSamples atomic.Int64
 }
 
 // backfillOpts are the backfill options with defaults filled in.
@@ -226,6 +229,19 @@ func (db *DB) CheckTime(t int64) error {
 		return err
 	}
 	return db.checkRetention(t)
+}
+
+// TimeBounds returns the least and greatest sample times CheckTime
+// accepts now: a bulk load checks a time against them and calls CheckTime
+// (for its error, or with bounds that moved) only for a time outside.
+func (db *DB) TimeBounds() (mint, maxt int64) {
+	mint, maxt = math.MinInt64, db.futureBound()
+	if db.opts.Retention > 0 {
+		if newest := max(db.head.MaxTime(), db.newestBlockSample.Load()); newest != math.MinInt64 {
+			mint = newest - db.opts.Retention + 1
+		}
+	}
+	return mint, maxt
 }
 
 func (db *DB) checkFuture(t int64) error {
@@ -708,11 +724,12 @@ type BackfillStats struct {
 	Generations int   // generations in memory (active and frozen)
 	Flushed     int64 // generations flushed into blocks
 	Samples     int64 // samples stored through the backfill
+	RunSamples  int64 // of which by history runs, straight into blocks
 }
 
 // BackfillStats returns the backfill counters.
 func (db *DB) BackfillStats() BackfillStats {
-	return BackfillStats{Generations: len(db.generations()), Flushed: db.bf.flushed.Load(), Samples: db.bf.samples.Load()}
+	return BackfillStats{Generations: len(db.generations()), Flushed: db.bf.flushed.Load(), Samples: db.bf.samples.Load(), RunSamples: db.bf.runSamples.Load()}
 }
 
 // removeDir deletes a directory (a block, a generation's WAL) so that a

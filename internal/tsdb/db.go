@@ -383,6 +383,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err := db.replay(); err != nil {
 		return fail(err)
 	}
+	if db.head.MaxTime() == math.MinInt64 {
+		// An empty head takes nothing older than the blocks (as
+		// Prometheus'), which history runs rely on (RunBound).
+		db.head.SetMinValidTime(db.blocksEnd())
+	}
 	if err := db.flush(false); err != nil {
 		db.log.Error("flush after replay", "err", err)
 	}
@@ -523,6 +528,17 @@ func (db *DB) headCovered() int64 {
 	return m
 }
 
+// blocksEnd is the greatest end of a block (math.MinInt64: no block).
+func (db *DB) blocksEnd() int64 {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	m := int64(math.MinInt64)
+	for _, b := range db.blocks {
+		m = max(m, b.Meta().MaxTime)
+	}
+	return m
+}
+
 func (db *DB) closeBlocks() {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -623,6 +639,9 @@ func (db *DB) Close() error {
 	db.bf.mu.Lock()
 	db.bf.closing = true // commits waiting for a generation give up
 	db.bf.cond.Broadcast()
+	for db.bf.runs > 0 { // history runs in flight write blocks
+		db.bf.cond.Wait()
+	}
 	db.bf.mu.Unlock()
 	close(db.stop)
 	db.wg.Wait()

@@ -30,15 +30,22 @@
 //     timestamp reaches the backfill only after it fell below the head's
 //     bounds, so the head's sample for it is older), backfill generations
 //     and their blocks take increasing numbers, a compaction output the
-//     greatest of its inputs'. Within one head (main or generation) a
-//     different value at a stored timestamp is rejected as a duplicate and
-//     the same value is a no-op. One exception: samples the head spills to
-//     the backfill because the memory manager cannot open their partition
-//     (too many unflushed partitions) are written before later head
-//     samples of the same partition.
+//     greatest of its inputs'. A history run (history.go) takes a
+//     generation number of its own after freezing the active generation,
+//     and only a range below the head's AcceptFloor, which never falls
+//     (an empty head's is raised by RunBound and, at open, to the end of
+//     the blocks), so the head never later takes a sample there. Within
+//     one head (main or generation) a different value at a stored
+//     timestamp is rejected as a duplicate and the same value is a no-op.
+//     One exception: samples the head spills to the backfill because the
+//     memory manager cannot open their partition (too many unflushed
+//     partitions) are written before later head samples of the same
+//     partition.
 //  7. A backfill generation's WAL is deleted only after all its blocks
 //     are durable and open; at open, blocks of a generation whose WAL
-//     exists are deleted and the WAL replayed (an unfinished flush).
+//     exists are deleted and the WAL replayed (an unfinished flush). A
+//     history run has no WAL: WriteRun returns only after all its blocks
+//     are durable and queryable, and removes them all on failure.
 //  8. Compaction deletes its inputs only after the output is durable and
 //     open; at open, blocks an existing output names as parents are
 //     deleted before anything reads them (compact.Obsolete).
