@@ -1,8 +1,9 @@
 // Package importer loads files of samples into Aerie: what `aerie import`
 // does (cmd/aerie keeps the command: flags, progress display, signals).
-// Run reads every file, sorts its samples by time in bounded memory and
-// writes them, mostly in time order, either into a data directory that no
-// server holds or to a running server's /api/v1/import.
+// Run reads every file, sorts its samples in bounded memory and writes
+// them either into a data directory that no server holds (series after
+// series, each in time order) or to a running server's /api/v1/import
+// (in time order).
 //
 // Design. A file goes through three stages:
 //
@@ -22,8 +23,12 @@
 //     under Options.TmpDir; the runs are merged with a heap, at most
 //     mergeFanIn at a time.
 //   - Write (sink.go, urlsink.go): in merge order, through a sampleSink.
-//     dbSink appends to the engine (tsdb.DB.Appender), commits every
-//     Options.BatchSamples and at the end flushes the backfill and the
+//     dbSink takes the samples series after series (the sorter's
+//     bySeries order): a series' samples older than the head's
+//     partitions go straight into blocks as a history run
+//     (tsdb.RunWriter, committed at the end), the rest are appended to
+//     the engine (tsdb.DB.Appender), committed every
+//     Options.BatchSamples; at the end it flushes the backfill and the
 //     head into blocks, as promtool's create-blocks-from does. urlSink
 //     posts gzip'd JSON lines, one line per series of a batch, re-sending
 //     after 429, 503 or a network error, and reads a 400 answer back with
@@ -47,7 +52,8 @@
 //     bad line by file order, then line; for samples the engine or the
 //     server refuses, the line they were read from where it is known (not
 //     for what the engine drops at Commit, which it only counts).
-//  2. Samples are written in (time, series, place in the input) order:
+//  2. Samples are written in (time, series, place in the input) order,
+//     or (series, time, place) into a data directory:
 //     the sorter gives each sample back exactly once, from memory or from
 //     runs merged in several passes, and memory stays bounded by
 //     Options.RunBytes whatever the size of the files.

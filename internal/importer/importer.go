@@ -165,10 +165,12 @@ func Run(ctx context.Context, o Options, files []string) error {
 		return fmt.Errorf("temporary directory for sorted runs: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	im.sorter = newRunSorter(tmp, o.RunBytes)
+	// Into a data directory, series after series: history runs.
+	im.sorter = newRunSorter(tmp, o.RunBytes, o.DataDir != "")
 
 	// The destination first, so that a wrong one is known before hours of
 	// reading.
+	im.ctx = ctx
 	var out sampleSink
 	if o.DataDir != "" {
 		out, err = newDBSink(im)

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -37,9 +38,12 @@ func (c *labelCache) get(b []byte) labels.Labels {
 	return l
 }
 
-// dbSink appends to a data directory opened by the importer. The engine's
-// background loop flushes the partitions the import leaves behind, as in
-// a server.
+// dbSink writes into a data directory opened by the importer, given the
+// samples series after series (the sorter's bySeries order). A series'
+// samples older than the head's partitions (tsdb.RunWriter.Bound) go
+// straight into blocks as history runs; the rest are appended to the
+// engine, whose background loop flushes the partitions the import leaves
+// behind, as in a server.
 type dbSink struct {
 	im      *importer
 	db      *tsdb.DB
@@ -47,6 +51,11 @@ type dbSink struct {
 	pending int
 	before  map[string]int64
 	labels  labelCache
+
+	run       *tsdb.RunWriter
+	runSeries []byte // labels part of the record of the run's series
+	runN      int    // samples given to run
+	oldest    int64  // the least time the engine took when last asked (tsdb.DB.TimeBounds)
 }
 
 func newDBSink(im *importer) (*dbSink, error) {
@@ -54,10 +63,37 @@ func newDBSink(im *importer) (*dbSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open data directory %s: %w", im.o.DataDir, err)
 	}
-	return &dbSink{im: im, db: db, before: db.CommitRejections()}, nil
+	run, err := db.NewRunWriter(im.ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	oldest, _ := db.TimeBounds()
+	return &dbSink{im: im, db: db, before: db.CommitRejections(), run: run, oldest: oldest}, nil
 }
 
 func (s *dbSink) add(r *sortedSample) error {
+	if r.t < s.run.Bound() {
+		if r.t < s.oldest {
+			if err := s.db.CheckTime(r.t); err != nil {
+				l := s.labels.get(r.lset)
+				s.im.sum.reject(ingest.AppendReason(err), 1, false, r.file, r.line, fmt.Sprintf("%s @%d: %v", l, r.t, err))
+				return nil
+			}
+			s.oldest, _ = s.db.TimeBounds()
+		}
+		if !bytes.Equal(r.lset, s.runSeries) {
+			if err := s.run.Series(s.labels.get(r.lset)); err != nil {
+				return err
+			}
+			s.runSeries = append(s.runSeries[:0], r.lset...)
+		}
+		if err := s.run.Add(r.t, r.v); err != nil {
+			return err
+		}
+		s.runN++
+		return nil
+	}
 	if s.app == nil {
 		s.app = s.db.Appender(context.Background())
 	}
@@ -87,7 +123,14 @@ func (s *dbSink) commit() error {
 }
 
 func (s *dbSink) finish() error {
-	err := s.commit()
+	n, err := s.run.Commit()
+	if err != nil {
+		err = fmt.Errorf("history runs of %d samples: %w", s.runN, err)
+	}
+	s.im.sum.stored += int(n)
+	if cerr := s.commit(); err == nil {
+		err = cerr
+	}
 	// Samples the engine drops at Commit are counted there, without lines.
 	for reason, n := range s.db.CommitRejections() {
 		if d := n - s.before[reason]; d > 0 {
@@ -110,6 +153,7 @@ func (s *dbSink) finish() error {
 }
 
 func (s *dbSink) abort() {
+	s.run.Abort()
 	if s.app != nil {
 		_ = s.app.Rollback()
 	}

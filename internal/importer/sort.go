@@ -21,12 +21,14 @@ import (
 //
 //	uvarint(#labels) {uvarint(len) name uvarint(len) value}… file(4, BE) line(8, BE) value(8, LE bits)
 //
-// kept in an arena with an index of (time, offset, length). A full arena
-// is sorted by (time, record bytes) and written to a run file as
-// varint(time) uvarint(len) record; the runs are merged with a heap,
-// at most mergeFanIn at a time. So samples come out by time, then series,
-// then place in the input: of two samples of one series at one time, the
-// one read first comes first.
+// kept in an arena with an index of (time, offset, length, labels
+// length). A full arena is sorted and written to a run file as
+// varint(time) uvarint(len) record; the runs are merged with a heap, at
+// most mergeFanIn at a time. Samples come out by time, then series (the
+// labels' bytes), then place in the input, or with bySeries by series,
+// then time, then place (history runs: a series' samples one after
+// another, in time order); either way, of two samples of one series at
+// one time, the one read first comes first.
 
 const (
 	maxRunBytes = 1 << 31 // offsets in the arena are uint32
@@ -34,13 +36,35 @@ const (
 )
 
 type sortEntry struct {
-	t        int64
-	off, len uint32
+	t              int64
+	off, len, llen uint32 // llen: the labels part's length
+}
+
+// entryBytes is what an entry costs beside its record.
+const entryBytes = 24
+
+// compareSamples orders two samples (time, record, length of the record's
+// labels part) as the sorter does.
+func compareSamples(bySeries bool, ta int64, a []byte, la uint32, tb int64, b []byte, lb uint32) int {
+	if bySeries {
+		if c := bytes.Compare(a[:la], b[:lb]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(ta, tb); c != 0 {
+			return c
+		}
+		return bytes.Compare(a[la:], b[lb:])
+	}
+	if c := cmp.Compare(ta, tb); c != 0 {
+		return c
+	}
+	return bytes.Compare(a, b)
 }
 
 type runSorter struct {
-	dir     string
-	max     int64
+	dir      string
+	max      int64
+	bySeries bool // series-major order (see above)
 	arena   []byte
 	entries []sortEntry
 	runs    []string
@@ -49,8 +73,8 @@ type runSorter struct {
 	scratch []byte
 }
 
-func newRunSorter(dir string, max int64) *runSorter {
-	return &runSorter{dir: dir, max: max}
+func newRunSorter(dir string, max int64, bySeries bool) *runSorter {
+	return &runSorter{dir: dir, max: max, bySeries: bySeries}
 }
 
 func (s *runSorter) add(l labels.Labels, t int64, v float64, file int, line int64) {
@@ -65,12 +89,13 @@ func (s *runSorter) add(l labels.Labels, t int64, v float64, file int, line int6
 		s.arena = binary.AppendUvarint(s.arena, uint64(len(l.Value)))
 		s.arena = append(s.arena, l.Value...)
 	})
+	llen := uint32(len(s.arena) - start)
 	s.arena = binary.BigEndian.AppendUint32(s.arena, uint32(file))
 	s.arena = binary.BigEndian.AppendUint64(s.arena, uint64(line))
 	s.arena = binary.LittleEndian.AppendUint64(s.arena, math.Float64bits(v))
-	s.entries = append(s.entries, sortEntry{t: t, off: uint32(start), len: uint32(len(s.arena) - start)})
+	s.entries = append(s.entries, sortEntry{t: t, off: uint32(start), len: uint32(len(s.arena) - start), llen: llen})
 	s.count++
-	if int64(len(s.arena))+int64(len(s.entries))*16 >= s.max {
+	if int64(len(s.arena))+int64(len(s.entries))*entryBytes >= s.max {
 		s.err = s.spill()
 	}
 }
@@ -79,10 +104,7 @@ func (s *runSorter) record(e sortEntry) []byte { return s.arena[e.off : e.off+e.
 
 func (s *runSorter) sort() {
 	slices.SortFunc(s.entries, func(a, b sortEntry) int {
-		if c := cmp.Compare(a.t, b.t); c != 0 {
-			return c
-		}
-		return bytes.Compare(s.record(a), s.record(b))
+		return compareSamples(s.bySeries, a.t, s.record(a), a.llen, b.t, s.record(b), b.llen)
 	})
 }
 
@@ -159,7 +181,7 @@ func labelsOf(b []byte, sb *labels.ScratchBuilder) labels.Labels {
 	return sb.Labels() // sorted already: the records were made from labels.Labels
 }
 
-// merge calls fn for every sample in (time, record) order, then removes
+// merge calls fn for every sample in the sorter's order, then removes
 // the runs.
 func (s *runSorter) merge(fn func(*sortedSample) error) error {
 	if s.err != nil {
@@ -192,7 +214,7 @@ func (s *runSorter) merge(fn func(*sortedSample) error) error {
 		if err != nil {
 			return err
 		}
-		if err := mergeRuns(runs[:mergeFanIn], func(r *sortedSample) error { w.write(r.t, r.rec); return nil }); err != nil {
+		if err := mergeRuns(runs[:mergeFanIn], s.bySeries, func(r *sortedSample) error { w.write(r.t, r.rec); return nil }); err != nil {
 			return err
 		}
 		if err := w.close(); err != nil {
@@ -200,7 +222,7 @@ func (s *runSorter) merge(fn func(*sortedSample) error) error {
 		}
 		runs = append(runs[mergeFanIn:], name)
 	}
-	return mergeRuns(runs, fn)
+	return mergeRuns(runs, s.bySeries, fn)
 }
 
 type runWriter struct {
@@ -262,29 +284,29 @@ func (r *runReader) next() (bool, error) {
 	return true, r.cur.decode(t, r.buf)
 }
 
-type runHeap []*runReader
-
-func (h runHeap) Len() int { return len(h) }
-func (h runHeap) Less(i, j int) bool {
-	if h[i].cur.t != h[j].cur.t {
-		return h[i].cur.t < h[j].cur.t
-	}
-	return bytes.Compare(h[i].cur.rec, h[j].cur.rec) < 0
+type runHeap struct {
+	rs       []*runReader
+	bySeries bool
 }
-func (h runHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)   { *h = append(*h, x.(*runReader)) }
+
+func (h *runHeap) Len() int { return len(h.rs) }
+func (h *runHeap) Less(i, j int) bool {
+	a, b := &h.rs[i].cur, &h.rs[j].cur
+	return compareSamples(h.bySeries, a.t, a.rec, uint32(len(a.lset)), b.t, b.rec, uint32(len(b.lset))) < 0
+}
+func (h *runHeap) Swap(i, j int) { h.rs[i], h.rs[j] = h.rs[j], h.rs[i] }
+func (h *runHeap) Push(x any)   { h.rs = append(h.rs, x.(*runReader)) }
 func (h *runHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+	x := h.rs[len(h.rs)-1]
+	h.rs = h.rs[:len(h.rs)-1]
 	return x
 }
 
 // mergeRuns merges run files into fn and removes them.
-func mergeRuns(names []string, fn func(*sortedSample) error) (err error) {
-	h := make(runHeap, 0, len(names))
+func mergeRuns(names []string, bySeries bool, fn func(*sortedSample) error) (err error) {
+	h := &runHeap{rs: make([]*runReader, 0, len(names)), bySeries: bySeries}
 	defer func() {
-		for _, r := range h {
+		for _, r := range h.rs {
 			r.f.Close()
 		}
 		for _, name := range names {
@@ -308,11 +330,11 @@ func mergeRuns(names []string, fn func(*sortedSample) error) (err error) {
 			f.Close()
 			continue
 		}
-		h = append(h, r)
+		h.rs = append(h.rs, r)
 	}
-	heap.Init(&h)
-	for len(h) > 0 {
-		r := h[0]
+	heap.Init(h)
+	for h.Len() > 0 {
+		r := h.rs[0]
 		if err := fn(&r.cur); err != nil {
 			return err
 		}
@@ -321,11 +343,11 @@ func mergeRuns(names []string, fn func(*sortedSample) error) (err error) {
 			return fmt.Errorf("%s: %w", r.f.Name(), err)
 		}
 		if ok {
-			heap.Fix(&h, 0)
+			heap.Fix(h, 0)
 			continue
 		}
 		r.f.Close()
-		heap.Pop(&h)
+		heap.Pop(h)
 	}
 	return nil
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // The sorter gives every sample back once, in (time, series, input place)
-// order, from memory or through runs merged in several passes.
+// order, or with bySeries in (series, time, input place) order, from
+// memory or through runs merged in several passes.
 func TestRunSorter(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	type in struct {
@@ -24,8 +25,12 @@ func TestRunSorter(t *testing.T) {
 	for i := range 5000 {
 		samples = append(samples, in{int64(rng.Intn(300)), labels.FromStrings("__name__", fmt.Sprintf("s%d", rng.Intn(20))), rng.NormFloat64(), int64(i + 1)})
 	}
-	for _, runBytes := range []int64{1 << 30, 1 << 14, 1 << 10} {
-		s := newRunSorter(t.TempDir(), runBytes)
+	for _, c := range []struct {
+		runBytes int64
+		bySeries bool
+	}{{1 << 30, false}, {1 << 14, false}, {1 << 10, false}, {1 << 30, true}, {1 << 14, true}, {1 << 10, true}} {
+		runBytes := c.runBytes
+		s := newRunSorter(t.TempDir(), runBytes, c.bySeries)
 		for _, x := range samples {
 			s.add(x.l, x.t, x.v, 0, x.line)
 		}
@@ -39,7 +44,15 @@ func TestRunSorter(t *testing.T) {
 			x := in{r.t, labelsOf(r.lset, &sb), r.v, r.line}
 			if n := len(got); n > 0 {
 				p := got[n-1]
-				require.LessOrEqual(t, p.t, x.t, "by time")
+				if c.bySeries {
+					seen := slices.ContainsFunc(got[:n-1], func(y in) bool { return labels.Equal(y.l, x.l) })
+					require.False(t, !labels.Equal(p.l, x.l) && seen, "a series' samples one after another")
+					if labels.Equal(p.l, x.l) {
+						require.LessOrEqual(t, p.t, x.t, "a series by time")
+					}
+				} else {
+					require.LessOrEqual(t, p.t, x.t, "by time")
+				}
 				if p.t == x.t && labels.Equal(p.l, x.l) {
 					require.Less(t, p.line, x.line, "of one series at one time, the first read first")
 				}
@@ -59,6 +72,6 @@ func TestRunSorter(t *testing.T) {
 		want := slices.Clone(samples)
 		slices.SortFunc(want, key)
 		slices.SortFunc(got, key)
-		require.Equal(t, fmt.Sprint(want), fmt.Sprint(got), "run bytes %d", runBytes)
+		require.Equal(t, fmt.Sprint(want), fmt.Sprint(got), "run bytes %d, by series %v", runBytes, c.bySeries)
 	}
 }

@@ -151,7 +151,7 @@ type RunWriter struct {
 
 	open  []*runBlock     // blocks being written, least recently written first
 	done  []*block.Reader // finished blocks, not yet queryable
-	seen  map[string]bool // series given, by labels string
+	seen  map[uint64]bool // series given, by labels hash (a collision refuses a series, never merges two)
 	late  []LateWrite     // per series, for the late observer
 	lset  labels.Labels   // the current series
 	ts    []int64         // its samples of one head partition not yet in a block
@@ -182,7 +182,7 @@ func (db *DB) NewRunWriter(ctx context.Context) (*RunWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RunWriter{db: db, ctx: ctx, bound: bound, seen: map[string]bool{},
+	return &RunWriter{db: db, ctx: ctx, bound: bound, seen: map[uint64]bool{},
 		opts: block.WriterOptions{Seq: seq, Backfill: seq, TupleSize: db.blockTupleSize(), MetricInterval: db.opts.MetricInterval},
 		mint: math.MaxInt64, maxt: math.MinInt64}, nil
 }
@@ -201,11 +201,11 @@ func (r *RunWriter) Series(lset labels.Labels) error {
 	if err := head.ValidateLabels(lset); err != nil {
 		return r.fail(err)
 	}
-	key := lset.String()
-	if r.seen[key] {
-		return r.fail(fmt.Errorf("history run: series %s given twice", key))
+	h := lset.Hash()
+	if r.seen[h] {
+		return r.fail(fmt.Errorf("history run: series %s given twice", lset))
 	}
-	r.seen[key] = true
+	r.seen[h] = true
 	r.lset = lset
 	return nil
 }
