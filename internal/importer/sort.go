@@ -65,12 +65,12 @@ type runSorter struct {
 	dir      string
 	max      int64
 	bySeries bool // series-major order (see above)
-	arena   []byte
-	entries []sortEntry
-	runs    []string
-	count   int64 // samples added
-	err     error // sticky: a run could not be written
-	scratch []byte
+	arena    []byte
+	entries  []sortEntry
+	runs     []string
+	count    int64 // samples added
+	err      error // sticky: a run could not be written
+	scratch  []byte
 }
 
 func newRunSorter(dir string, max int64, bySeries bool) *runSorter {
@@ -295,7 +295,7 @@ func (h *runHeap) Less(i, j int) bool {
 	return compareSamples(h.bySeries, a.t, a.rec, uint32(len(a.lset)), b.t, b.rec, uint32(len(b.lset))) < 0
 }
 func (h *runHeap) Swap(i, j int) { h.rs[i], h.rs[j] = h.rs[j], h.rs[i] }
-func (h *runHeap) Push(x any)   { h.rs = append(h.rs, x.(*runReader)) }
+func (h *runHeap) Push(x any)    { h.rs = append(h.rs, x.(*runReader)) }
 func (h *runHeap) Pop() any {
 	x := h.rs[len(h.rs)-1]
 	h.rs = h.rs[:len(h.rs)-1]
