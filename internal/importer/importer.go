@@ -180,6 +180,13 @@ func Run(ctx context.Context, o Options, files []string) error {
 	if err != nil {
 		return err
 	}
+	im.db, _ = out.(*dbSink)
+	im.sensorFiles = map[string]int{}
+	for i := range files {
+		if isSensorFormat(formats[i]) {
+			im.sensorFiles[im.sensorName(i)]++
+		}
+	}
 
 	// Read and sort.
 	im.ctx = ctx
@@ -286,8 +293,10 @@ type importer struct {
 	sum     *summary
 	sorter  *runSorter
 
-	sensorType pointio.Type
-	sensors    map[string]bool // sensors read from sensor-* files
+	sensorType  pointio.Type
+	sensors     map[string]bool // sensors read from sensor-* files
+	sensorFiles map[string]int  // sensor-* files per sensor
+	db          *dbSink         // the sink, into a data directory
 
 	read    int64 // bytes of the files read so far (before decompression)
 	samples int64 // samples read

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -278,4 +279,44 @@ func TestImportSensor(t *testing.T) {
 	}
 	require.NoError(t, ss.Err())
 	require.Equal(t, map[string][]float64{"temp": {2.5, -4, 1.5}, "hum": {40, 41}}, got)
+}
+
+// TestImportSensorRuns: a sensor file in time order goes straight into
+// blocks as a history run, written while the files are read and kept only
+// if the import succeeds; a sensor given by two files goes through the
+// sorter, where the first of two values at one time wins and the other is
+// refused, naming both places.
+func TestImportSensorRuns(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
+	var b strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&b, "%d,%d\n", 1_600_000_000_000+int64(i)*1000, i%7)
+	}
+	sorted := write("run.csv", b.String())
+	twiceA := write("two.csv", "1000,1\n2000,2\n")
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "b"), 0o755))
+	twiceB := write("b/two.csv", "2000,3\n3000,4\n")
+	bad := write("bad.csv", "1000,1\n2000,x\n")
+	o, stdout := testImportOptions(t)
+	o.DataDir = t.TempDir()
+	o.Format = FormatSensorCSV
+
+	// A bad row in a later file: the run written for the first is removed.
+	err := Run(context.Background(), o, []string{sorted, bad})
+	require.ErrorContains(t, err, "row 2")
+	require.Empty(t, importertest.CountDB(t, o.DataDir))
+	blocks, err := os.ReadDir(filepath.Join(o.DataDir, "blocks"))
+	require.NoError(t, err)
+	require.Empty(t, blocks)
+
+	stdout.Reset()
+	var prog phases
+	o.Progress = &prog
+	err = Run(context.Background(), o, []string{sorted, twiceA, twiceB})
+	require.ErrorContains(t, err, "1 samples rejected")
+	require.Contains(t, stdout.String(), "stored 5003 samples, rejected 1")
+	require.Contains(t, stdout.String(), "(first at "+twiceA+":2)")
+	require.Equal(t, map[string]int{"run": 5000, "two": 3}, importertest.CountDB(t, o.DataDir))
+	require.Equal(t, int64(4), prog.totals[1], "only the sensor given twice was sorted")
 }

@@ -11,16 +11,16 @@ import (
 	"github.com/aerie-db/aerie/internal/ingest"
 	"github.com/aerie-db/aerie/internal/sensor"
 	"github.com/aerie-db/aerie/internal/sensor/pointio"
+	"github.com/aerie-db/aerie/internal/sensor/spool"
 )
 
 func isSensorFormat(f string) bool {
 	return f == FormatSensorCSV || f == FormatSensorJSON || f == FormatSensorMsgp
 }
 
-// readSensor reads file i, one sensor's points in a Peregreen upload
-// format, with /upload's readers. The first bad row fails the import,
-// before anything is written.
-func (im *importer) readSensor(i int, r io.Reader, emit func(*ingest.Sample)) error {
+// sensorName is the sensor of file i: --sensor, or the file's name
+// without its extensions.
+func (im *importer) sensorName(i int) string {
 	name := im.o.SensorName
 	if name == "" {
 		name = filepath.Base(im.files[i])
@@ -28,6 +28,18 @@ func (im *importer) readSensor(i int, r io.Reader, emit func(*ingest.Sample)) er
 			name = strings.TrimSuffix(name, ext)
 		}
 	}
+	return name
+}
+
+// readSensor reads file i, one sensor's points in a Peregreen upload
+// format, with /upload's readers, into a spool. The first bad row fails the
+// import, before anything is written. Into a data directory, a sensor
+// whose only file is this one, in time order and older than the head's
+// partitions, goes straight into blocks as a history run, which the import
+// commits at its end (nothing sorted, nothing through the head); other
+// points go to the sorter.
+func (im *importer) readSensor(i int, r io.Reader, emit func(*ingest.Sample)) error {
+	name := im.sensorName(i)
 	if im.o.DataDir != "" {
 		have, ok, err := sensor.TypeOf(im.o.DataDir, name)
 		if err != nil {
@@ -45,15 +57,44 @@ func (im *importer) readSensor(i int, r io.Reader, emit func(*ingest.Sample)) er
 	if err != nil {
 		return err
 	}
-	s := ingest.Sample{Labels: labels.FromStrings(labels.MetricName, name)}
+	sp := &spool.Spool{Dir: im.o.TmpDir, MemMax: 1 << 20, Rows: true}
+	defer sp.Close()
 	for rd.Next() {
-		s.T, s.V = rd.At()
-		s.Line = int64(rd.Row())
-		emit(&s)
+		t, v := rd.At()
+		if err := sp.Add(t, v, int64(rd.Row())); err != nil {
+			return err
+		}
+		if sp.Len()%4096 == 0 {
+			im.o.Progress.Update(im.read, im.samples+sp.Len())
+		}
 	}
 	if err := rd.Err(); err != nil {
 		return fmt.Errorf("sensor %s: %w (nothing was written)", name, err)
 	}
 	im.sensors[name] = true
-	return nil
+	it, err := sp.Iter()
+	if err != nil {
+		return err
+	}
+	lset := labels.FromStrings(labels.MetricName, name)
+	if db := im.db; db != nil && sp.Len() > 0 && im.sensorFiles[name] == 1 && sp.Sorted() && db.runnable(sp.MinTime(), sp.MaxTime()) {
+		if err := db.writeRun(lset, func() (int64, float64, bool) {
+			if !it.Next() {
+				return 0, 0, false
+			}
+			t, v := it.At()
+			return t, v, true
+		}); err != nil {
+			return fmt.Errorf("sensor %s: %w", name, err)
+		}
+		im.samples += sp.Len()
+		return it.Err()
+	}
+	s := ingest.Sample{Labels: lset}
+	for it.Next() {
+		s.T, s.V = it.At()
+		s.Line = it.Row()
+		emit(&s)
+	}
+	return it.Err()
 }

@@ -72,8 +72,43 @@ func newDBSink(im *importer) (*dbSink, error) {
 	return &dbSink{im: im, db: db, before: db.CommitRejections(), run: run, oldest: oldest}, nil
 }
 
+// runnable reports whether a series whose samples lie in [mint, maxt] can
+// be one history run: older than the head's partitions, inside the
+// retention.
+func (s *dbSink) runnable(mint, maxt int64) bool {
+	if maxt >= s.run.Bound() {
+		return false
+	}
+	if mint < s.oldest {
+		if s.db.CheckTime(mint) != nil {
+			return false
+		}
+		s.oldest, _ = s.db.TimeBounds()
+	}
+	return true
+}
+
+// writeRun writes a series' samples, strictly increasing in time and
+// runnable, as a history run (committed by finish).
+func (s *dbSink) writeRun(lset labels.Labels, next func() (int64, float64, bool)) error {
+	if err := s.run.Series(lset); err != nil {
+		return err
+	}
+	s.runSeries = s.runSeries[:0] // a sorted series is never this one
+	for {
+		t, v, ok := next()
+		if !ok {
+			return nil
+		}
+		if err := s.run.Add(t, v); err != nil {
+			return err
+		}
+		s.runN++
+	}
+}
+
 func (s *dbSink) add(r *sortedSample) error {
-	if r.t < s.run.Bound() {
+	if r.t < s.run.Bound() && (len(s.runSeries) > 0 && bytes.Equal(r.lset, s.runSeries) || !s.run.Has(s.labels.get(r.lset))) {
 		if r.t < s.oldest {
 			if err := s.db.CheckTime(r.t); err != nil {
 				l := s.labels.get(r.lset)

@@ -1,21 +1,16 @@
 package sensor
 
 import (
-	"bufio"
-	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
-	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/aerie-db/aerie/internal/sensor/pointio"
+	"github.com/aerie-db/aerie/internal/sensor/spool"
 )
 
 // UploadResult reports a finished upload.
@@ -73,8 +68,8 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 	if have, ok := s.reg.Type(sensor); ok && have != typ {
 		return res, &UploadError{Input: true, Err: fmt.Errorf("%w: sensor %q holds %s values, the upload says %s", ErrTypeConflict, sensor, have, typ)}
 	}
-	sp := &spool{dir: s.opts.TmpDir, memMax: s.opts.SpoolPoints, sorted: true}
-	defer sp.close()
+	sp := &spool.Spool{Dir: s.opts.TmpDir, MemMax: s.opts.SpoolPoints}
+	defer sp.Close()
 	lo, hi := s.db.TimeBounds()
 	for rd.Next() {
 		t, v := rd.At()
@@ -86,11 +81,11 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 			}
 			lo, hi = s.db.TimeBounds()
 		}
-		if err := sp.add(t, v); err != nil {
+		if err := sp.Add(t, v, 0); err != nil {
 			return res, &UploadError{Err: err}
 		}
 		res.MinT, res.MaxT = min(res.MinT, t), max(res.MaxT, t)
-		if sp.n%4096 == 0 {
+		if sp.Len()%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return res, &UploadError{Err: err}
 			}
@@ -100,11 +95,11 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 		var ie *pointio.InputError
 		return res, &UploadError{Input: errors.As(err, &ie), Err: err}
 	}
-	if sp.n == 0 {
+	if sp.Len() == 0 {
 		res.MinT, res.MaxT = 0, 0
 		return res, nil
 	}
-	if err := sp.sortMem(); err != nil {
+	if err := sp.SortMem(); err != nil {
 		return res, &UploadError{Input: true, Err: err}
 	}
 	if _, err := s.reg.Set(sensor, typ); err != nil {
@@ -112,21 +107,21 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 	}
 
 	lset := labels.FromStrings(labels.MetricName, sensor)
-	it, err := sp.iterate()
+	it, err := sp.Iter()
 	if err != nil {
 		return res, &UploadError{Err: err}
 	}
-	if sp.sorted {
+	if sp.Sorted() {
 		bound := s.db.RunBound()
 		n, err := s.db.WriteRun(ctx, lset, func() (int64, float64, bool) {
-			if !it.next() {
+			if !it.Next() {
 				return 0, 0, false
 			}
-			if it.t >= bound {
-				it.unread() // for the appender
-				return 0, 0, false
+			if t, v := it.At(); t < bound {
+				return t, v, true
 			}
-			return it.t, it.v, true
+			it.Unread() // for the appender
+			return 0, 0, false
 		})
 		if err != nil {
 			return res, &UploadError{Err: err}
@@ -137,8 +132,9 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 	var ref storage.SeriesRef
 	app := s.db.HistoryAppender(ctx)
 	var inBatch int
-	for it.next() {
-		r, err := app.Append(ref, lset, it.t, it.v)
+	for it.Next() {
+		t, v := it.At()
+		r, err := app.Append(ref, lset, t, v)
 		if err != nil {
 			_ = app.Rollback()
 			return res, &UploadError{Stored: res.Points, Err: fmt.Errorf("row %d: %w", res.Points+int64(inBatch)+1, err)}
@@ -156,7 +152,7 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 			app = s.db.HistoryAppender(ctx)
 		}
 	}
-	if err := it.err; err != nil {
+	if err := it.Err(); err != nil {
 		_ = app.Rollback()
 		return res, &UploadError{Stored: res.Points, Err: err}
 	}
@@ -164,143 +160,7 @@ func (s *Service) Upload(ctx context.Context, sensor string, typ pointio.Type, r
 		return res, &UploadError{Stored: res.Points, Err: err}
 	}
 	res.Points += int64(inBatch)
-	res.Points += sp.dups // counted once stored, as the engine counts a repeated sample
+	res.Points += sp.Dups() // counted once stored, as the engine counts a repeated sample
 	s.m.uploaded.Add(float64(res.Points))
 	return res, nil
-}
-
-// spool holds an upload's points between its two passes: in memory up to
-// memMax points, then appended to an unlinked temporary file (16 bytes a
-// point), so memory stays bounded whatever the body's size.
-type spool struct {
-	dir    string
-	memMax int
-	mem    []point
-	f      *os.File
-	w      *bufio.Writer
-	n      int64
-	// sorted: the points are strictly increasing in time (as added, or
-	// after sortMem); last is the time of the last one added.
-	sorted bool
-	last   int64
-	dups   int64 // points sortMem dropped as repeats of one before
-}
-
-type point struct {
-	t int64
-	v float64
-}
-
-func (s *spool) add(t int64, v float64) error {
-	if s.n > 0 && t <= s.last {
-		s.sorted = false
-	}
-	s.last = t
-	s.n++
-	if len(s.mem) < s.memMax {
-		s.mem = append(s.mem, point{t, v})
-		return nil
-	}
-	if s.f == nil {
-		f, err := os.CreateTemp(s.dir, "upload-*.spool")
-		if err != nil {
-			return fmt.Errorf("spool upload: %w", err)
-		}
-		_ = os.Remove(f.Name()) // the open file outlives its name
-		s.f, s.w = f, bufio.NewWriterSize(f, 1<<20)
-	}
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(t))
-	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(v))
-	if _, err := s.w.Write(b[:]); err != nil {
-		return fmt.Errorf("spool upload: %w", err)
-	}
-	return nil
-}
-
-// sortMem sorts points held in memory alone by time, keeping the order of
-// points at one time, and drops a point repeating the time and value of
-// the one before; two values at one time are an error. Points spooled to
-// the file are left as they are (and sorted stays false if they are out
-// of order).
-func (s *spool) sortMem() error {
-	if s.sorted || s.f != nil {
-		return nil
-	}
-	slices.SortStableFunc(s.mem, func(a, b point) int { return cmp.Compare(a.t, b.t) })
-	out := s.mem[:1]
-	for _, p := range s.mem[1:] {
-		last := out[len(out)-1]
-		if p.t != last.t {
-			out = append(out, p)
-			continue
-		}
-		if math.Float64bits(p.v) != math.Float64bits(last.v) {
-			return fmt.Errorf("two values at timestamp %d: %v and %v", p.t, last.v, p.v)
-		}
-		s.dups++
-	}
-	s.mem = out
-	s.n = int64(len(out))
-	s.sorted = true
-	return nil
-}
-
-func (s *spool) iterate() (*spoolIter, error) {
-	it := &spoolIter{s: s}
-	if s.f != nil {
-		if err := s.w.Flush(); err != nil {
-			return nil, fmt.Errorf("spool upload: %w", err)
-		}
-		if _, err := s.f.Seek(0, io.SeekStart); err != nil {
-			return nil, fmt.Errorf("spool upload: %w", err)
-		}
-		it.r = bufio.NewReaderSize(s.f, 1<<20)
-	}
-	return it, nil
-}
-
-func (s *spool) close() {
-	if s.f != nil {
-		s.f.Close()
-	}
-}
-
-type spoolIter struct {
-	s    *spool
-	i    int
-	r    *bufio.Reader
-	t    int64
-	v    float64
-	err  error
-	back bool // next gives t, v again (unread)
-}
-
-// unread makes next give the current point again.
-func (it *spoolIter) unread() { it.back = true }
-
-func (it *spoolIter) next() bool {
-	if it.back {
-		it.back = false
-		return true
-	}
-	if it.i < len(it.s.mem) {
-		p := it.s.mem[it.i]
-		it.i++
-		it.t, it.v = p.t, p.v
-		return true
-	}
-	if it.r == nil || it.err != nil {
-		return false
-	}
-	var b [16]byte
-	if _, err := io.ReadFull(it.r, b[:]); err != nil {
-		if err != io.EOF {
-			it.err = fmt.Errorf("read upload spool: %w", err)
-		}
-		return false
-	}
-	it.t = int64(binary.LittleEndian.Uint64(b[:]))
-	it.v = math.Float64frombits(binary.LittleEndian.Uint64(b[8:]))
-	return true
 }

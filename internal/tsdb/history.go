@@ -190,6 +190,9 @@ func (db *DB) NewRunWriter(ctx context.Context) (*RunWriter, error) {
 // Bound is the time before which the writer takes samples.
 func (r *RunWriter) Bound() int64 { return r.bound }
 
+// Has reports whether series lset was given to Series.
+func (r *RunWriter) Has(lset labels.Labels) bool { return r.seen[lset.Hash()] }
+
 // Series starts the next series; its samples follow with Add.
 func (r *RunWriter) Series(lset labels.Labels) error {
 	if r.err != nil {
