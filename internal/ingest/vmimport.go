@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/aerie-db/aerie/internal/head"
+	"github.com/aerie-db/aerie/internal/tsdb"
 	"github.com/aerie-db/aerie/internal/vmformat"
 )
 
@@ -22,7 +25,9 @@ const (
 // one series chunk per line (internal/vmformat), gzip if Content-Encoding
 // says so. extra_label=name=value query parameters are set on every
 // series. Lines are read one at a time, each at most lim.MaxLineBytes
-// long, so a body needs memory for one line and one batch. It answers 204
+// long, so a body needs memory for one line and one batch. Over the
+// engine (tsdb.DB), a line of history (historyRuns) goes straight into
+// blocks as a history run, committed with the last batch. It answers 204
 // when every sample was stored; otherwise as the other handlers do (see
 // the package doc), naming the first bad lines with their byte offsets.
 func NewVMImportHandler(app storage.Appendable, opts Options, lim vmformat.Limits) http.Handler {
@@ -55,6 +60,9 @@ type vmLines struct {
 
 	extra []labels.Label // set on every series (extra_label)
 	lb    *labels.Builder
+	// run, if set, may take a JSON line's samples as a history run; it
+	// reports whether it did (then they are not added).
+	run func(lset labels.Labels, ts []int64, vs []float64) bool
 }
 
 // vmDecoder is what the two decoders have in common.
@@ -109,8 +117,10 @@ func (v *vmLines) read(add func(l labels.Labels, t int64, val float64, line int6
 		} else {
 			s := v.json.Series()
 			lset := v.withExtra(s.Labels)
-			for i, t := range s.Timestamps {
-				add(lset, t, s.Values[i], line)
+			if v.run == nil || !v.run(lset, s.Timestamps, s.Values) {
+				for i, t := range s.Timestamps {
+					add(lset, t, s.Values[i], line)
+				}
 			}
 		}
 		if err := lineDone(); err != nil {
@@ -166,6 +176,12 @@ func (h *vmImportHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		lines.json = vmformat.NewJSONDecoder(body, h.lim)
 	}
+	var runs *historyRuns
+	if rs, ok := h.app.(runSource); ok && !h.csv {
+		runs = &historyRuns{src: rs, ctx: r.Context()}
+		lines.run = runs.take
+		defer runs.abort()
+	}
 	commitErr := lines.read(b.add, func(line int64, err error) {
 		rep.reject(ReasonParse, 1, line, err.Error)
 	}, b.lineDone)
@@ -174,6 +190,16 @@ func (h *vmImportHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		readErr = lines.Err()
 		// Lines read in full before a read error are good: store them.
 		commitErr = b.commit()
+	}
+	if runs != nil && commitErr == nil {
+		n, err := runs.commit()
+		if err != nil {
+			rep.reject(ReasonStorage, runs.n, 0, func() string {
+				return fmt.Sprintf("history runs of %d samples failed: %v", runs.n, err)
+			})
+			commitErr = err
+		}
+		rep.stored += int(n)
 	}
 	var re *vmformat.ReadError
 	if errors.As(readErr, &re) && re.Partial {
@@ -189,4 +215,103 @@ func (h *vmImportHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		readErr = re.Err // respond names the limit or the read failure itself
 	}
 	respond(w, &h.opts, protocol, rep, readErr, commitErr)
+}
+
+// runSource gives history run writers: the engine (tsdb.DB).
+type runSource interface {
+	NewRunWriter(ctx context.Context) (*tsdb.RunWriter, error)
+	RunBound() int64
+	TimeBounds() (mint, maxt int64)
+}
+
+// minRunSamples is the least samples of a line that go into a history run:
+// fewer are not worth a block extent of their own.
+const minRunSamples = 64
+
+// historyRuns writes the lines of one /api/v1/import request that are
+// history as runs (tsdb.RunWriter): a series' samples strictly increasing
+// in time, at least minRunSamples of them, all older than the head's
+// partitions and inside the retention, and the series' first line in the
+// request. They are committed with the request's last batch; until then
+// nothing of them is visible, and a failed request removes them. Other
+// lines go through the appender as before. Where a series' run and its
+// samples from elsewhere in the request share a timestamp, the run's
+// value is kept.
+type historyRuns struct {
+	src         runSource
+	ctx         context.Context
+	w           *tsdb.RunWriter // made at the first run
+	bound       int64           // RunBound, read once
+	oldest      int64
+	boundRead   bool
+	n           int             // samples given to w
+	notRunnable map[uint64]bool // series that went through the appender
+}
+
+// take writes a line's samples as a run if it can (see historyRuns).
+func (h *historyRuns) take(lset labels.Labels, ts []int64, vs []float64) bool {
+	if len(ts) < minRunSamples {
+		h.appended(lset)
+		return false
+	}
+	if !h.boundRead {
+		h.bound, h.boundRead = h.src.RunBound(), true
+		h.oldest, _ = h.src.TimeBounds()
+	}
+	ok := ts[len(ts)-1] < h.bound && ts[0] >= h.oldest && !h.notRunnable[lset.Hash()] && head.ValidateLabels(lset) == nil
+	for i := 1; ok && i < len(ts); i++ {
+		ok = ts[i] > ts[i-1]
+	}
+	if ok && h.w != nil && h.w.Has(lset) {
+		ok = false
+	}
+	if !ok {
+		h.appended(lset)
+		return false
+	}
+	if h.w == nil {
+		w, err := h.src.NewRunWriter(h.ctx)
+		if err != nil {
+			h.appended(lset)
+			return false
+		}
+		h.w = w
+	}
+	if err := h.w.Series(lset); err != nil {
+		return false // sticky: commit reports it
+	}
+	for i, t := range ts {
+		if h.w.Add(t, vs[i]) != nil {
+			break // sticky: commit reports it
+		}
+	}
+	h.n += len(ts)
+	return true
+}
+
+// appended notes a series whose samples went through the appender: a
+// later line of it does too, so its samples stay in one place.
+func (h *historyRuns) appended(lset labels.Labels) {
+	if h.notRunnable == nil {
+		h.notRunnable = map[uint64]bool{}
+	}
+	h.notRunnable[lset.Hash()] = true
+}
+
+// commit makes the runs durable and visible; it returns the samples stored.
+func (h *historyRuns) commit() (int64, error) {
+	if h.w == nil {
+		return 0, nil
+	}
+	w := h.w
+	h.w = nil
+	return w.Commit()
+}
+
+// abort removes runs not committed.
+func (h *historyRuns) abort() {
+	if h.w != nil {
+		h.w.Abort()
+		h.w = nil
+	}
 }

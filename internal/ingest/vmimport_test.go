@@ -305,3 +305,43 @@ func FuzzCSVImportHandler(f *testing.F) {
 		}, request{url: url, body: body})
 	})
 }
+
+// TestVMImportRuns: lines of history (a series' samples in time order,
+// enough of them, older than the head's partitions) go into blocks as
+// history runs; the rest, and later lines of a series already written,
+// through the appender; every sample reads back, counted once.
+func TestVMImportRuns(t *testing.T) {
+	db := openDB(t, nil)
+	h := NewVMImportHandler(db, Options{Now: func() time.Time { return testNow }}, vmformat.Limits{})
+	line := func(name string, t0, step int64, n int, v float64) string {
+		ts, vs := make([]string, n), make([]string, n)
+		for i := range n {
+			ts[i] = fmt.Sprint(t0 + int64(i)*step)
+			vs[i] = fmt.Sprint(v + float64(i))
+		}
+		return fmt.Sprintf(`{"metric":{"__name__":%q},"values":[%s],"timestamps":[%s]}`+"\n", name, strings.Join(vs, ","), strings.Join(ts, ","))
+	}
+	old := db.RunBound() - 30*24*3600_000
+	body := line("hist", old, 1000, 500, 0) + // a run
+		line("hist", old+500_000, 1000, 100, 500) + // the same series again: the appender
+		line("short", old, 1000, 10, 0) + // too short: the appender
+		line("unsorted", old+1000, -1000, 100, 0) + // not in order: the appender
+		line("recent", time.Now().UnixMilli()-100_000, 1000, 100, 0) // not history: the appender
+	rec := serve(t, h, request{url: "/api/v1/import", body: []byte(body)})
+	require.Equal(t, http.StatusNoContent, rec.Code, rec.Body.String())
+	require.EqualValues(t, 500, db.BackfillStats().RunSamples)
+	got := dump(t, db)
+	require.Len(t, got[`{__name__="hist"}`], 600)
+	require.Len(t, got[`{__name__="short"}`], 10)
+	require.Len(t, got[`{__name__="unsorted"}`], 100)
+	require.Len(t, got[`{__name__="recent"}`], 100)
+	for i, s := range got[`{__name__="hist"}`] {
+		require.Equal(t, sample{old + int64(i)*1000, float64(i)}, s)
+	}
+
+	// A request cut short by a bad body stores its whole lines, runs too.
+	body = line("hist2", old, 1000, 100, 0) + `{"metric":{"__name__":"x"},"values":[1],"timestamps":[`
+	rec = serve(t, h, request{url: "/api/v1/import", body: []byte(body)})
+	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+	require.Len(t, dump(t, db)[`{__name__="hist2"}`], 100)
+}
