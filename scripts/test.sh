@@ -35,8 +35,8 @@ go test -tags invariants -short -count=1 ./internal/...
 step "memory manager stress: writers, readers, flushes and reclamation under -race, recycled blocks poisoned"
 go test -tags invariants -race -count=1 -run TestStress ./internal/memory/ -memory.stress=30s
 
-step "differential test against prometheus/tsdb, kill -9 crash tests (writes; backfill and compaction), replay memory, a year backfilled in bounded memory (full size)"
-go test -count=1 -timeout 20m -run 'TestDifferential|TestCrashKill9|TestCompactionCrashKill9|TestReplayMemoryBounded|TestBackfillYearBounded' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+\.go:[0-9]+)' || { echo "full tests failed"; exit 1; }
+step "differential test against prometheus/tsdb, kill -9 crash tests (writes; backfill and compaction; history runs), replay memory, a year backfilled in bounded memory (full size)"
+go test -count=1 -timeout 20m -run 'TestDifferential|TestCrashKill9|TestCompactionCrashKill9|TestRunCrashKill9|TestReplayMemoryBounded|TestBackfillYearBounded' -v ./internal/tsdb/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+\.go:[0-9]+)' || { echo "full tests failed"; exit 1; }
 
 step "Aerie's evaluator (internal/queryeval) against Prometheus' engine on the full differential workload (prometheus/tsdb, Aerie's head and blocks) and on 800 generated expressions"
 AERIE_SMITH_N=200 go test -count=1 -timeout 15m -run 'TestSameAnswers|TestRandomQueries' -v ./internal/queryeval/ 2>&1 | grep -E '^(--- |PASS|FAIL|ok|\s+\S+\.go:[0-9]+)' || { echo "queryeval differential test failed"; exit 1; }
