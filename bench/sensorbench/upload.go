@@ -272,7 +272,7 @@ func (r *runner) importAerie() error {
 		return err
 	}
 	res := UploadResult{Peer: aerie, Path: loadImport, Clients: 1, Requests: 1, Rates: Rates{Records: d.totalPoints(), Bytes: d.RawBytes},
-		Note: "one process over every file (--sensor.format=0-1-, --sensor.type=float64), sorting in bounded memory and flushing its head into blocks at the end"}
+		Note: "one process over every file (--sensor.format=0-1-, --sensor.type=float64), each sensor file in time order written straight into blocks as a history run while the next file is parsed (unordered ones sorted in bounded memory), the head flushed into blocks at the end"}
 	args := []string{"import", "--data.dir=" + dir, "--format=sensor-csv", "--sensor.format=0-1-,", "--sensor.type=float64", "--progress=none"}
 	for _, s := range d.Sensors {
 		args = append(args, d.path(s))
@@ -285,7 +285,7 @@ func (r *runner) importAerie() error {
 	res.set(time.Since(t0), cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 	r.logf("aerie %s: %d records in %.1f s: %.0f records/s, %.0f records per CPU second", loadImport, res.Records, res.Seconds, res.RecordsPerSecond, res.RecordsPerCPUSecond)
 	r.rep.Upload = append(r.rep.Upload, res)
-	return r.disk(dir, aerie, loadImport, time.Now(), "aerie import flushes the head into blocks at its end")
+	return r.disk(dir, aerie, loadImport, time.Now(), "aerie import writes history runs and flushes the head into blocks at its end")
 }
 
 // indexOfImport starts Aerie over the imported directory, checks every

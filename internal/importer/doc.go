@@ -17,6 +17,11 @@
 //     /upload's readers (internal/sensor/pointio), with its types and row
 //     positions, and the sensor's type is checked against and recorded in
 //     the data directory's registry (sensor.TypeOf, sensor.RecordType).
+//   - Sensor files into a data directory (sensor.go): a file is read into
+//     a spool (internal/sensor/spool), the next one while the one before
+//     is stored (prefetchSensor); a sensor whose only file it is, in time
+//     order and older than the head's partitions, goes straight into a
+//     history run, the others to the sorter.
 //   - Sort (sort.go): every sample becomes one record (labels, file, line,
 //     value) in an arena; a full arena (Options.RunBytes) is sorted by
 //     (time, record) and spilled to a run file in a temporary directory

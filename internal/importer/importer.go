@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -192,8 +193,19 @@ func Run(ctx context.Context, o Options, files []string) error {
 	im.ctx = ctx
 	prog := o.Progress
 	prog.Start("reading", total, true)
+	var next chan spooledSensor // sensor file i+1, being read meanwhile
 	for i := range files {
-		if err := im.readFile(i); err != nil {
+		var pre chan spooledSensor
+		pre, next = next, nil
+		if i+1 < len(files) {
+			next = im.prefetchSensor(i + 1)
+		}
+		if err := im.readFile(i, pre); err != nil {
+			if next != nil {
+				if r := <-next; r.sp != nil {
+					r.sp.Close()
+				}
+			}
 			prog.Finish()
 			out.abort()
 			return err
@@ -298,8 +310,8 @@ type importer struct {
 	sensorFiles map[string]int  // sensor-* files per sensor
 	db          *dbSink         // the sink, into a data directory
 
-	read    int64 // bytes of the files read so far (before decompression)
-	samples int64 // samples read
+	read    atomic.Int64 // bytes of the files read so far (before decompression); a prefetch adds too
+	samples int64        // samples read
 	written int64
 }
 
@@ -315,7 +327,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 		return 0, err // interrupted: the parser stops at this read error
 	}
 	n, err := c.r.Read(p)
-	c.im.read += int64(n)
+	c.im.read.Add(int64(n))
 	return n, err
 }
 
@@ -341,9 +353,31 @@ func decompress(r *bufio.Reader) (io.Reader, func(), error) {
 }
 
 // readFile parses file i into the sorter, with the HTTP handlers' parsers
-// (internal/ingest's readers) or Peregreen's (internal/sensor/pointio).
-func (im *importer) readFile(i int) error {
+// (internal/ingest's readers) or Peregreen's (internal/sensor/pointio);
+// pre, if set, gives a sensor file already read (prefetchSensor).
+func (im *importer) readFile(i int, pre chan spooledSensor) error {
 	name := im.files[i]
+	emit := func(s *ingest.Sample) {
+		im.sorter.add(s.Labels, s.T, s.V, i, s.Line)
+		im.samples++
+		if im.samples%4096 == 0 {
+			im.o.Progress.Update(im.read.Load(), im.samples)
+		}
+	}
+	if pre != nil {
+		r := <-pre
+		err := r.err
+		if err == nil {
+			err = im.storeSensor(i, r.sp, emit)
+		}
+		if err == nil {
+			err = im.sorter.err
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
 	var in io.Reader
 	if name == "-" {
 		in = im.o.Stdin
@@ -361,13 +395,6 @@ func (im *importer) readFile(i int) error {
 	}
 	defer closeZ()
 
-	emit := func(s *ingest.Sample) {
-		im.sorter.add(s.Labels, s.T, s.V, i, s.Line)
-		im.samples++
-		if im.samples%4096 == 0 {
-			im.o.Progress.Update(im.read, im.samples)
-		}
-	}
 	reject := func(r ingest.Rejection) { im.sum.reject(r.Reason, r.N, r.Skipped, i, r.Line, r.Msg) }
 	so := ingest.StreamOptions{Now: im.o.Now, InfluxPrecision: im.o.InfluxPrecision, OpenMetrics: im.formats[i] == FormatOpenMetrics}
 	switch im.formats[i] {
@@ -380,7 +407,10 @@ func (im *importer) readFile(i int) error {
 	case FormatCSV:
 		err = ingest.ReadCSV(r, im.csv, so, emit, reject)
 	case FormatSensorCSV, FormatSensorJSON, FormatSensorMsgp:
-		err = im.readSensor(i, r, emit)
+		sp := im.spoolSensor(i, r, true)
+		if err = sp.err; err == nil {
+			err = im.storeSensor(i, sp.sp, emit)
+		}
 	}
 	if err == nil {
 		err = im.sorter.err

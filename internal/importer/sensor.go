@@ -1,8 +1,10 @@
 package importer
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -31,22 +33,25 @@ func (im *importer) sensorName(i int) string {
 	return name
 }
 
-// readSensor reads file i, one sensor's points in a Peregreen upload
-// format, with /upload's readers, into a spool. The first bad row fails the
-// import, before anything is written. Into a data directory, a sensor
-// whose only file is this one, in time order and older than the head's
-// partitions, goes straight into blocks as a history run, which the import
-// commits at its end (nothing sorted, nothing through the head); other
-// points go to the sorter.
-func (im *importer) readSensor(i int, r io.Reader, emit func(*ingest.Sample)) error {
+// spooledSensor is a sensor file read into a spool (spoolSensor).
+type spooledSensor struct {
+	sp  *spool.Spool
+	err error
+}
+
+// spoolSensor reads file i, one sensor's points in a Peregreen upload
+// format, with /upload's readers, into a spool; the first bad row is its
+// error. It may run on another goroutine than the importer's (prefetch):
+// progress, if set, is told how far it got.
+func (im *importer) spoolSensor(i int, r io.Reader, progress bool) spooledSensor {
 	name := im.sensorName(i)
 	if im.o.DataDir != "" {
 		have, ok, err := sensor.TypeOf(im.o.DataDir, name)
 		if err != nil {
-			return err
+			return spooledSensor{err: err}
 		}
 		if ok && have != im.sensorType {
-			return fmt.Errorf("sensor %s holds %s values, --sensor.type says %s (nothing was written)", name, have, im.sensorType)
+			return spooledSensor{err: fmt.Errorf("sensor %s holds %s values, --sensor.type says %s (nothing was written)", name, have, im.sensorType)}
 		}
 	}
 	reader, format := strings.TrimPrefix(im.formats[i], "sensor-"), "default"
@@ -55,22 +60,60 @@ func (im *importer) readSensor(i int, r io.Reader, emit func(*ingest.Sample)) er
 	}
 	rd, err := pointio.NewReader(reader, format, im.sensorType, r, pointio.Limits{})
 	if err != nil {
-		return err
+		return spooledSensor{err: err}
 	}
 	sp := &spool.Spool{Dir: im.o.TmpDir, MemMax: 1 << 20, Rows: true}
-	defer sp.Close()
 	for rd.Next() {
 		t, v := rd.At()
 		if err := sp.Add(t, v, int64(rd.Row())); err != nil {
-			return err
+			sp.Close()
+			return spooledSensor{err: err}
 		}
-		if sp.Len()%4096 == 0 {
-			im.o.Progress.Update(im.read, im.samples+sp.Len())
+		if progress && sp.Len()%4096 == 0 {
+			im.o.Progress.Update(im.read.Load(), im.samples+sp.Len())
 		}
 	}
 	if err := rd.Err(); err != nil {
-		return fmt.Errorf("sensor %s: %w (nothing was written)", name, err)
+		sp.Close()
+		return spooledSensor{err: fmt.Errorf("sensor %s: %w (nothing was written)", name, err)}
 	}
+	return spooledSensor{sp: sp}
+}
+
+// prefetchSensor starts reading sensor file i into a spool on another
+// goroutine, so that it parses while the file before is stored; it returns
+// nil for a file it does not prefetch (standard input).
+func (im *importer) prefetchSensor(i int) chan spooledSensor {
+	if im.files[i] == "-" || !isSensorFormat(im.formats[i]) {
+		return nil
+	}
+	ch := make(chan spooledSensor, 1)
+	go func() {
+		f, err := os.Open(im.files[i])
+		if err != nil {
+			ch <- spooledSensor{err: err}
+			return
+		}
+		defer f.Close()
+		r, closeZ, err := decompress(bufio.NewReaderSize(&countingReader{r: f, im: im}, 256<<10))
+		if err != nil {
+			ch <- spooledSensor{err: err}
+			return
+		}
+		defer closeZ()
+		ch <- im.spoolSensor(i, r, false)
+	}()
+	return ch
+}
+
+// storeSensor stores sensor file i's spooled points: into a data
+// directory, a sensor whose only file is this one, in time order and
+// older than the head's partitions, goes straight into blocks as a
+// history run, which the import commits at its end (nothing sorted,
+// nothing through the head); other points go to the sorter.
+func (im *importer) storeSensor(i int, sp *spool.Spool, emit func(*ingest.Sample)) error {
+	defer sp.Close()
+	name := im.sensorName(i)
 	im.sensors[name] = true
 	it, err := sp.Iter()
 	if err != nil {

@@ -34,7 +34,8 @@ type Spool struct {
 	MemMax int    // points held in memory
 	Rows   bool   // keep each point's row (Add's row, given back by Iter.Row)
 
-	mem []point
+	mem [][]point // chunks of chunkPoints (no copy as they grow)
+	nm  int       // points in mem
 	f   *os.File
 	w   *bufio.Writer
 	n   int64
@@ -51,6 +52,9 @@ type point struct {
 	v   float64
 	row int64
 }
+
+// chunkPoints is the length of a memory chunk (192 KiB).
+const chunkPoints = 8192
 
 // Len is the number of points.
 func (s *Spool) Len() int64 { return s.n }
@@ -77,8 +81,13 @@ func (s *Spool) Add(t int64, v float64, row int64) error {
 	}
 	s.last = t
 	s.n++
-	if len(s.mem) < s.MemMax {
-		s.mem = append(s.mem, point{t, v, row})
+	if s.nm < s.MemMax {
+		if s.nm%chunkPoints == 0 {
+			s.mem = append(s.mem, make([]point, 0, min(chunkPoints, s.MemMax-s.nm)))
+		}
+		c := &s.mem[len(s.mem)-1]
+		*c = append(*c, point{t, v, row})
+		s.nm++
 		return nil
 	}
 	if s.f == nil {
@@ -111,9 +120,13 @@ func (s *Spool) SortMem() error {
 	if !s.notSorted || s.f != nil {
 		return nil
 	}
-	slices.SortStableFunc(s.mem, func(a, b point) int { return cmp.Compare(a.t, b.t) })
-	out := s.mem[:1]
-	for _, p := range s.mem[1:] {
+	all := make([]point, 0, s.nm)
+	for _, c := range s.mem {
+		all = append(all, c...)
+	}
+	slices.SortStableFunc(all, func(a, b point) int { return cmp.Compare(a.t, b.t) })
+	out := all[:1]
+	for _, p := range all[1:] {
 		last := out[len(out)-1]
 		if p.t != last.t {
 			out = append(out, p)
@@ -124,7 +137,7 @@ func (s *Spool) SortMem() error {
 		}
 		s.dups++
 	}
-	s.mem = out
+	s.mem, s.nm = [][]point{out}, len(out)
 	s.n = int64(len(out))
 	s.notSorted = false
 	return nil
@@ -157,7 +170,7 @@ func (s *Spool) Close() {
 // Iter reads a Spool's points.
 type Iter struct {
 	s    *Spool
-	i    int
+	c, i int // next point in memory: chunk, index
 	r    *bufio.Reader
 	p    point
 	err  error
@@ -182,9 +195,12 @@ func (it *Iter) Next() bool {
 		it.back = false
 		return true
 	}
-	if it.i < len(it.s.mem) {
-		it.p = it.s.mem[it.i]
-		it.i++
+	if it.c < len(it.s.mem) {
+		c := it.s.mem[it.c]
+		it.p = c[it.i]
+		if it.i++; it.i == len(c) {
+			it.c, it.i = it.c+1, 0
+		}
 		return true
 	}
 	if it.r == nil || it.err != nil {
