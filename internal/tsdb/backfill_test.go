@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -411,4 +412,62 @@ func TestBackfillByRef(t *testing.T) {
 	requireSamples(t, db, want, "before the backfill flush")
 	require.NoError(t, db.FlushBackfill())
 	requireSamples(t, db, want, "after the backfill flush")
+}
+
+// TestCommitOverlapsBackfill: a commit with samples for the head and for
+// the backfill writes both, and waits for both WALs' fsyncs at once, not
+// one after the other: an fsync held open until another starts (or 2 s
+// pass) sees the other WAL's start while it is held.
+func TestCommitOverlapsBackfill(t *testing.T) {
+	var (
+		armed      atomic.Bool
+		inside     atomic.Int32
+		overlapped atomic.Bool
+		mu         sync.Mutex
+		release    = make(chan struct{})
+		released   bool
+	)
+	hook := func(time.Duration) {
+		if !armed.Load() {
+			return
+		}
+		if inside.Add(1) > 1 {
+			overlapped.Store(true)
+			mu.Lock()
+			if !released {
+				released = true
+				close(release)
+			}
+			mu.Unlock()
+		}
+		defer inside.Add(-1)
+		select {
+		case <-release:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	db, err := Open(t.TempDir(), &Options{PartitionRange: 2 * hour, FlushCheckInterval: -1, OnWALFsync: hook})
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	now := time.Now().UnixMilli()
+	live, old := labels.FromStrings("__name__", "live"), labels.FromStrings("__name__", "old")
+	commit := func(t0 int64) {
+		app := db.Appender(ctx)
+		_, err := app.Append(0, live, now+t0, 1)
+		require.NoError(t, err)
+		_, err = app.Append(0, old, now-10*day+t0, 1)
+		require.NoError(t, err)
+		require.NoError(t, app.Commit())
+	}
+	app := db.Appender(ctx)
+	_, err = app.Append(0, live, now-1000, 1)
+	require.NoError(t, err)
+	require.NoError(t, app.Commit()) // the head now refuses what is 10 days old
+	commit(0)                        // opens the backfill generation and its WAL
+	require.Equal(t, 1, db.BackfillStats().Generations)
+	armed.Store(true)
+	commit(1000)
+	armed.Store(false)
+	require.True(t, overlapped.Load(), "the head's and the backfill's fsyncs ran one after the other")
 }
