@@ -232,9 +232,10 @@ const minRunSamples = 64
 // history as runs (tsdb.RunWriter): a series' samples strictly increasing
 // in time, at least minRunSamples of them, all older than the head's
 // partitions and inside the retention, and the series' first line in the
-// request. They are committed with the request's last batch; until then
-// nothing of them is visible, and a failed request removes them. Other
-// lines go through the appender as before. Where a series' run and its
+// request, or its next after a run (see take). They are committed with
+// the request's last batch; until then nothing of them is visible, and a
+// failed request removes them. Other lines go through the appender as
+// before. Where a series' run and its
 // samples from elsewhere in the request share a timestamp, the run's
 // value is kept.
 type historyRuns struct {
@@ -245,12 +246,21 @@ type historyRuns struct {
 	oldest      int64
 	boundRead   bool
 	n           int             // samples given to w
+	cur         labels.Labels   // the series w took last
+	curLast     int64           // and its last sample's time
 	notRunnable map[uint64]bool // series that went through the appender
 }
 
-// take writes a line's samples as a run if it can (see historyRuns).
+// take writes a line's samples as a run if it can (see historyRuns). A
+// line of the series the run wrote last, after its last sample, continues
+// that run, whatever its length: VictoriaMetrics' export gives a long
+// series as many lines in time order.
 func (h *historyRuns) take(lset labels.Labels, ts []int64, vs []float64) bool {
-	if len(ts) < minRunSamples {
+	if len(ts) == 0 {
+		return false
+	}
+	cont := h.w != nil && ts[0] > h.curLast && labels.Equal(lset, h.cur)
+	if !cont && len(ts) < minRunSamples {
 		h.appended(lset)
 		return false
 	}
@@ -258,15 +268,17 @@ func (h *historyRuns) take(lset labels.Labels, ts []int64, vs []float64) bool {
 		h.bound, h.boundRead = h.src.RunBound(), true
 		h.oldest, _ = h.src.TimeBounds()
 	}
-	ok := ts[len(ts)-1] < h.bound && ts[0] >= h.oldest && !h.notRunnable[lset.Hash()] && head.ValidateLabels(lset) == nil
+	ok := ts[len(ts)-1] < h.bound
+	if ok && !cont {
+		ok = ts[0] >= h.oldest && !h.notRunnable[lset.Hash()] && head.ValidateLabels(lset) == nil && (h.w == nil || !h.w.Has(lset))
+	}
 	for i := 1; ok && i < len(ts); i++ {
 		ok = ts[i] > ts[i-1]
 	}
-	if ok && h.w != nil && h.w.Has(lset) {
-		ok = false
-	}
 	if !ok {
-		h.appended(lset)
+		if !cont {
+			h.appended(lset)
+		}
 		return false
 	}
 	if h.w == nil {
@@ -277,14 +289,18 @@ func (h *historyRuns) take(lset labels.Labels, ts []int64, vs []float64) bool {
 		}
 		h.w = w
 	}
-	if err := h.w.Series(lset); err != nil {
-		return false // sticky: commit reports it
+	if !cont {
+		if err := h.w.Series(lset); err != nil {
+			return false // sticky: commit reports it
+		}
+		h.cur = lset.Copy() // the decoder's may be reused
 	}
 	for i, t := range ts {
 		if h.w.Add(t, vs[i]) != nil {
 			break // sticky: commit reports it
 		}
 	}
+	h.curLast = ts[len(ts)-1]
 	h.n += len(ts)
 	return true
 }

@@ -323,15 +323,18 @@ func TestVMImportRuns(t *testing.T) {
 	}
 	old := db.RunBound() - 30*24*3600_000
 	body := line("hist", old, 1000, 500, 0) + // a run
-		line("hist", old+500_000, 1000, 100, 500) + // the same series again: the appender
+		line("hist", old+500_000, 1000, 10, 500) + // its next line, after it: the run goes on
+		line("other", old, 1000, 100, 0) + // another run
+		line("hist", old+510_000, 1000, 90, 510) + // the first series again: the appender
 		line("short", old, 1000, 10, 0) + // too short: the appender
 		line("unsorted", old+1000, -1000, 100, 0) + // not in order: the appender
 		line("recent", time.Now().UnixMilli()-100_000, 1000, 100, 0) // not history: the appender
 	rec := serve(t, h, request{url: "/api/v1/import", body: []byte(body)})
 	require.Equal(t, http.StatusNoContent, rec.Code, rec.Body.String())
-	require.EqualValues(t, 500, db.BackfillStats().RunSamples)
+	require.EqualValues(t, 610, db.BackfillStats().RunSamples)
 	got := dump(t, db)
 	require.Len(t, got[`{__name__="hist"}`], 600)
+	require.Len(t, got[`{__name__="other"}`], 100)
 	require.Len(t, got[`{__name__="short"}`], 10)
 	require.Len(t, got[`{__name__="unsorted"}`], 100)
 	require.Len(t, got[`{__name__="recent"}`], 100)
