@@ -749,10 +749,10 @@ func (h *Head) applyRowsLocked(g *group, rows []row, rej *AppendError) {
 	defer g.mu.Unlock()
 	for _, r := range rows {
 		pid := h.partitionOf(r.t)
-		p := g.parts[pid]
+		p := g.part(pid)
 		if p == nil {
 			p = newGPart(pid)
-			g.parts[pid] = p
+			g.parts = append(g.parts, p)
 		}
 		switch {
 		case r.t > p.lastT:

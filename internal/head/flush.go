@@ -46,9 +46,9 @@ func (h *Head) partitions(flushed bool) []int64 {
 	seen := map[int64]bool{}
 	for _, g := range h.groupList() {
 		g.mu.RLock()
-		for pid, p := range g.parts {
+		for _, p := range g.parts {
 			if p.flushed == flushed {
-				seen[pid] = true
+				seen[p.pid] = true
 			}
 		}
 		g.mu.RUnlock()
@@ -92,7 +92,7 @@ func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 	)
 	for _, g := range h.groupList() {
 		g.mu.RLock()
-		p := g.parts[pid]
+		p := g.part(pid)
 		if p == nil {
 			g.mu.RUnlock()
 			continue
@@ -176,7 +176,7 @@ func (h *Head) ReleasePartition(pid int64) {
 	h.SealPartition(pid)
 	for _, g := range h.groupList() {
 		g.mu.Lock()
-		if p := g.parts[pid]; p != nil {
+		if p := g.part(pid); p != nil {
 			p.flushed = true
 		}
 		g.mu.Unlock()
@@ -201,13 +201,13 @@ func (h *Head) DropPartition(pid int64) {
 	var dropped []*memSeries
 	for _, g := range h.groupList() {
 		g.mu.Lock()
-		if p := g.parts[pid]; p != nil {
+		if p := g.part(pid); p != nil {
 			for slot, c := range p.cols {
 				if c != nil { // a column exists only with samples
 					dropped = append(dropped, g.slots[slot])
 				}
 			}
-			delete(g.parts, pid)
+			g.dropPart(pid)
 		}
 		g.mu.Unlock()
 	}
@@ -307,7 +307,7 @@ func (h *Head) PartitionTimeRange(pid int64) (mint, maxt int64, ok bool) {
 	mint, maxt = math.MaxInt64, math.MinInt64
 	for _, g := range h.groupList() {
 		g.mu.RLock()
-		if p := g.parts[pid]; p != nil && p.minT <= p.maxT {
+		if p := g.part(pid); p != nil && p.minT <= p.maxT {
 			mint, maxt, ok = min(mint, p.minT), max(maxt, p.maxT), true
 		}
 		g.mu.RUnlock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"sync"
 
@@ -44,7 +45,26 @@ type group struct {
 	// slotScanMax; a narrower group finds a slot by scanning slots
 	// (cheaper than a map's lookup, and no map per small group).
 	slotIdx map[*memSeries]model.Slot
-	parts   map[int64]*gpart // partition index → data
+	// parts are the group's partitions, in no order: a few at a time
+	// (the head's window), so a scan finds one, and a slice costs a
+	// fraction of a map's memory in a group of a few series.
+	parts []*gpart
+}
+
+// part returns partition pid of g, or nil. Called with g.mu held.
+func (g *group) part(pid int64) *gpart {
+	for _, p := range g.parts {
+		if p.pid == pid {
+			return p
+		}
+	}
+	return nil
+}
+
+// dropPart removes partition pid from g. Called with g.mu held
+// exclusively.
+func (g *group) dropPart(pid int64) {
+	g.parts = slices.DeleteFunc(g.parts, func(p *gpart) bool { return p.pid == pid })
 }
 
 // slotScanMax is the widest group whose slots are found by a scan.

@@ -510,7 +510,7 @@ func (h *Head) newGroupLocked(id model.GroupID, key string) *group {
 	for int(id) >= len(h.groups) {
 		h.groups = append(h.groups, nil)
 	}
-	g := &group{id: id, key: key, parts: map[int64]*gpart{}}
+	g := &group{id: id, key: key}
 	h.groups[id] = g
 	h.groupByKey[key] = g
 	return g

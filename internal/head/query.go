@@ -294,7 +294,8 @@ func (h *Head) Select(mint, maxt int64, ms ...*labels.Matcher) ([]SeriesSnapshot
 			g.mu.RLock()
 			slot, ok := g.slotOfLocked(s)
 			if ok {
-				for pid, p := range g.parts {
+				for _, p := range g.parts {
+					pid := p.pid
 					if pid < pmin || pid > pmax || p.maxT < mint || p.minT > maxt {
 						continue
 					}
