@@ -21,12 +21,14 @@ import (
 // generation's head, and reach blocks only at the generation's flush: it
 // would be encoded three times (WAL record, head tuples, block) for one
 // copy kept. A run of one series whose samples are strictly increasing in
-// time needs none of that: WriteRun encodes it into blocks as it reads it
-// (an extent per head partition, a block per backfill partition, bounded
-// to the head partitions the run covers, as a generation's flush writes
-// them), fsyncs them, adds them to the queryable set and only then
-// returns. A crash before that leaves at most a temporary directory,
-// deleted at open; nothing is acknowledged that is not in a durable block.
+// time needs none of that: a RunWriter encodes it into blocks as it reads
+// it (an extent per head partition, a block per backfill partition shared
+// by the writer's series, bounded to the head partitions they cover, as a
+// generation's flush writes them); Commit fsyncs the blocks, adds them to
+// the queryable set and only then returns. Nothing is acknowledged that
+// is not in a durable block. A crash before Commit returns leaves
+// temporary directories, deleted at open, and perhaps some finished
+// blocks of the writer, which hold only samples given to it.
 //
 // First write wins (doc.go, invariant 6): a run's blocks take a backfill
 // generation number of their own (Meta.Seq and Meta.Backfill), drawn
