@@ -356,7 +356,6 @@ func decompress(r *bufio.Reader) (io.Reader, func(), error) {
 // (internal/ingest's readers) or Peregreen's (internal/sensor/pointio);
 // pre, if set, gives a sensor file already read (prefetchSensor).
 func (im *importer) readFile(i int, pre chan spooledSensor) error {
-	name := im.files[i]
 	emit := func(s *ingest.Sample) {
 		im.sorter.add(s.Labels, s.T, s.V, i, s.Line)
 		im.samples++
@@ -366,34 +365,20 @@ func (im *importer) readFile(i int, pre chan spooledSensor) error {
 	}
 	if pre != nil {
 		r := <-pre
+		if r.openErr != nil {
+			return r.openErr // names the file, as openFile's
+		}
 		err := r.err
 		if err == nil {
 			err = im.storeSensor(i, r.sp, emit)
 		}
-		if err == nil {
-			err = im.sorter.err
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		return nil
+		return im.fileDone(i, err)
 	}
-	var in io.Reader
-	if name == "-" {
-		in = im.o.Stdin
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
-	}
-	r, closeZ, err := decompress(bufio.NewReaderSize(&countingReader{r: in, im: im}, 256<<10))
+	r, closeIn, err := im.openFile(i)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return err
 	}
-	defer closeZ()
+	defer closeIn()
 
 	reject := func(r ingest.Rejection) { im.sum.reject(r.Reason, r.N, r.Skipped, i, r.Line, r.Msg) }
 	so := ingest.StreamOptions{Now: im.o.Now, InfluxPrecision: im.o.InfluxPrecision, OpenMetrics: im.formats[i] == FormatOpenMetrics}
@@ -412,11 +397,42 @@ func (im *importer) readFile(i int, pre chan spooledSensor) error {
 			err = im.storeSensor(i, sp.sp, emit)
 		}
 	}
+	return im.fileDone(i, err)
+}
+
+// fileDone ends the reading of file i with err, or the sorter's.
+func (im *importer) fileDone(i int, err error) error {
 	if err == nil {
 		err = im.sorter.err
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", im.files[i], err)
 	}
 	return nil
+}
+
+// openFile opens file i ("-": standard input), decompressed, counting
+// the bytes read; close releases it.
+func (im *importer) openFile(i int) (r io.Reader, close func(), err error) {
+	name := im.files[i]
+	in, f := im.o.Stdin, (*os.File)(nil)
+	if name != "-" {
+		if f, err = os.Open(name); err != nil {
+			return nil, nil, err
+		}
+		in = f
+	}
+	r, closeZ, err := decompress(bufio.NewReaderSize(&countingReader{r: in, im: im}, 256<<10))
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return r, func() {
+		closeZ()
+		if f != nil {
+			f.Close()
+		}
+	}, nil
 }

@@ -1,10 +1,8 @@
 package importer
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -35,8 +33,9 @@ func (im *importer) sensorName(i int) string {
 
 // spooledSensor is a sensor file read into a spool (spoolSensor).
 type spooledSensor struct {
-	sp  *spool.Spool
-	err error
+	sp      *spool.Spool
+	err     error
+	openErr error // the file did not open (openFile's error)
 }
 
 // spoolSensor reads file i, one sensor's points in a Peregreen upload
@@ -89,18 +88,12 @@ func (im *importer) prefetchSensor(i int) chan spooledSensor {
 	}
 	ch := make(chan spooledSensor, 1)
 	go func() {
-		f, err := os.Open(im.files[i])
+		r, closeIn, err := im.openFile(i)
 		if err != nil {
-			ch <- spooledSensor{err: err}
+			ch <- spooledSensor{openErr: err}
 			return
 		}
-		defer f.Close()
-		r, closeZ, err := decompress(bufio.NewReaderSize(&countingReader{r: f, im: im}, 256<<10))
-		if err != nil {
-			ch <- spooledSensor{err: err}
-			return
-		}
-		defer closeZ()
+		defer closeIn()
 		ch <- im.spoolSensor(i, r, false)
 	}()
 	return ch
