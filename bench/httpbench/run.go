@@ -66,6 +66,9 @@ func Run(ctx context.Context, cfg Config) (harness.Report, error) {
 		{"ingest and queries", r.ingestAndQueries},
 		{"cardinality", r.cardinality},
 	} {
+		if os.Getenv("XONLYCARD") != "" && phase.name != "cardinality" {
+			continue
+		}
 		r.logf("== %s", phase.name)
 		if err := phase.fn(); errors.Is(err, ErrMismatch) {
 			mismatch = err
@@ -471,6 +474,13 @@ func (r *httpRun) register(spec harness.PeerSpec, w workload.Workload, enc *enco
 	mid, err := p.Stats()
 	if err != nil {
 		return res, err
+	}
+	if err := harness.Sleep(r.ctx, settle); err != nil {
+		return res, err
+	}
+	if m2, err := p.Stats(); err == nil {
+		hm, _ := heapInuse(r.ctx, p)
+		r.logf("XMID %s rss/series %.0f heap/series %.0f", spec.Name, float64(m2.RSS-before.RSS)/float64(series), float64(hm-res.HeapBeforeBytes)/float64(series))
 	}
 	if err := r.waitCounts(p, w, enc.perName); err != nil {
 		return res, err

@@ -685,7 +685,7 @@ func (h *Head) moveSeries(ss []*memSeries) {
 		if s.cur == g {
 			continue
 		}
-		s.joinLocked(g)
+		h.joinLocked(s, g)
 		s.misfits = 0
 	}
 }

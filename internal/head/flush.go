@@ -255,7 +255,7 @@ func (h *Head) gcSeries(ss []*memSeries) {
 func (h *Head) hasData(s *memSeries) bool {
 	h.regMu.RLock()
 	var buf [2]*group
-	locs := s.groupsLocked(buf[:0])
+	locs := h.groupsLocked(s, buf[:0])
 	h.regMu.RUnlock()
 	for _, g := range locs {
 		g.mu.RLock()

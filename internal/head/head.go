@@ -103,19 +103,16 @@ type memSeries struct {
 	// change: read them without a lock, through labels and equal.
 	own  labels.Labels
 	tags *labels.Labels
-	hash uint64 // labels().Hash(); the struct stays in its 80-byte size class
 
 	lastT   atomic.Int64 // last in-order timestamp; written under the current group's appendMu
 	lastV   atomic.Uint64
 	indexed atomic.Bool // in Head.idx; see Head.idxMu
 	misfits int32       // guarded by the current group's appendMu
 
-	// guarded by Head.regMu
+	// cur is the group the series is written to; guarded by Head.regMu.
+	// The groups it joined before, if it moved, are in Head.moved (most
+	// series never move: the struct stays in the 64-byte size class).
 	cur *group
-	// moved lists every group the series has slots in, in order of
-	// joining, once it has moved out of its first; nil means cur only
-	// (most series never move: this saves a slice per series).
-	moved *[]*group
 }
 
 // labelBufs holds the scratch labels builds the labels of split series in.
@@ -171,28 +168,35 @@ func (s *memSeries) equal(lset labels.Labels) bool {
 	return lset.Get(labels.MetricName) == s.own.Get(labels.MetricName) && labels.Equal(lset.DropMetricName(), *s.tags)
 }
 
-// groupsLocked appends the groups the series has slots in, in order of
-// joining, to buf. Called with Head.regMu held.
-func (s *memSeries) groupsLocked(buf []*group) []*group {
-	if s.moved == nil {
-		return append(buf, s.cur)
+// groupsLocked appends the groups series s has slots in, in order of
+// joining, to buf. Called with regMu held.
+func (h *Head) groupsLocked(s *memSeries, buf []*group) []*group {
+	if len(h.moved) > 0 {
+		if gs, ok := h.moved[s]; ok {
+			return append(buf, gs...)
+		}
 	}
-	return append(buf, *s.moved...)
+	return append(buf, s.cur)
 }
 
-// joinLocked makes g the series' current group. Called with Head.regMu
-// held for writing.
-func (s *memSeries) joinLocked(g *group) {
+// joinLocked makes g series s's current group. Called with regMu held for
+// writing.
+func (h *Head) joinLocked(s *memSeries, g *group) {
 	if s.cur == g {
 		return
 	}
-	if s.moved == nil {
-		s.moved = &[]*group{s.cur}
+	gs, ok := h.moved[s]
+	if !ok {
+		gs = []*group{s.cur}
 	}
+	if !slices.Contains(gs, g) {
+		gs = append(gs, g)
+	}
+	if h.moved == nil {
+		h.moved = map[*memSeries][]*group{}
+	}
+	h.moved[s] = gs
 	s.cur = g
-	if !slices.Contains(*s.moved, g) {
-		*s.moved = append(*s.moved, g)
-	}
 }
 
 // Head is the in-memory store of the engine.
@@ -205,6 +209,9 @@ type Head struct {
 	// collisions holds the later series of a hash in byHash (rare: two
 	// label sets with one 64-bit hash).
 	collisions map[uint64][]*memSeries
+	// moved lists, for each series that moved out of its first group,
+	// every group it has slots in, in order of joining (groupsLocked).
+	moved map[*memSeries][]*group
 	// names interns the own labels ({__name__=…}) of split series
 	// (memSeries.tags): a tag-set group's members of one name share them.
 	// Bounded by maxNames; past it each series gets its own.
@@ -403,7 +410,7 @@ const maxNames = 1 << 16
 // in its first group g, and registers it by hash. Called with regMu held
 // for writing.
 func (h *Head) newSeriesLocked(ref model.SeriesRef, lset labels.Labels, hash uint64, g *group) *memSeries {
-	s := &memSeries{ref: ref, hash: hash, cur: g}
+	s := &memSeries{ref: ref, cur: g}
 	s.own, s.tags = h.splitLabelsLocked(lset, g)
 	s.lastT.Store(math.MinInt64)
 	if h.byHash[hash] == nil {
@@ -479,14 +486,14 @@ func (h *Head) SeriesLabels(ref model.SeriesRef) (labels.Labels, bool) {
 }
 
 // SeriesHash returns the hash of the series ref's labels
-// (labels.Labels.Hash), which the head keeps, and false if there is no
-// such series.
+// (labels.Labels.Hash), and false if there is no such series. The head
+// does not keep it (16 B a series): it hashes the labels.
 func (h *Head) SeriesHash(ref model.SeriesRef) (uint64, bool) {
 	s := h.seriesOf(ref)
 	if s == nil {
 		return 0, false
 	}
-	return s.hash, true
+	return s.labels().Hash(), true
 }
 
 func (h *Head) findLocked(hash uint64, lset labels.Labels) *memSeries {

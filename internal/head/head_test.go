@@ -363,9 +363,6 @@ func TestSharedTimes(t *testing.T) {
 	}
 }
 
-// TestMemSeriesSize: a series' struct stays in the 80-byte size class of
-// Go's allocator (the labels hash it keeps was free there); a field more
-// costs 16 B a series.
 // TestColumnSize: a column, which every series written to a partition
 // has, stays in its 80-byte size class.
 func TestColumnSize(t *testing.T) {
@@ -374,9 +371,11 @@ func TestColumnSize(t *testing.T) {
 	}
 }
 
+// TestMemSeriesSize: a series' struct stays in the 64-byte size class of
+// Go's allocator; a field more costs 16 B a series.
 func TestMemSeriesSize(t *testing.T) {
-	if n := unsafe.Sizeof(memSeries{}); n > 80 {
-		t.Errorf("memSeries is %d bytes, over its 80-byte size class", n)
+	if n := unsafe.Sizeof(memSeries{}); n > 64 {
+		t.Errorf("memSeries is %d bytes, over its 64-byte size class", n)
 	}
 }
 
@@ -474,14 +473,20 @@ func TestSharedTags(t *testing.T) {
 	require.Same(t, a.tags, b.tags, "a and b share their tags")
 	require.Equal(t, a.own.Get(labels.MetricName), "a")
 	require.Nil(t, series(sets[5]).tags, "a series without a name keeps its labels whole")
-	require.NotNil(t, series(sets[4]).moved, "c moved")
+	c := series(sets[4])
+	h.regMu.RLock()
+	require.Len(t, h.groupsLocked(c, nil), 2, "c moved")
+	require.Len(t, h.groupsLocked(a, nil), 1, "a did not")
+	h.regMu.RUnlock()
 	for _, l := range sets {
 		s := series(l)
 		require.NotNil(t, s, "%s found by its labels", l)
 		got, ok := h.SeriesLabels(s.ref)
 		require.True(t, ok)
 		require.True(t, labels.Equal(l, got), "SeriesLabels %s, want %s", got, l)
-		require.Equal(t, l.Hash(), s.hash)
+		hash, ok := h.SeriesHash(s.ref)
+		require.True(t, ok)
+		require.Equal(t, l.Hash(), hash)
 		l.Range(func(lb labels.Label) { require.Equal(t, lb.Value, s.labelValue(lb.Name)) })
 		require.Equal(t, "", s.labelValue("nope"))
 		ss, err := h.Select(math.MinInt64, math.MaxInt64, matchersOf(l)...)

@@ -286,7 +286,7 @@ func (h *Head) Select(mint, maxt int64, ms ...*labels.Matcher) ([]SeriesSnapshot
 		ref := model.SeriesRef(id)
 		h.regMu.RLock()
 		s := h.refs[ref]
-		locs = s.groupsLocked(locs[:0])
+		locs = h.groupsLocked(s, locs[:0])
 		h.regMu.RUnlock()
 		ss := SeriesSnapshot{Ref: ref, Labels: s.labels()}
 		stale = stale[:0]

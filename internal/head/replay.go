@@ -40,7 +40,7 @@ func (h *Head) ReplaySeries(d wal.SeriesDef) error {
 		h.refs[d.Ref] = s
 		h.publishRefsLocked()
 	} else {
-		s.joinLocked(g)
+		h.joinLocked(s, g)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -47,7 +47,7 @@ func (h *Head) SeriesGroups(lset labels.Labels, limit int) []SeriesGroup {
 	h.regMu.RLock()
 	var gs []*group
 	if s := h.findLocked(lset.Hash(), lset); s != nil {
-		gs = s.groupsLocked(nil)
+		gs = h.groupsLocked(s, nil)
 	}
 	h.regMu.RUnlock()
 	out := make([]SeriesGroup, 0, len(gs))
