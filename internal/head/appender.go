@@ -678,7 +678,7 @@ func (h *Head) moveSeries(ss []*memSeries) {
 	defer h.regMu.Unlock()
 	for _, s := range ss {
 		key := MovedKey(s.labels())
-		g := h.groupByKey[key]
+		g := h.groupOfKeyLocked(key)
 		if g == nil {
 			g = h.newGroupLocked(0, key)
 		}

@@ -121,7 +121,7 @@ func (h *Head) PartitionGroups(pid int64, fn func(*FlushGroup) error) error {
 		}
 		slices.Sort(ts)
 		ts = slices.Compact(ts)
-		fg := &FlushGroup{ID: g.id, Key: g.key, T: ts}
+		fg := &FlushGroup{ID: g.id, Key: g.Key(), T: ts}
 		n := len(ts) * len(snaps)
 		if cap(vbuf) < n {
 			vbuf, pbuf = make([]float64, n), make([]bool, n)

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -23,11 +24,15 @@ const MaxTupleSize = 8
 // group is one Heracles group: series written together, sharing one
 // timestamp column per partition.
 type group struct {
-	id  model.GroupID
+	id model.GroupID
+	// key is the group's GroupKey, or "" in a tag-set group whose tags
+	// were set at its creation: its key is then theirs (Key), not kept
+	// twice (it was 15 B a TSBS series). Never changed.
 	key string
 	// tags are the labels but __name__ its members share, in a tag-set
-	// group (GroupKey's "t:" keys): set with its first member, under
-	// Head.regMu, then never changed (memSeries.tags points here).
+	// group (GroupKey's "t:" keys): set at its creation from its key, or
+	// else with its first member, under Head.regMu, then never changed
+	// (memSeries.tags points here).
 	tags *labels.Labels
 
 	// appendMu serializes commits into the group, from validation through
@@ -49,6 +54,37 @@ type group struct {
 	// (the head's window), so a scan finds one, and a slice costs a
 	// fraction of a map's memory in a group of a few series.
 	parts []*gpart
+}
+
+// newGroup returns an empty group of key. A tag-set group keeps its tags
+// instead of its key.
+func newGroup(id model.GroupID, key string) *group {
+	g := &group{id: id, key: key}
+	if tags, ok := parseTagSetKey(key); ok {
+		g.key, g.tags = "", &tags
+	}
+	return g
+}
+
+// Key returns the group's GroupKey. It allocates for a tag-set group.
+func (g *group) Key() string {
+	if g.key == "" && g.tags != nil {
+		return tagSetKey(*g.tags)
+	}
+	return g.key
+}
+
+// hasKey reports whether key is the group's GroupKey, without allocating.
+func (g *group) hasKey(key string) bool {
+	if g.key == "" && g.tags != nil {
+		return isTagSetKey(key, *g.tags)
+	}
+	return g.key == key
+}
+
+// tagSet reports whether g is a tag-set group (GroupKey's "t:" keys).
+func (g *group) tagSet() bool {
+	return (g.key == "" && g.tags != nil) || strings.HasPrefix(g.key, keyTagSet)
 }
 
 // part returns partition pid of g, or nil. Called with g.mu held.

@@ -47,13 +47,7 @@ func GroupKey(lset labels.Labels, groupBy []string, graphiteDepth int) string {
 		}
 	})
 	if hasTags {
-		b.WriteString(keyTagSet)
-		lset.Range(func(l labels.Label) {
-			if l.Name != labels.MetricName {
-				writeQuoted(&b, l.Name, l.Value)
-			}
-		})
-		return b.String()
+		return tagSetKey(lset)
 	}
 	name := lset.Get(labels.MetricName)
 	if graphiteDepth > 0 {
@@ -62,6 +56,84 @@ func GroupKey(lset labels.Labels, groupBy []string, graphiteDepth int) string {
 		}
 	}
 	return keySingleton + lset.String()
+}
+
+// tagSetKey is the key of the tag-set group of the labels of lset but
+// __name__.
+func tagSetKey(lset labels.Labels) string {
+	var b strings.Builder
+	b.WriteString(keyTagSet)
+	lset.Range(func(l labels.Label) {
+		if l.Name != labels.MetricName {
+			writeQuoted(&b, l.Name, l.Value)
+		}
+	})
+	return b.String()
+}
+
+// isTagSetKey reports whether key is tagSetKey(tags), without allocating
+// (unless a value needs quoting).
+func isTagSetKey(key string, tags labels.Labels) bool {
+	rest, ok := strings.CutPrefix(key, keyTagSet)
+	tags.Range(func(l labels.Label) {
+		if !ok || l.Name == labels.MetricName {
+			return
+		}
+		var v string
+		if v, ok = strings.CutPrefix(rest, l.Name); !ok {
+			return
+		}
+		if v, ok = strings.CutPrefix(v, "="); !ok {
+			return
+		}
+		if v, ok = strings.CutPrefix(v, quote(l.Value)); !ok {
+			return
+		}
+		rest, ok = strings.CutPrefix(v, ",")
+	})
+	return ok && rest == ""
+}
+
+// parseTagSetKey returns the labels whose tagSetKey is key, and false if
+// key is not a tag-set key.
+func parseTagSetKey(key string) (labels.Labels, bool) {
+	rest, ok := strings.CutPrefix(key, keyTagSet)
+	if !ok {
+		return labels.EmptyLabels(), false
+	}
+	var ls []labels.Label
+	for rest != "" {
+		eq := strings.IndexByte(rest, '=')
+		if eq <= 0 {
+			return labels.EmptyLabels(), false
+		}
+		name := rest[:eq]
+		rest = rest[eq+1:]
+		var v strings.Builder
+		for {
+			if rest == "" {
+				return labels.EmptyLabels(), false // no closing ','
+			}
+			c := rest[0]
+			rest = rest[1:]
+			if c == ',' {
+				break
+			}
+			if c == '\\' {
+				if rest == "" {
+					return labels.EmptyLabels(), false
+				}
+				c, rest = rest[0], rest[1:]
+			}
+			v.WriteByte(c)
+		}
+		ls = append(ls, labels.Label{Name: name, Value: v.String()})
+	}
+	out := labels.New(ls...)
+	if _, dup := out.HasDuplicateLabelNames(); dup || tagSetKey(out) != key { // not in order, a __name__, duplicates, …
+		return labels.EmptyLabels(), false
+	}
+	return out, true
 }
 
 // MovedKey is the key of the group of its own a misfit series moves to.

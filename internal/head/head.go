@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/aerie-db/aerie/internal/index"
@@ -220,9 +220,13 @@ type Head struct {
 	// refsView is refs as of its last change, for lock-free lookups by
 	// ref (seriesOf): refs only grows, and an element, once non-nil,
 	// never changes, so a reader of an older view sees a prefix.
-	refsView   atomic.Pointer[[]*memSeries]
-	groups     []*group // index = id; groups[0] is nil
-	groupByKey map[string]*group
+	refsView atomic.Pointer[[]*memSeries]
+	groups   []*group // index = id; groups[0] is nil
+	// groupByKey holds the groups by their key's hash (xxhash): a group
+	// keeps no key string of its own where its tags give it (group.key).
+	// groupCollisions holds the later groups of a hash (rare).
+	groupByKey      map[uint64]*group
+	groupCollisions map[uint64][]*group
 
 	// idx lists the series that have data in the head. idxMu orders
 	// index membership changes: the garbage collector holds it exclusively
@@ -263,7 +267,7 @@ func New(opts Options, w WAL) (*Head, error) {
 		byHash:     map[uint64]*memSeries{},
 		refs:       []*memSeries{nil},
 		groups:     []*group{nil},
-		groupByKey: map[string]*group{},
+		groupByKey: map[uint64]*group{},
 	}
 	h.idx = index.NewMemIndexOf(registry{h})
 	h.maxT.Store(math.MinInt64)
@@ -393,7 +397,7 @@ func (h *Head) getOrCreate(lset labels.Labels) (*memSeries, error) {
 		return nil, fmt.Errorf("%w: series references exhausted", ErrSeriesLimit)
 	}
 	key := GroupKey(lset, h.opts.GroupBy, h.opts.GraphiteGroupDepth)
-	g := h.groupByKey[key]
+	g := h.groupOfKeyLocked(key)
 	if g == nil {
 		g = h.newGroupLocked(0, key)
 	}
@@ -429,7 +433,7 @@ func (h *Head) newSeriesLocked(ref model.SeriesRef, lset labels.Labels, hash uin
 // copy of lset and nil. Called with regMu held for writing.
 func (h *Head) splitLabelsLocked(lset labels.Labels, g *group) (labels.Labels, *labels.Labels) {
 	name := lset.Get(labels.MetricName)
-	if !strings.HasPrefix(g.key, keyTagSet) || name == "" {
+	if !g.tagSet() || name == "" {
 		return lset.Copy(), nil
 	}
 	rest := lset.DropMetricName()
@@ -517,10 +521,33 @@ func (h *Head) newGroupLocked(id model.GroupID, key string) *group {
 	for int(id) >= len(h.groups) {
 		h.groups = append(h.groups, nil)
 	}
-	g := &group{id: id, key: key}
+	g := newGroup(id, key)
 	h.groups[id] = g
-	h.groupByKey[key] = g
+	hk := xxhash.Sum64String(key)
+	if h.groupByKey[hk] == nil {
+		h.groupByKey[hk] = g
+	} else {
+		if h.groupCollisions == nil {
+			h.groupCollisions = map[uint64][]*group{}
+		}
+		h.groupCollisions[hk] = append(h.groupCollisions[hk], g)
+	}
 	return g
+}
+
+// groupOfKeyLocked returns the group of key, or nil. Called with regMu
+// held.
+func (h *Head) groupOfKeyLocked(key string) *group {
+	hk := xxhash.Sum64String(key)
+	if g := h.groupByKey[hk]; g == nil || g.hasKey(key) {
+		return g
+	}
+	for _, g := range h.groupCollisions[hk] {
+		if g.hasKey(key) {
+			return g
+		}
+	}
+	return nil
 }
 
 func (h *Head) partitionOf(t int64) int64 {
@@ -559,7 +586,7 @@ var errRetry = errors.New("series moved during commit")
 // not yet logged. Called with g.appendMu held.
 func (g *group) appendDefsLocked(recs [][]byte, slotsNow int) [][]byte {
 	if !g.loggedDef {
-		recs = append(recs, wal.AppendGroups(nil, []wal.GroupDef{{ID: g.id, Key: g.key}}))
+		recs = append(recs, wal.AppendGroups(nil, []wal.GroupDef{{ID: g.id, Key: g.Key()}}))
 	}
 	if g.loggedSlots < slotsNow {
 		g.mu.RLock()

@@ -115,7 +115,7 @@ func (h *Head) Defs(fn func(rec []byte) error) error {
 	gs := h.groupList()
 	defs := make([]wal.GroupDef, 0, len(gs))
 	for _, g := range gs {
-		defs = append(defs, wal.GroupDef{ID: g.id, Key: g.key})
+		defs = append(defs, wal.GroupDef{ID: g.id, Key: g.Key()})
 	}
 	if len(defs) > 0 {
 		if err := fn(wal.AppendGroups(nil, defs)); err != nil {

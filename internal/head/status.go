@@ -18,7 +18,7 @@ type GroupInfo struct {
 }
 
 func (g *group) infoLocked() GroupInfo {
-	gi := GroupInfo{ID: g.id, Key: g.key, Series: len(g.slots), Partitions: len(g.parts)}
+	gi := GroupInfo{ID: g.id, Key: g.Key(), Series: len(g.slots), Partitions: len(g.parts)}
 	for _, p := range g.parts {
 		gi.Rows += p.nRows
 	}
