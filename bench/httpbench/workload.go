@@ -36,6 +36,7 @@ VictoriaMetrics before. See bench/httpbench/doc.go.`,
 		f.IntVar(&cfg.RWBatch, "rw.batch", 0, "samples per remote-write request (default 2000)")
 		f.IntVar(&cfg.Instances, "instances", 0, "instances of each query pattern (default: the scale's)")
 		f.IntVar(&cfg.Repeats, "repeats", 0, "timed runs of each instance per server (default: the scale's)")
+		f.StringSliceVar(&cfg.Phases, "phases", []string{"ingest", "cardinality"}, "the phases to run: ingest (loads, disk and queries) and cardinality (new series)")
 		f.IntVar(&cfg.Series, "series", 0, "new series of the cardinality phase (default: the scale's)")
 		f.StringVar(&cfg.HeapProfile, "heapprofile", "", "write aerie serve's heap profile at the end of the cardinality phase to this file (go tool pprof reads it)")
 		return func(ctx context.Context, o harness.Options) (harness.Report, error) {
@@ -86,6 +87,9 @@ type Config struct {
 	// pattern and timed runs per instance.
 	Instances, Repeats int
 	Series             int // cardinality phase: new series (0 → the scale's)
+	// Phases are the phases to run, "ingest" and "cardinality" (nil:
+	// both).
+	Phases []string
 	// HeapProfile, if set, is where Aerie's heap profile is written at the
 	// end of the cardinality phase (/debug/pprof/heap, after a GC).
 	HeapProfile string
@@ -139,6 +143,14 @@ func (cfg *Config) check() (Scale, error) {
 	}
 	slices.Sort(cfg.Clients)
 	cfg.Clients = slices.Compact(cfg.Clients)
+	if len(cfg.Phases) == 0 {
+		cfg.Phases = []string{"ingest", "cardinality"}
+	}
+	for _, p := range cfg.Phases {
+		if p != "ingest" && p != "cardinality" {
+			return Scale{}, fmt.Errorf("--phases: %q is not ingest or cardinality", p)
+		}
+	}
 	cfg.LPBatch = orDefault(cfg.LPBatch, defaultLPBatch)
 	cfg.RWBatch = orDefault(cfg.RWBatch, defaultRWBatch)
 	sc.Instances = orDefault(cfg.Instances, sc.Instances)
