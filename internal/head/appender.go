@@ -68,29 +68,41 @@ func pendingSorted(ps []pending) bool {
 // sorted.
 const maxMergeRuns = 8
 
-// sortPending sorts ps by cmpPendingIdx, using buf (returned, grown) as
-// scratch. Unsorted samples of a commit usually come in a few sorted runs
-// in append order — a backfill commit holds the samples its appender sent
-// to the backfill at Append, then those its main head's commit spilled
-// (rows cut in two, each part in order) — which it merges stably in
-// linear time per run; other orders go to slices.SortFunc.
-func sortPending(ps []pending, buf []pending) []pending {
+// pendingSort is the scratch memory of sortPending, reused by commits.
+type pendingSort struct {
+	buf   []pending
+	rank  []uint8 // per sample: its timestamp's rank among the distinct ones
+	count []int
+}
+
+// sortPending sorts ps by cmpPendingIdx.
+//
+// Samples of a few timestamps (at most maxRowTimes: a request's scrapes of
+// many series, series after series, as remote write sends them) whose
+// append positions increase are sorted in linear time: a stable counting
+// sort by slot, then one by time. Unsorted samples of many timestamps
+// usually come in a few sorted runs in append order — a backfill commit
+// holds the samples its appender sent to the backfill at Append, then
+// those its main head's commit spilled (rows cut in two, each part in
+// order) — which it merges stably in linear time per run; other orders go
+// to slices.SortFunc.
+func (s *pendingSort) sortPending(ps []pending) {
+	if s.byCounting(ps) {
+		return
+	}
 	var ends [maxMergeRuns]int
 	runs := 0
 	for i := 1; i <= len(ps); i++ {
 		if i == len(ps) || cmpPending(ps[i-1], ps[i]) > 0 {
 			if runs == maxMergeRuns {
 				slices.SortFunc(ps, cmpPendingIdx)
-				return buf
+				return
 			}
 			ends[runs] = i
 			runs++
 		}
 	}
-	if cap(buf) < len(ps) {
-		buf = make([]pending, len(ps))
-	}
-	buf = buf[:len(ps)]
+	buf := s.scratch(len(ps))
 	for r := 1; r < runs; r++ {
 		// Merge ps[:ends[r-1]] (sorted so far) with the next run.
 		left, right := ps[:ends[r-1]], ps[ends[r-1]:ends[r]]
@@ -109,7 +121,114 @@ func sortPending(ps []pending, buf []pending) []pending {
 		out = append(out, right[j:]...)
 		copy(ps, out)
 	}
-	return buf
+}
+
+// scratch returns s.buf with length n.
+func (s *pendingSort) scratch(n int) []pending {
+	if cap(s.buf) < n {
+		s.buf = make([]pending, n)
+	}
+	s.buf = s.buf[:n]
+	return s.buf
+}
+
+// maxRowTimes is the most distinct timestamps byCounting sorts.
+const maxRowTimes = 64
+
+// maxCountSlot bounds the slots byCounting sorts (its count array).
+const maxCountSlot = 1 << 16
+
+// byCounting sorts ps by cmpPendingIdx with two stable counting sorts if
+// they hold at most maxRowTimes distinct timestamps, their slots are below
+// maxCountSlot and their append positions increase; else it reports false
+// and leaves ps as it was.
+func (s *pendingSort) byCounting(ps []pending) bool {
+	var times [maxRowTimes]int64
+	nt, last, maxSlot := 0, 0, model.Slot(0)
+	if cap(s.rank) < 2*len(ps) {
+		s.rank = make([]uint8, 2*len(ps))
+	}
+	rank, rank2 := s.rank[:len(ps)], s.rank[len(ps):2*len(ps)]
+	for i := range ps {
+		p := &ps[i]
+		if i > 0 && p.idx <= ps[i-1].idx {
+			return false
+		}
+		if p.slot >= maxCountSlot {
+			return false
+		}
+		maxSlot = max(maxSlot, p.slot)
+		if nt == 0 || times[last] != p.t {
+			j := 0
+			for j < nt && times[j] != p.t {
+				j++
+			}
+			if j == nt {
+				if nt == maxRowTimes {
+					return false
+				}
+				times[nt] = p.t
+				nt++
+			}
+			last = j
+		}
+		rank[i] = uint8(last) // the timestamp's index for now; its rank below
+	}
+	// Rank the distinct timestamps.
+	var order [maxRowTimes]uint8
+	for j := range nt {
+		order[j] = uint8(j)
+	}
+	slices.SortFunc(order[:nt], func(a, b uint8) int { return cmp.Compare(times[a], times[b]) })
+	var rankOf [maxRowTimes]uint8
+	for r, j := range order[:nt] {
+		rankOf[j] = uint8(r)
+	}
+	for i := range rank {
+		rank[i] = rankOf[rank[i]]
+	}
+	// By slot (stable) into buf, each sample's rank with it in rank2.
+	buf := s.scratch(len(ps))
+	count := s.counts(int(maxSlot) + 1)
+	for i := range ps {
+		count[ps[i].slot]++
+	}
+	sum := 0
+	for k, c := range count {
+		count[k] = sum
+		sum += c
+	}
+	for i := range ps {
+		at := count[ps[i].slot]
+		count[ps[i].slot]++
+		buf[at], rank2[at] = ps[i], rank[i]
+	}
+	// By time (stable) back into ps.
+	count = s.counts(nt)
+	for _, r := range rank2 {
+		count[r]++
+	}
+	sum = 0
+	for k, c := range count {
+		count[k] = sum
+		sum += c
+	}
+	for i := range buf {
+		r := rank2[i]
+		ps[count[r]] = buf[i]
+		count[r]++
+	}
+	return true
+}
+
+// counts returns s.count with n zeros.
+func (s *pendingSort) counts(n int) []int {
+	if cap(s.count) < n {
+		s.count = make([]int, n)
+	}
+	s.count = s.count[:n]
+	clear(s.count)
+	return s.count
 }
 
 // cmpPendingIdx is cmpPending, then append order: a total order, so an
@@ -345,7 +464,7 @@ type commitScratch struct {
 	// A commit of many narrow groups (Graphite hosts with few series each)
 	// then allocates nothing per group.
 	rows    []row
-	tmp     []pending // sortPending's
+	sort    pendingSort
 	rec     []byte
 	rd      wal.RowsDef
 	walRows []wal.Row
@@ -387,7 +506,7 @@ func (c *commitScratch) release() {
 	for i := range c.buckets {
 		clear(c.buckets[i])
 	}
-	clear(c.tmp)
+	clear(c.sort.buf)
 	commitPool.Put(c)
 }
 
@@ -488,7 +607,7 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) (err er
 		g, ps := sc.gs[gi], byGroup(gi)
 		assigned := h.assignSlots(g, ps, rej)
 		if !pendingSorted(ps) { // importers send rows in order
-			sc.tmp = sortPending(ps, sc.tmp)
+			sc.sort.sortPending(ps)
 		}
 		lastT, lastV, seen := sc.bySlot(assigned)
 		// At least len(ps)/width rows: a narrow group's long batch (one

@@ -394,19 +394,36 @@ func TestPendingSorted(t *testing.T) {
 	}
 }
 
-// TestSortPending: merged runs and sorted fallbacks order samples as a
-// sort by cmpPendingIdx does.
+// TestSortPending: counting sorts, merged runs and sorted fallbacks order
+// samples as a sort by cmpPendingIdx does.
 func TestSortPending(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	var buf []pending
-	for range 3000 {
+	var sorter pendingSort
+	for range 6000 {
 		n := r.IntN(40)
+		if r.IntN(10) == 0 {
+			n = r.IntN(3000)
+		}
 		ps := make([]pending, n)
-		switch r.IntN(3) {
+		switch r.IntN(5) {
 		case 0: // random
 			for i := range ps {
 				ps[i] = pending{t: int64(r.IntN(4)), slot: model.Slot(r.IntN(4))}
 			}
+		case 1: // many times (past byCounting's), wide slots
+			for i := range ps {
+				ps[i] = pending{t: int64(r.IntN(3 * maxRowTimes)), slot: model.Slot(r.IntN(maxCountSlot + 10))}
+			}
+		case 2: // series after series, a few scrapes each (remote write)
+			for i := range ps {
+				ps[i] = pending{t: int64(1000 + 15*(i%(1+n%5))), slot: model.Slot(i / (1 + n%5))}
+			}
+			r.Shuffle(len(ps)/(1+n%5), func(a, b int) { // series in any order
+				k := 1 + n%5
+				for j := range k {
+					ps[a*k+j], ps[b*k+j] = ps[b*k+j], ps[a*k+j]
+				}
+			})
 		default: // a few sorted runs
 			i := 0
 			for i < n {
@@ -429,7 +446,7 @@ func TestSortPending(t *testing.T) {
 		}
 		want := slices.Clone(ps)
 		slices.SortFunc(want, cmpPendingIdx)
-		buf = sortPending(ps, buf)
+		sorter.sortPending(ps)
 		if !slices.EqualFunc(ps, want, func(a, b pending) bool { return a.t == b.t && a.slot == b.slot && a.idx == b.idx }) {
 			t.Fatalf("got %v, want %v", ps, want)
 		}

@@ -1,8 +1,13 @@
 package ingest
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"math"
+	"os"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +19,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/prometheus/prompb"
 )
 
@@ -197,4 +203,114 @@ func tsbsRemoteWrite(b *testing.B, hosts, steps int, step0 int64) []byte {
 		b.Fatal(err)
 	}
 	return snappy.Encode(nil, pb)
+}
+
+// nodeCapture is the real node_exporter capture of ../shared/data (absent
+// in CI: the benchmark skips).
+const nodeCapture = "../../../shared/data/node-1s-a.rwpb.zst"
+
+// BenchmarkRemoteWriteNode replays the real node_exporter capture, the
+// requests exactly as Prometheus sent them (950 series, about 500 samples
+// a request), to the in-process handler over a DB with the default WAL,
+// one request at a time in the capture's order (its series would
+// otherwise arrive out of order). Past the capture's end it is replayed
+// again, shifted by its span. It reports the process' CPU per sample
+// beside samples/s.
+//
+//	go test -run '^$' -bench BenchmarkRemoteWriteNode -benchtime 3000x ./internal/ingest
+func BenchmarkRemoteWriteNode(b *testing.B) {
+	reqs := readCapture(b)
+	span := reqs[len(reqs)-1].maxT - reqs[0].minT + 1000
+	db := openDB(b, nil)
+	h := NewRemoteWriteHandler(db, Options{}, http.NotFoundHandler())
+	bodies := make([][]byte, b.N)
+	samples := 0
+	for i := range bodies {
+		r := reqs[i%len(reqs)]
+		shift := int64(i/len(reqs)) * span
+		for k := range r.req.Timeseries {
+			for j := range r.req.Timeseries[k].Samples {
+				r.req.Timeseries[k].Samples[j].Timestamp += shift
+			}
+		}
+		pb, err := r.req.Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for k := range r.req.Timeseries {
+			for j := range r.req.Timeseries[k].Samples {
+				r.req.Timeseries[k].Samples[j].Timestamp -= shift
+			}
+		}
+		bodies[i] = snappy.Encode(nil, pb)
+		samples += r.samples
+	}
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := range b.N {
+		r := httptest.NewRequest(http.MethodPost, "/api/v1/write", bytes.NewReader(bodies[i]))
+		r.Header.Set("Content-Type", "application/x-protobuf")
+		r.Header.Set("Content-Encoding", "snappy")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != http.StatusNoContent {
+			b.Fatalf("request %d: status %d: %s", i, rec.Code, rec.Body.String())
+		}
+	}
+	b.StopTimer()
+	cpu := cpuTime() - cpu0
+	runtime.ReadMemStats(&ms1)
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(samples), "cpu-ns/sample")
+	b.ReportMetric(float64(samples)/b.Elapsed().Seconds(), "samples/s")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(samples), "allocs/sample")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(samples), "B/sample")
+}
+
+// captured is one request of the capture.
+type captured struct {
+	req        prompb.WriteRequest
+	samples    int
+	minT, maxT int64
+}
+
+// readCapture returns the requests of nodeCapture, or skips b.
+func readCapture(b *testing.B) []captured {
+	b.Helper()
+	f, err := os.Open(nodeCapture)
+	if err != nil {
+		b.Skipf("no capture: %v", err)
+	}
+	defer f.Close()
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer zr.Close()
+	br := bufio.NewReader(zr)
+	var out []captured
+	for {
+		var n [4]byte
+		if _, err := io.ReadFull(br, n[:]); err == io.EOF {
+			return out
+		} else if err != nil {
+			b.Fatal(err)
+		}
+		buf := make([]byte, binary.BigEndian.Uint32(n[:]))
+		if _, err := io.ReadFull(br, buf); err != nil {
+			b.Fatal(err)
+		}
+		c := captured{minT: math.MaxInt64, maxT: math.MinInt64}
+		if err := c.req.Unmarshal(buf); err != nil {
+			b.Fatal(err)
+		}
+		for _, ts := range c.req.Timeseries {
+			c.samples += len(ts.Samples)
+			for _, s := range ts.Samples {
+				c.minT, c.maxT = min(c.minT, s.Timestamp), max(c.maxT, s.Timestamp)
+			}
+		}
+		out = append(out, c)
+	}
 }
