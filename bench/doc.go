@@ -22,9 +22,9 @@
 //     insert_throughput: samples per second of write time. Rows are
 //     generated untimed, 15 minutes of every target's scrapes at a time, and then written timed by GOMAXPROCS writers that own every
 //     n-th target and write its scrapes in time order: one Appender and
-//     Commit per scrape for Prometheus (series refs cached, as its scrape
-//     loop does), one Head.AppendRow per scrape for Aerie (series joined
-//     once). Joining or creating the series is timed for both.
+//     Commit per scrape for both engines, series refs cached, as
+//     Prometheus' scrape loop does (Aerie's appender is the path of every
+//     write it takes). Creating the series is timed for both.
 //     tsbs_<pattern>_head: the six TSBS patterns of Heracles Table 2 as
 //     PromQL through one promql.Engine over each storage while all data
 //     are in the heads; instances are drawn by seed, each pattern runs once

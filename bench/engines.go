@@ -14,7 +14,6 @@ import (
 	promtsdb "github.com/prometheus/prometheus/tsdb"
 
 	"github.com/aerie-db/aerie/bench/workload"
-	"github.com/aerie-db/aerie/internal/model"
 	"github.com/aerie-db/aerie/internal/tsdb"
 	"github.com/aerie-db/aerie/internal/wal"
 )
@@ -48,7 +47,7 @@ type aerieOptions struct {
 	hotPartitions  int     // tsdb.Options.HotPartitions
 }
 
-// aerieEngine is Aerie's engine, written one group row at a time.
+// aerieEngine is Aerie's engine.
 type aerieEngine struct {
 	*tsdb.DB
 }
@@ -70,67 +69,38 @@ func openAerie(dir string, o aerieOptions) (*aerieEngine, error) {
 
 func (e *aerieEngine) name() string { return "aerie" }
 
-// aerieTarget holds a target's series as (group, slot) pairs. All series of
-// a scrape target normally share one group; the general case splits a row
-// per group.
-type aerieTarget struct {
-	e      *aerieEngine
-	groups []*aerieGroupRow
-	where  []struct{ g, slot int } // per series index: groups index, slot
-}
-
-type aerieGroupRow struct {
-	gid    model.GroupID
-	values []float64
-	pres   []bool
-	used   []int // slots this target writes
-}
-
 func (e *aerieEngine) target(series []labels.Labels) (targetWriter, error) {
-	h := e.Head()
-	t := &aerieTarget{e: e, where: make([]struct{ g, slot int }, len(series))}
-	byGID := map[model.GroupID]int{}
-	for i, ls := range series {
-		gid, slot, err := h.Join(ls)
-		if err != nil {
-			return nil, fmt.Errorf("join %s: %w", ls, err)
-		}
-		gi, ok := byGID[gid]
-		if !ok {
-			gi = len(t.groups)
-			byGID[gid] = gi
-			t.groups = append(t.groups, &aerieGroupRow{gid: gid})
-		}
-		g := t.groups[gi]
-		if int(slot) >= len(g.values) {
-			g.values = append(g.values, make([]float64, int(slot)+1-len(g.values))...)
-			g.pres = append(g.pres, make([]bool, int(slot)+1-len(g.pres))...)
-		}
-		g.used = append(g.used, int(slot))
-		t.where[i] = struct{ g, slot int }{gi, int(slot)}
-	}
-	return t, nil
+	return newAppenderTarget(e.DB.Appender, series), nil
 }
 
-func (t *aerieTarget) write(row *workload.Row) error {
-	for _, g := range t.groups {
-		clear(g.pres)
-	}
+// appenderTarget writes a target's rows as Prometheus' scrape loop does,
+// into either engine: one appender and one Commit per scrape, the series'
+// refs cached. It is the path every write to Aerie takes (remote write,
+// line protocol, scraping).
+type appenderTarget struct {
+	appender func(context.Context) storage.Appender
+	series   []labels.Labels
+	refs     []storage.SeriesRef
+}
+
+func newAppenderTarget(app func(context.Context) storage.Appender, series []labels.Labels) *appenderTarget {
+	return &appenderTarget{appender: app, series: series, refs: make([]storage.SeriesRef, len(series))}
+}
+
+func (t *appenderTarget) write(row *workload.Row) error {
+	app := t.appender(context.Background())
 	for i, v := range row.Values {
 		if row.Present != nil && !row.Present[i] {
 			continue
 		}
-		w := t.where[i]
-		g := t.groups[w.g]
-		g.values[w.slot], g.pres[w.slot] = v, true
-	}
-	h := t.e.Head()
-	for _, g := range t.groups {
-		if err := h.AppendRow(g.gid, row.T, g.values, g.pres); err != nil {
-			return fmt.Errorf("aerie row at %d: %w", row.T, err)
+		ref, err := app.Append(t.refs[i], t.series[i], row.T, v)
+		if err != nil {
+			_ = app.Rollback()
+			return fmt.Errorf("append %s at %d: %w", t.series[i], row.T, err)
 		}
+		t.refs[i] = ref
 	}
-	return nil
+	return app.Commit()
 }
 
 func (e *aerieEngine) flushAll() error { return e.FlushHead() }
@@ -194,32 +164,8 @@ func (e *promEngine) Querier(mint, maxt int64) (storage.Querier, error) {
 	return e.db.Querier(mint, maxt)
 }
 
-// promTarget caches series refs as Prometheus' scrape loop does, and
-// commits one appender per scrape.
-type promTarget struct {
-	db     *promtsdb.DB
-	series []labels.Labels
-	refs   []storage.SeriesRef
-}
-
 func (e *promEngine) target(series []labels.Labels) (targetWriter, error) {
-	return &promTarget{db: e.db, series: series, refs: make([]storage.SeriesRef, len(series))}, nil
-}
-
-func (t *promTarget) write(row *workload.Row) error {
-	app := t.db.Appender(context.Background())
-	for i, v := range row.Values {
-		if row.Present != nil && !row.Present[i] {
-			continue
-		}
-		ref, err := app.Append(t.refs[i], t.series[i], row.T, v)
-		if err != nil {
-			app.Rollback()
-			return fmt.Errorf("prometheus append %s at %d: %w", t.series[i], row.T, err)
-		}
-		t.refs[i] = ref
-	}
-	return app.Commit()
+	return newAppenderTarget(e.db.Appender, series), nil
 }
 
 // flushAll compacts the head into blocks of Prometheus' default 2 h range,

@@ -42,7 +42,7 @@ func (r *runner) mainPhase() error {
 	r.rep.Samples = ins[0].samples
 	r.rep.add("insert_throughput", "samples/s", higher,
 		float64(ins[0].samples)/ins[0].write.Seconds(), float64(ins[1].samples)/ins[1].write.Seconds(),
-		fmt.Sprintf("%d writers, one scrape per commit/row, generation excluded", r.cfg.Writers))
+		fmt.Sprintf("%d writers, one scrape per commit, generation excluded", r.cfg.Writers))
 	r.rep.add("insert_gc_pause", "ms", lower, harness.Ms(ins[0].gcPause), harness.Ms(ins[1].gcPause), "Go GC pause total during the insert")
 
 	prof, profErr := tsbs.ProfileOf(r.main)

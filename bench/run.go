@@ -263,8 +263,7 @@ type insertStats struct {
 
 // insert writes every row of w into e with r.cfg.Writers goroutines, each
 // owning every Writers-th target and writing its targets' rows in time
-// order, one scrape (one Prometheus commit, one Aerie group row) at a
-// time. Rows are generated 15 minutes of scrapes at a time before the
+// order, one scrape (one appender's Commit) at a time. Rows are generated 15 minutes of scrapes at a time before the
 // timed write, so the generator's cost is not measured.
 func (r *runner) insert(e engine, w workload.Workload) (insertStats, error) {
 	var st insertStats
@@ -301,8 +300,8 @@ func (r *runner) insert(e engine, w workload.Workload) (insertStats, error) {
 		}
 		wg.Wait()
 	}
-	// Targets join the engine inside the timed part: Prometheus creates a
-	// series at its first append, Aerie at Join.
+	// Targets are prepared inside the timed part (both engines create a
+	// series at its first append).
 	t0 := time.Now()
 	parallel(func(k int) error {
 		for i := k; i < len(ts); i += nw {
