@@ -205,10 +205,7 @@ type Head struct {
 	wal  WAL
 
 	regMu  sync.RWMutex          // guards following
-	byHash map[uint64]*memSeries // the first series of each hash
-	// collisions holds the later series of a hash in byHash (rare: two
-	// label sets with one 64-bit hash).
-	collisions map[uint64][]*memSeries
+	byHash hashIndex[*memSeries] // by labels.Labels.Hash
 	// moved lists, for each series that moved out of its first group,
 	// every group it has slots in, in order of joining (groupsLocked).
 	moved map[*memSeries][]*group
@@ -224,9 +221,7 @@ type Head struct {
 	groups   []*group // index = id; groups[0] is nil
 	// groupByKey holds the groups by their key's hash (xxhash): a group
 	// keeps no key string of its own where its tags give it (group.key).
-	// groupCollisions holds the later groups of a hash (rare).
-	groupByKey      map[uint64]*group
-	groupCollisions map[uint64][]*group
+	groupByKey hashIndex[*group]
 
 	// idx lists the series that have data in the head. idxMu orders
 	// index membership changes: the garbage collector holds it exclusively
@@ -264,10 +259,8 @@ func New(opts Options, w WAL) (*Head, error) {
 		mem:        mem,
 		opts:       opts,
 		wal:        w,
-		byHash:     map[uint64]*memSeries{},
 		refs:       []*memSeries{nil},
 		groups:     []*group{nil},
-		groupByKey: map[uint64]*group{},
 	}
 	h.idx = index.NewMemIndexOf(registry{h})
 	h.maxT.Store(math.MinInt64)
@@ -417,14 +410,7 @@ func (h *Head) newSeriesLocked(ref model.SeriesRef, lset labels.Labels, hash uin
 	s := &memSeries{ref: ref, cur: g}
 	s.own, s.tags = h.splitLabelsLocked(lset, g)
 	s.lastT.Store(math.MinInt64)
-	if h.byHash[hash] == nil {
-		h.byHash[hash] = s
-	} else {
-		if h.collisions == nil {
-			h.collisions = map[uint64][]*memSeries{}
-		}
-		h.collisions[hash] = append(h.collisions[hash], s)
-	}
+	h.byHash.add(hash, s)
 	return s
 }
 
@@ -501,16 +487,45 @@ func (h *Head) SeriesHash(ref model.SeriesRef) (uint64, bool) {
 }
 
 func (h *Head) findLocked(hash uint64, lset labels.Labels) *memSeries {
-	s := h.byHash[hash]
-	if s == nil || s.equal(lset) {
-		return s
+	return h.byHash.find(hash, func(s *memSeries) bool { return s.equal(lset) })
+}
+
+// hashIndex finds values by a 64-bit hash of what identifies them: the
+// first value of each hash in one map, the rare later ones (two keys of
+// one hash) in another. The zero V is no value.
+type hashIndex[V comparable] struct {
+	first map[uint64]V
+	more  map[uint64][]V
+}
+
+func (x *hashIndex[V]) add(h uint64, v V) {
+	var zero V
+	if x.first == nil {
+		x.first = map[uint64]V{}
 	}
-	for _, s := range h.collisions[hash] {
-		if s.equal(lset) {
-			return s
+	if x.first[h] == zero {
+		x.first[h] = v
+		return
+	}
+	if x.more == nil {
+		x.more = map[uint64][]V{}
+	}
+	x.more[h] = append(x.more[h], v)
+}
+
+// find returns the value of hash h that is accepts, or the zero V.
+func (x *hashIndex[V]) find(h uint64, is func(V) bool) V {
+	var zero V
+	v := x.first[h]
+	if v == zero || is(v) {
+		return v
+	}
+	for _, v := range x.more[h] {
+		if is(v) {
+			return v
 		}
 	}
-	return nil
+	return zero
 }
 
 // newGroupLocked creates a group; id 0 means "next". Called with regMu held.
@@ -523,31 +538,14 @@ func (h *Head) newGroupLocked(id model.GroupID, key string) *group {
 	}
 	g := newGroup(id, key)
 	h.groups[id] = g
-	hk := xxhash.Sum64String(key)
-	if h.groupByKey[hk] == nil {
-		h.groupByKey[hk] = g
-	} else {
-		if h.groupCollisions == nil {
-			h.groupCollisions = map[uint64][]*group{}
-		}
-		h.groupCollisions[hk] = append(h.groupCollisions[hk], g)
-	}
+	h.groupByKey.add(xxhash.Sum64String(key), g)
 	return g
 }
 
 // groupOfKeyLocked returns the group of key, or nil. Called with regMu
 // held.
 func (h *Head) groupOfKeyLocked(key string) *group {
-	hk := xxhash.Sum64String(key)
-	if g := h.groupByKey[hk]; g == nil || g.hasKey(key) {
-		return g
-	}
-	for _, g := range h.groupCollisions[hk] {
-		if g.hasKey(key) {
-			return g
-		}
-	}
-	return nil
+	return h.groupByKey.find(xxhash.Sum64String(key), func(g *group) bool { return g.hasKey(key) })
 }
 
 func (h *Head) partitionOf(t int64) int64 {

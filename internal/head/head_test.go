@@ -536,7 +536,7 @@ func TestHashCollisions(t *testing.T) {
 	for i, l := range []labels.Labels{lbl("__name__", "a", "x", "1"), lbl("__name__", "b", "x", "1"), lbl("__name__", "c", "x", "1")} {
 		require.Same(t, made[i], h.findLocked(42, l))
 	}
-	require.Len(t, h.collisions[42], 2)
+	require.Len(t, h.byHash.more[42], 2)
 	// Same name, other tags; same tags, other name: neither is found.
 	require.Nil(t, h.findLocked(42, lbl("__name__", "a", "x", "2")))
 	require.Nil(t, h.findLocked(42, lbl("__name__", "d", "x", "1")))
