@@ -256,11 +256,11 @@ func New(opts Options, w WAL) (*Head, error) {
 		return nil, fmt.Errorf("head: %w", err)
 	}
 	h := &Head{
-		mem:        mem,
-		opts:       opts,
-		wal:        w,
-		refs:       []*memSeries{nil},
-		groups:     []*group{nil},
+		mem:    mem,
+		opts:   opts,
+		wal:    w,
+		refs:   []*memSeries{nil},
+		groups: []*group{nil},
 	}
 	h.idx = index.NewMemIndexOf(registry{h})
 	h.maxT.Store(math.MinInt64)
