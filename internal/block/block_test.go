@@ -348,3 +348,46 @@ func TestFetchWhole(t *testing.T) {
 	}
 	require.True(t, fetchWhole(&groupInfo{minT: 5, maxT: 5}, 0, 10), "one row")
 }
+
+// TestWriterSetRange: a streaming writer narrows its block's range to
+// one that holds every group, and is refused a range outside the block,
+// empty, or cutting a group's rows; a refused range changes nothing.
+func TestWriterSetRange(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		mint, maxt int64
+		ok         bool
+	}{
+		{"the block's own", 0, 7200_000, true},
+		{"tight around the rows", 1000, 5001, true},
+		{"starts before the block", -1, 5001, false},
+		{"ends after the block", 1000, 7200_001, false},
+		{"cuts the first row", 1001, 5001, false},
+		{"ends at the last row", 1000, 5000, false},
+		{"empty", 5, 5, false},
+		{"reversed", 5001, 1000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			dict, err := index.OpenTagDict(filepath.Join(dir, "tagdict"))
+			require.NoError(t, err)
+			defer dict.Close()
+			w, err := NewWriter(dir, 0, 7200_000, dict, WriterOptions{})
+			require.NoError(t, err)
+			c := Column{Labels: labels.FromStrings("__name__", "m"), Values: []float64{1, 2}, Present: []bool{true, true}}
+			require.NoError(t, w.AddGroup([]int64{1000, 5000}, []Column{c}))
+			err = w.SetRange(tc.mint, tc.maxt)
+			wantMin, wantMax := int64(0), int64(7200_000)
+			if tc.ok {
+				require.NoError(t, err)
+				wantMin, wantMax = tc.mint, tc.maxt
+			} else {
+				require.Error(t, err)
+			}
+			_, meta, err := w.Finish()
+			require.NoError(t, err)
+			require.Equal(t, wantMin, meta.MinTime)
+			require.Equal(t, wantMax, meta.MaxTime)
+		})
+	}
+}

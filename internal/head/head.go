@@ -103,6 +103,10 @@ type memSeries struct {
 	// change: read them without a lock, through labels and equal.
 	own  labels.Labels
 	tags *labels.Labels
+	// hash is labels().Hash(), kept: every sample written behind the late
+	// observers' horizon reports it (LateWrite), and building a tag-set
+	// series' labels to hash them tripled a history load's CPU.
+	hash uint64
 
 	lastT   atomic.Int64 // last in-order timestamp; written under the current group's appendMu
 	lastV   atomic.Uint64
@@ -111,7 +115,7 @@ type memSeries struct {
 
 	// cur is the group the series is written to; guarded by Head.regMu.
 	// The groups it joined before, if it moved, are in Head.moved (most
-	// series never move: the struct stays in the 64-byte size class).
+	// series never move: the struct stays in the 80-byte size class).
 	cur *group
 }
 
@@ -407,7 +411,7 @@ const maxNames = 1 << 16
 // in its first group g, and registers it by hash. Called with regMu held
 // for writing.
 func (h *Head) newSeriesLocked(ref model.SeriesRef, lset labels.Labels, hash uint64, g *group) *memSeries {
-	s := &memSeries{ref: ref, cur: g}
+	s := &memSeries{ref: ref, hash: hash, cur: g}
 	s.own, s.tags = h.splitLabelsLocked(lset, g)
 	s.lastT.Store(math.MinInt64)
 	h.byHash.add(hash, s)
@@ -476,14 +480,14 @@ func (h *Head) SeriesLabels(ref model.SeriesRef) (labels.Labels, bool) {
 }
 
 // SeriesHash returns the hash of the series ref's labels
-// (labels.Labels.Hash), and false if there is no such series. The head
-// does not keep it (16 B a series): it hashes the labels.
+// (labels.Labels.Hash), which the head keeps, and false if there is no
+// such series.
 func (h *Head) SeriesHash(ref model.SeriesRef) (uint64, bool) {
 	s := h.seriesOf(ref)
 	if s == nil {
 		return 0, false
 	}
-	return s.labels().Hash(), true
+	return s.hash, true
 }
 
 func (h *Head) findLocked(hash uint64, lset labels.Labels) *memSeries {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -136,7 +137,13 @@ func TestUploadRuns(t *testing.T) {
 		}
 		return out
 	}
-	runs := func() int64 { return e.db.BackfillStats().RunSamples }
+	runs := func() int64 {
+		// Every run of this test is an upload's: the service's metric
+		// counts what the engine wrote.
+		n := e.db.BackfillStats().RunSamples
+		require.EqualValues(t, n, testutil.ToFloat64(e.svc.m.runPoints), "aerie_sensor_upload_run_points_total")
+		return n
+	}
 
 	// In time order, spooled to the file: one run.
 	a := span(t0, 20)
