@@ -2,6 +2,7 @@ package tsdb
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -364,4 +365,49 @@ func TestRunWriterManySeries(t *testing.T) {
 	}
 	require.Equal(t, want, query(t, db, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")))
 	require.Empty(t, query(t, db, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchRegexp, "__name__", "x|y|z")))
+}
+
+// TestCloseWaitsForRunWriter: Close waits for a RunWriter in flight, and
+// refuses new ones meanwhile; what the writer commits is there after a
+// reopen.
+func TestCloseWaitsForRunWriter(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{PartitionRange: 2 * 3600_000, FlushCheckInterval: -1}
+	db, err := Open(dir, opts)
+	require.NoError(t, err)
+	ctx := context.Background()
+	old := time.Now().UnixMilli() - 10*24*3600_000
+	old -= old % 1000
+	lset := labels.FromStrings("__name__", "hist")
+	rw, err := db.NewRunWriter(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rw.Series(lset))
+	for i := range 100 {
+		require.NoError(t, rw.Add(old+int64(i)*1000, float64(i)))
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	// Close has begun once it refuses new writers.
+	require.Eventually(t, func() bool {
+		w, err := db.NewRunWriter(ctx)
+		if err == nil {
+			w.Abort()
+		}
+		return errors.Is(err, errClosed)
+	}, 10*time.Second, time.Millisecond)
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) with a RunWriter in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	n, err := rw.Commit()
+	require.NoError(t, err)
+	require.EqualValues(t, 100, n)
+	require.NoError(t, <-closed)
+
+	db, err = Open(dir, opts)
+	require.NoError(t, err)
+	defer db.Close()
+	ss := query(t, db, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", "hist"))[lset.String()]
+	require.Len(t, ss, 100)
 }
