@@ -409,19 +409,42 @@ func (a *Appender) Rollback() error {
 // applies them to the head. Rejected samples are reported in an
 // *AppendError; every other sample is stored. A WAL error stores nothing.
 func (a *Appender) Commit() error {
+	ticket, err := a.CommitNoWait()
+	if werr := a.h.WaitDurable(ticket); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// CommitNoWait is Commit without waiting for the WAL's fsync: the rows are
+// applied (visible to queries, as after Commit) and their records written.
+// The caller must not acknowledge them before WaitDurable(ticket) returns
+// nil. A ticket of 0 needs no wait.
+func (a *Appender) CommitNoWait() (ticket uint64, err error) {
 	defer a.Rollback()
 	rej := a.rej
-	return a.h.commitAll(a.pend, &rej, a.spill)
+	err = a.h.commitAll(a.pend, &rej, a.spill, &ticket)
+	return ticket, err
+}
+
+// WaitDurable returns once the records of a CommitNoWait's ticket are
+// durable, or with the error that keeps them from it.
+func (h *Head) WaitDurable(ticket uint64) error {
+	if ticket == 0 || h.wal == nil {
+		return nil
+	}
+	return h.wal.Wait(ticket)
 }
 
 // commitAll commits pend, retrying when a series moved groups meanwhile
 // (commit returns errRetry before it validates anything), and returns rej
-// if any sample was rejected.
-func (h *Head) commitAll(pend []pending, rej *AppendError, spill SpillFunc) error {
+// if any sample was rejected. With ticket set, the commit does not wait
+// for its WAL records' fsync but leaves their ticket there.
+func (h *Head) commitAll(pend []pending, rej *AppendError, spill SpillFunc, ticket *uint64) error {
 	if len(pend) > 0 {
-		err := h.commit(pend, rej, spill)
+		err := h.commit(pend, rej, spill, ticket)
 		for err == errRetry {
-			err = h.commit(pend, rej, spill)
+			err = h.commit(pend, rej, spill, ticket)
 		}
 		if err != nil {
 			return err
@@ -528,7 +551,7 @@ func (c *commitScratch) bySlot(width int) ([]int64, []uint64, []bool) {
 // second queueing behind the first's. A commit returns only once its
 // records are durable; its rows are visible to queries from when they are
 // applied, as Prometheus' are.
-func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) (err error) {
+func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc, noWait *uint64) (err error) {
 	sc := commitPool.Get().(*commitScratch)
 	defer sc.release()
 	sc.reset(len(pend))
@@ -569,6 +592,10 @@ func (h *Head) commit(pend []pending, rej *AppendError, spill SpillFunc) (err er
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(sc.gs[a].id, sc.gs[b].id) })
 	var ticket uint64 // the WAL's; waited for after the unlock below (defers run last first)
 	defer func() {
+		if ticket != 0 && noWait != nil {
+			*noWait = ticket // the caller waits (CommitNoWait)
+			return
+		}
 		if ticket != 0 {
 			if werr := h.wal.Wait(ticket); err == nil {
 				err = werr

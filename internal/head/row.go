@@ -81,7 +81,7 @@ func (h *Head) AppendRow(gid model.GroupID, t int64, values []float64, presence 
 		pend = append(pend, pending{s: g.slots[slot], t: t, v: values[slot], idx: slot})
 	}
 	g.mu.RUnlock()
-	return h.commitAll(pend, &AppendError{}, nil)
+	return h.commitAll(pend, &AppendError{}, nil, nil)
 }
 
 // appendRowFast commits one row of g when every present slot's series

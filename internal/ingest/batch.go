@@ -23,6 +23,18 @@ type batch struct {
 	cur     storage.Appender // nil between commits
 	pending int              // samples in cur, stored if cur commits
 	seen    *seenSet
+
+	// waits are the fsyncs of the batch's commits that did not wait for
+	// them (commitNoWait); unsynced counts their samples. sync waits for
+	// them before the request is answered.
+	waits    []func() error
+	unsynced int
+}
+
+// noWaitCommitter is an appender that can commit without waiting for its
+// records' fsync (tsdb's): wait returns once they are durable.
+type noWaitCommitter interface {
+	CommitNoWait() (wait func() error, err error)
 }
 
 // sampleKey is one series (the hash of its labels) at one timestamp
@@ -90,7 +102,10 @@ func newBatch(ctx context.Context, app storage.Appendable, limit int, rep *repor
 var seenPool sync.Pool
 
 // release gives the batch's memory back; the batch is not used after.
+// Every handler syncs before it answers; a batch left unsynced is synced
+// here all the same.
 func (b *batch) release() {
+	_ = b.sync()
 	if len(b.seen.m) <= 1<<20 {
 		b.seen.reset()
 		seenPool.Put(b.seen)
@@ -155,26 +170,75 @@ func (b *batch) metadata(name string, m metadata.Metadata) {
 	_, _ = b.appender().UpdateMetadata(0, labels.FromStrings(labels.MetricName, name), m)
 }
 
-// lineDone commits if the batch is full.
+// lineDone commits if the batch is full, without waiting for the
+// commit's fsync where the appender can (sync waits for it).
 func (b *batch) lineDone() error {
 	if b.pending < b.limit {
 		return nil
 	}
-	return b.commit()
+	c, ok := b.cur.(noWaitCommitter)
+	if !ok {
+		return b.commit()
+	}
+	n := b.pending
+	b.cur, b.pending = nil, 0
+	b.seen.reset()
+	wait, err := c.CommitNoWait()
+	b.waits = append(b.waits, wait)
+	if err != nil {
+		b.rep.reject(ReasonStorage, n, 0, func() string {
+			return fmt.Sprintf("commit of %d samples failed: %v", n, err)
+		})
+		return err
+	}
+	b.unsynced += n
+	return nil
 }
 
-// commit makes the pending samples durable. On failure they are counted
-// as rejected (storage_error) and the error is returned.
+// commit makes the pending samples durable, and syncs the batch's earlier
+// commits. On failure they are counted as rejected (storage_error) and the
+// error is returned.
 func (b *batch) commit() error {
 	if b.cur == nil {
-		return nil
+		return b.sync()
 	}
 	app, n := b.cur, b.pending
 	b.cur, b.pending = nil, 0
 	b.seen.reset()
-	if err := app.Commit(); err != nil {
+	err := app.Commit()
+	if err != nil {
 		b.rep.reject(ReasonStorage, n, 0, func() string {
 			return fmt.Sprintf("commit of %d samples failed: %v", n, err)
+		})
+	} else {
+		b.rep.stored += n
+	}
+	if serr := b.sync(); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// sync waits for the fsyncs of the commits lineDone did not wait for. Their
+// samples are then stored, or, if one failed, counted as rejected
+// (storage_error) with the error returned.
+func (b *batch) sync() error {
+	var err error
+	for _, wait := range b.waits {
+		if werr := wait(); err == nil {
+			err = werr
+		}
+	}
+	clear(b.waits)
+	b.waits = b.waits[:0]
+	n := b.unsynced
+	b.unsynced = 0
+	if n == 0 {
+		return err
+	}
+	if err != nil {
+		b.rep.reject(ReasonStorage, n, 0, func() string {
+			return fmt.Sprintf("%d committed samples not made durable: %v", n, err)
 		})
 		return err
 	}

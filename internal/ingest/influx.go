@@ -143,6 +143,9 @@ func (h *influxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if readErr == nil && commitErr == nil {
 		commitErr = b.commit()
 	}
+	if err := b.sync(); commitErr == nil {
+		commitErr = err // what was committed before a read error
+	}
 	respond(w, &h.opts, ProtocolInflux, rep, readErr, commitErr)
 }
 

@@ -71,6 +71,9 @@ func (h *promImportHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if commitErr == nil {
 		commitErr = pi.b.commit()
 	}
+	if err := pi.b.sync(); commitErr == nil {
+		commitErr = err
+	}
 	respond(w, &h.opts, ProtocolPromImport, rep, nil, commitErr)
 }
 

@@ -191,6 +191,9 @@ func (h *vmImportHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Lines read in full before a read error are good: store them.
 		commitErr = b.commit()
 	}
+	if err := b.sync(); commitErr == nil {
+		commitErr = err
+	}
 	if runs != nil && commitErr == nil {
 		n, err := runs.commit()
 		if err != nil {

@@ -209,6 +209,24 @@ func (a *appender) SetOptions(o *storage.AppendOptions) {
 // When one part fails the other may have been stored: a retry rewrites
 // the same samples, which both heads accept as duplicates of equal value.
 func (a *appender) Commit() error {
+	wait, err := a.CommitNoWait()
+	if werr := wait(); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// CommitNoWait is Commit without waiting for the head WAL's fsync (the
+// backfill's, rare, it still waits for): every sample is applied and its
+// records written, and wait, never nil, returns once they are durable or
+// with the error that keeps them from it. The caller must not acknowledge
+// the samples before wait returned nil. A batch of several commits (one
+// request's) waits once, after its last: the head's commits share one
+// fsync instead of each waiting for its own.
+func (a *appender) CommitNoWait() (wait func() error, err error) {
+	var ticket uint64
+	h := a.db.head
+	wait = func() error { return h.WaitDurable(ticket) }
 	defer func() {
 		clear(a.bf)
 		clear(a.spilled)
@@ -226,7 +244,7 @@ func (a *appender) Commit() error {
 			bfErr = a.db.commitBackfill(a.bf)
 		}()
 	}
-	err := a.app.Commit()
+	ticket, err = a.app.CommitNoWait()
 	if bfDone != nil {
 		<-bfDone
 	}
@@ -240,7 +258,7 @@ func (a *appender) Commit() error {
 		bfErr = nil
 	}
 	if err = cmp.Or(err, bfErr); err != nil {
-		return err
+		return wait, err
 	}
 	if len(a.spilled) > 0 {
 		err = a.db.commitBackfill(a.spilled)
@@ -250,7 +268,7 @@ func (a *appender) Commit() error {
 		}
 	}
 	a.reportLate()
-	return err
+	return wait, err
 }
 
 // reportLate tells the late observer of the commit's samples older than its
