@@ -41,6 +41,10 @@
 //     no Content-Length) may follow a partial commit; the message says how
 //     many samples were stored before it. Re-sending the body is safe for
 //     samples with explicit timestamps: identical duplicates are no-ops.
+//     A full batch commits without waiting for its WAL fsync (the engine's
+//     CommitNoWait); the request waits for every such fsync before it
+//     answers, so nothing is acknowledged, nor counted stored, before it
+//     is durable, and one request's batches share fsyncs.
 //  4. Bodies are limited to Options.MaxBodyBytes both on the wire and
 //     after gzip decompression (no gzip bombs); beyond it the answer is 413.
 //  5. Two samples of one series with one timestamp in one batch keep the
