@@ -57,11 +57,14 @@
 //     once its records are durable (WAL.Wait), which it waits for after
 //     releasing its groups' append locks: its rows may be visible to
 //     queries before their fsync, as Prometheus' are, never acknowledged
-//     before it.
+//     before it. CommitNoWait leaves that wait to its caller (WaitDurable),
+//     who must not acknowledge before it returns.
 //  7. A series' labels are fixed at its creation. In a tag-set group
 //     (GroupKey's "t:" keys) a series keeps only its __name__ (interned)
 //     and points at the labels it shares with the group's other members,
 //     which the group holds once (Heracles); memSeries.labels rebuilds
-//     them, and memSeries.equal compares without rebuilding. The label
-//     index keeps no labels of its own: it reads them from the registry.
+//     them, and memSeries.equal compares without rebuilding. Such a group
+//     keeps no key string either: group.Key derives it from the tags, and
+//     WAL replay parses it back into them. The label index keeps no
+//     labels of its own: it reads them from the registry.
 package head
