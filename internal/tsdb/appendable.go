@@ -203,30 +203,36 @@ func (a *appender) SetOptions(o *storage.AppendOptions) {
 // dropped, as Prometheus' head does; only a storage failure is an error.
 //
 // The samples bound for the backfill at Append are committed to their
-// generations while the head commits: each waits for its own WAL's fsync,
-// and a request that writes both (a lagging client's) waits for the
-// slower, not for the sum. The ones the head's commit spills follow it.
+// generations while the head commits, and the commit then waits for the
+// head's WAL and the generations' together: a request that writes both (a
+// lagging client's) waits for the slower fsync, not for the sum. The ones
+// the head's commit spills follow it.
 // When one part fails the other may have been stored: a retry rewrites
 // the same samples, which both heads accept as duplicates of equal value.
 func (a *appender) Commit() error {
-	wait, err := a.CommitNoWait()
-	if werr := wait(); err == nil {
+	d, err := a.commitNoWait()
+	if werr := d.wait(); err == nil {
 		err = werr
 	}
 	return err
 }
 
-// CommitNoWait is Commit without waiting for the head WAL's fsync (the
-// backfill's, rare, it still waits for): every sample is applied and its
-// records written, and wait, never nil, returns once they are durable or
-// with the error that keeps them from it. The caller must not acknowledge
-// the samples before wait returned nil. A batch of several commits (one
-// request's) waits once, after its last: the head's commits share one
-// fsync instead of each waiting for its own.
+// CommitNoWait is Commit without waiting for the WALs' fsyncs: every
+// sample is applied and its records written, the head's and the backfill
+// generations' alike, and wait, never nil, returns once they are all
+// durable or with the error that keeps them from it. The caller must not
+// acknowledge the samples before wait returned nil. A batch of several
+// commits (one request's) waits once, after its last: its commits share
+// fsyncs instead of each waiting for its own.
 func (a *appender) CommitNoWait() (wait func() error, err error) {
-	var ticket uint64
-	h := a.db.head
-	wait = func() error { return h.WaitDurable(ticket) }
+	d, err := a.commitNoWait()
+	return d.wait, err
+}
+
+// commitNoWait is CommitNoWait, returning what its wait waits for.
+func (a *appender) commitNoWait() (d *durable, err error) {
+	d = &durable{}
+	d.waits = d.one[:0]
 	defer func() {
 		clear(a.bf)
 		clear(a.spilled)
@@ -234,19 +240,24 @@ func (a *appender) CommitNoWait() (wait func() error, err error) {
 		a.releaseLate()
 	}()
 	var (
-		bfErr  error
-		bfDone chan struct{}
+		bfErr   error
+		bfWaits []walTicket
+		bfDone  chan struct{}
 	)
 	if len(a.bf) > 0 {
 		bfDone = make(chan struct{})
 		go func() {
 			defer close(bfDone)
-			bfErr = a.db.commitBackfill(a.bf)
+			bfWaits, bfErr = a.db.commitBackfill(a.bf, nil)
 		}()
 	}
-	ticket, err = a.app.CommitNoWait()
+	ticket, err := a.app.CommitNoWait()
+	if ticket != 0 {
+		d.waits = append(d.waits, walTicket{a.db.head, ticket})
+	}
 	if bfDone != nil {
 		<-bfDone
+		d.waits = append(d.waits, bfWaits...)
 	}
 	var ae *head.AppendError
 	if errors.As(err, &ae) {
@@ -258,17 +269,42 @@ func (a *appender) CommitNoWait() (wait func() error, err error) {
 		bfErr = nil
 	}
 	if err = cmp.Or(err, bfErr); err != nil {
-		return wait, err
+		return d, err
 	}
 	if len(a.spilled) > 0 {
-		err = a.db.commitBackfill(a.spilled)
+		d.waits, err = a.db.commitBackfill(a.spilled, d.waits)
 		if errors.As(err, &ae) {
 			a.db.countCommitRejections(ae)
 			err = nil
 		}
 	}
 	a.reportLate()
-	return wait, err
+	return d, err
+}
+
+// walTicket is a commit's WAL ticket in the head (main or backfill
+// generation) that wrote it.
+type walTicket struct {
+	h      *head.Head
+	ticket uint64
+}
+
+// durable is what one commit waits for before its samples may be
+// acknowledged: the tickets of the heads it wrote.
+type durable struct {
+	waits []walTicket
+	one   [1]walTicket // waits' memory for the usual commit, into the main head alone
+}
+
+// wait returns once every ticket is durable, or with the first error.
+func (d *durable) wait() error {
+	var first error
+	for _, w := range d.waits {
+		if err := w.h.WaitDurable(w.ticket); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // reportLate tells the late observer of the commit's samples older than its

@@ -483,10 +483,14 @@ type bfSample struct {
 	pid  int64
 }
 
-// commitBackfill stores samples through the backfill generations. It
+// commitBackfill stores samples through the backfill generations without
+// waiting for their WALs' fsyncs: it returns waits with a ticket appended
+// for every generation commit, which the caller waits for (durable.wait)
+// before it acknowledges the samples. A generation flushed or closed
+// meanwhile fsyncs its WAL as it closes it, which ends those waits. It
 // returns an *head.AppendError for samples the generations rejected
 // (duplicates with another value).
-func (db *DB) commitBackfill(ss []bfSample) error {
+func (db *DB) commitBackfill(ss []bfSample, waits []walTicket) ([]walTicket, error) {
 	r := db.opts.BackfillPartitionRange
 	for i := range ss {
 		ss[i].pid = mathx.FloorDiv(ss[i].t, r)
@@ -510,7 +514,7 @@ func (db *DB) commitBackfill(ss []bfSample) error {
 		}
 		g, err := db.acquireGeneration(pids)
 		if err != nil {
-			return err
+			return waits, err
 		}
 		app := g.head.Appender()
 		mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
@@ -531,7 +535,10 @@ func (db *DB) commitBackfill(ss []bfSample) error {
 			}
 		}
 		g.learnRefs(learned)
-		err = app.Commit()
+		ticket, err := app.CommitNoWait()
+		if ticket != 0 {
+			waits = append(waits, walTicket{g.head, ticket})
+		}
 		if db.opts.OnBackfill != nil && (err == nil || errors.As(err, new(*head.AppendError))) {
 			db.opts.OnBackfill(mint, maxt)
 		}
@@ -551,7 +558,7 @@ func (db *DB) commitBackfill(ss []bfSample) error {
 			total.Examples = append(total.Examples, ae.Examples...)
 			db.bf.samples.Add(int64(ae.Accepted))
 		case err != nil:
-			return err
+			return waits, err
 		default:
 			db.bf.samples.Add(int64(n))
 			total.Accepted += n
@@ -560,9 +567,9 @@ func (db *DB) commitBackfill(ss []bfSample) error {
 		ss = ss[n:]
 	}
 	if total.Rejected > 0 {
-		return total
+		return waits, total
 	}
-	return nil
+	return waits, nil
 }
 
 // checkGenerationSize freezes g once its tuples exceed BackfillBytes,

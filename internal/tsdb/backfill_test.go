@@ -471,3 +471,93 @@ func TestCommitOverlapsBackfill(t *testing.T) {
 	armed.Store(false)
 	require.True(t, overlapped.Load(), "the head's and the backfill's fsyncs ran one after the other")
 }
+
+// TestCommitNoWaitBackfill: a commit into the head and a backfill
+// generation returns from CommitNoWait while both WALs' fsyncs are held,
+// waits for the tickets of both heads, and its wait returns only once the
+// fsyncs are let go.
+func TestCommitNoWaitBackfill(t *testing.T) {
+	var (
+		armed   atomic.Bool
+		inside  atomic.Int32
+		gate    = make(chan struct{})
+		release = sync.OnceFunc(func() { close(gate) })
+	)
+	hook := func(time.Duration) {
+		if armed.Load() {
+			inside.Add(1)
+			<-gate
+		}
+	}
+	db, err := Open(t.TempDir(), &Options{PartitionRange: 2 * hour, FlushCheckInterval: -1, OnWALFsync: hook})
+	require.NoError(t, err)
+	defer db.Close()
+	defer release() // before Close: a commit held at the gate holds Close
+	ctx := context.Background()
+	now := time.Now().UnixMilli()
+	live, old := labels.FromStrings("__name__", "live"), labels.FromStrings("__name__", "old")
+	add := func(app storage.Appender, t0 int64) {
+		_, err := app.Append(0, live, now+t0, 1)
+		require.NoError(t, err)
+		_, err = app.Append(0, old, now-10*day+t0, 1)
+		require.NoError(t, err)
+	}
+	app := db.Appender(ctx)
+	_, err = app.Append(0, live, now-1000, 1)
+	require.NoError(t, err)
+	require.NoError(t, app.Commit()) // the head now refuses what is 10 days old
+	app = db.Appender(ctx)
+	add(app, 0)
+	require.NoError(t, app.Commit()) // opens the generation and its WAL
+	require.Equal(t, 1, db.BackfillStats().Generations)
+
+	armed.Store(true)
+	app = db.Appender(ctx)
+	add(app, 1000)
+	type result struct {
+		d   *durable
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := app.(*appender).commitNoWait()
+		done <- result{d, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("CommitNoWait waited for a WAL's fsync")
+	}
+	require.NoError(t, r.err)
+	require.Len(t, r.d.waits, 2, "a ticket for the head and one for the generation")
+	require.Same(t, db.head, r.d.waits[0].h)
+	require.NotSame(t, db.head, r.d.waits[1].h)
+
+	waited := make(chan error, 1)
+	go func() { waited <- r.d.wait() }()
+	for deadline := time.Now().Add(20 * time.Second); inside.Load() < 2; time.Sleep(time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "the two WALs never fsynced")
+	}
+	select {
+	case err := <-waited:
+		t.Fatalf("wait returned (%v) while the fsyncs were held", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	armed.Store(false)
+	release()
+	require.NoError(t, <-waited)
+	q, err := db.Querier(now-11*day, now+hour)
+	require.NoError(t, err)
+	defer q.Close()
+	ss := q.Select(ctx, false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "old"))
+	n := 0
+	for ss.Next() {
+		it := ss.At().Iterator(nil)
+		for it.Next() != chunkenc.ValNone {
+			n++
+		}
+	}
+	require.NoError(t, ss.Err())
+	require.Equal(t, 2, n)
+}
