@@ -5,7 +5,11 @@
 //
 // Invariants:
 //  1. An append is acknowledged only after its rows are in the WAL per the
-//     sync mode (fsync'd in SyncBatch mode, the default).
+//     sync mode (fsync'd in SyncBatch mode, the default): the main head's
+//     WAL and those of the backfill generations it wrote to. Commit waits
+//     for all of them; CommitNoWait hands that wait to its caller, and a
+//     generation flushed or closed meanwhile fsyncs its WAL as it closes
+//     it, which ends the wait.
 //  2. The head takes what Prometheus' head takes (in-order samples above
 //     its minimum valid time, out-of-order ones inside ooo_window); a head
 //     partition is flushed once no such sample can land in it (head max
